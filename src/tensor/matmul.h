@@ -1,0 +1,33 @@
+// Matrix products of a weight matrix (any supported GgmlType) with k activation rows.
+//
+// Batch invariance is the contract: out[t][r] is bitwise the same whatever k is, whichever
+// other rows share the call, and whatever the thread count, because each output element is
+// one dot product computed by the same kernel in the same reduction order. That is what lets
+// greedy speculative decoding reproduce target-only output exactly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/ggml_type.h"
+
+namespace specdec {
+
+class ThreadPool;
+
+// rows x cols weight, row-major: row r starts at data + r * row_stride (GGUF: dims[0] = cols).
+struct WeightMatrix {
+  GgmlType type = GgmlType::F32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const uint8_t* data = nullptr;
+  size_t row_stride = 0;  // bytes
+};
+
+// out[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c], for t in [0, k), r in [0, w.rows).
+void matmul(const WeightMatrix& w, const float* x, int64_t k, float* out, ThreadPool& pool);
+
+// Dequantizes row r of w into dst (w.cols floats); used for embedding lookups.
+void dequantize_row(const WeightMatrix& w, int64_t r, float* dst);
+
+}  // namespace specdec
