@@ -1,0 +1,82 @@
+# shellcheck shell=bash
+# Shared helpers for scripts/test.sh and scripts/run.sh. Source it; do not execute it.
+#
+#   specdec_log MSG...          progress line on stderr ("[specdec] ...")
+#   specdec_die MSG...          error on stderr, exit 1
+#   specdec_ensure_deps         installs the Debian 12 packages the build needs, if any is missing
+#                               (apt-get update once, then install; needs root or passwordless sudo).
+#                               SPECDEC_NO_APT=1 only checks and fails with the missing list.
+#   specdec_configure DIR ARGS  cmake -S <repo> -B DIR ARGS (+ ccache launcher when available)
+#   specdec_build DIR [TARGET]  cmake --build DIR -j$(nproc) [--target TARGET]
+#   specdec_fetch_model NAME    prints the cached path of a model (scripts/fetch-models.sh)
+
+SPECDEC_ROOT=${SPECDEC_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+
+SPECDEC_APT_PACKAGES=(
+  build-essential cmake pkg-config libgtest-dev libbenchmark-dev libpcre2-dev
+  nlohmann-json3-dev python3 python3-pip ccache
+)
+
+specdec_log() { echo "[specdec] $*" >&2; }
+specdec_die() { echo "[specdec] error: $*" >&2; exit 1; }
+
+specdec_missing_packages() {
+  local p status
+  for p in "${SPECDEC_APT_PACKAGES[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    [[ $status == "install ok installed" ]] || echo "$p"
+  done
+}
+
+specdec_ensure_deps() {
+  if ! command -v dpkg-query >/dev/null 2>&1; then
+    specdec_log "not a Debian system: skipping apt; make sure these are installed: ${SPECDEC_APT_PACKAGES[*]}"
+    return 0
+  fi
+  local missing
+  missing=$(specdec_missing_packages | tr '\n' ' ')
+  missing=${missing% }
+  [[ -z $missing ]] && return 0
+
+  if [[ ${SPECDEC_NO_APT:-0} == 1 ]]; then
+    specdec_die "missing Debian packages (SPECDEC_NO_APT=1, not installing): $missing"
+  fi
+  local sudo=()
+  if [[ $(id -u) != 0 ]]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+      sudo=(sudo -n)
+    else
+      specdec_die "missing Debian packages: $missing (run as root, or: sudo apt-get install $missing)"
+    fi
+  fi
+  specdec_log "installing Debian packages: $missing"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq >&2 || specdec_die "apt-get update failed"
+  # shellcheck disable=SC2086
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends $missing >&2 \
+    || specdec_die "apt-get install failed for: $missing"
+}
+
+specdec_configure() {
+  local dir=$1; shift
+  local extra=()
+  if command -v ccache >/dev/null 2>&1 && [[ ${SPECDEC_NO_CCACHE:-0} != 1 ]]; then
+    extra+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
+  specdec_log "configuring $dir: $*"
+  cmake -S "$SPECDEC_ROOT" -B "$SPECDEC_ROOT/$dir" "${extra[@]}" "$@" >&2
+}
+
+specdec_build() {
+  local dir=$1 target=${2:-}
+  local args=(--build "$SPECDEC_ROOT/$dir" -j"$(nproc)")
+  [[ -n $target ]] && args+=(--target "$target")
+  specdec_log "building $dir${target:+ ($target)}"
+  cmake "${args[@]}" >&2
+}
+
+specdec_fetch_model() {
+  local out
+  out=$(bash "$SPECDEC_ROOT/scripts/fetch-models.sh" "$1") || specdec_die "could not fetch model $1"
+  echo "$out" | tail -n 1
+}

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# scripts/test.sh: the project's test command (also what CI runs, via .ci/run).
+#
+# On a fresh Debian 12 machine (as root) it installs the build dependencies, fetches the real
+# models the tests use, builds Release in build/ and runs the whole test suite, then builds with
+# ASan+UBSan in build-asan/ and runs the suite again (without the slow real-model tests, whose
+# names contain "RealModel"). Idempotent: a second run only rebuilds what changed.
+#
+# Environment:
+#   SPECDEC_SKIP_ASAN=1          skip the sanitizer pass (quick local runs)
+#   SPECDEC_ASAN_REAL_MODELS=1   also run the RealModel tests under ASan (slow)
+#   SPECDEC_TEST_TIMEOUT=N       per-test timeout in seconds for the Release run (default 300)
+#   SPECDEC_ASAN_TEST_TIMEOUT=N  per-test timeout under ASan (default 600)
+#   SPECDEC_TEST_FILTER=REGEX    only run tests whose names match (ctest -R), both passes
+#   SPECDEC_MODELS=DIR           model cache (default ~/.cache/specdec/models)
+#   SPECDEC_NO_APT=1             never call apt-get; fail if packages are missing
+# Exit status: non-zero if a dependency, build or any test fails.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+# shellcheck source-path=SCRIPTDIR source=lib/deps.sh
+source "$ROOT/scripts/lib/deps.sh"
+
+START=$SECONDS
+step() { specdec_log "== $* (t=$((SECONDS - START))s)"; }
+
+step "dependencies"
+specdec_ensure_deps
+
+step "models"
+export SPECDEC_MODELS=${SPECDEC_MODELS:-$HOME/.cache/specdec/models}
+SPECDEC_MODEL_SMOLLM2=$(specdec_fetch_model smollm2-135m)
+SPECDEC_MODEL_GEMMA3=$(specdec_fetch_model gemma3-270m)
+export SPECDEC_MODEL_SMOLLM2 SPECDEC_MODEL_GEMMA3
+specdec_log "SPECDEC_MODELS=$SPECDEC_MODELS"
+
+CTEST_FILTER=()
+[[ -n ${SPECDEC_TEST_FILTER:-} ]] && CTEST_FILTER=(-R "$SPECDEC_TEST_FILTER")
+
+FAILED=()
+
+step "Release build (build/)"
+specdec_configure build -DCMAKE_BUILD_TYPE=Release
+specdec_build build || specdec_die "Release build failed"
+
+step "Release tests"
+if ! ctest --test-dir build --output-on-failure -j2 --timeout "${SPECDEC_TEST_TIMEOUT:-300}" \
+    "${CTEST_FILTER[@]}"; then
+  FAILED+=("Release tests")
+fi
+
+if [[ ${SPECDEC_SKIP_ASAN:-0} == 1 ]]; then
+  specdec_log "SPECDEC_SKIP_ASAN=1: skipping the ASan+UBSan pass"
+else
+  step "ASan+UBSan build (build-asan/)"
+  specdec_configure build-asan -DSPECDEC_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DSPECDEC_BENCHMARKS=OFF
+  if specdec_build build-asan; then
+    step "ASan+UBSan tests"
+    ASAN_EXCLUDE=()
+    [[ ${SPECDEC_ASAN_REAL_MODELS:-0} == 1 ]] || ASAN_EXCLUDE=(-E RealModel)
+    if ! ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1} \
+         UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+         ctest --test-dir build-asan --output-on-failure -j2 \
+           --timeout "${SPECDEC_ASAN_TEST_TIMEOUT:-600}" "${CTEST_FILTER[@]}" "${ASAN_EXCLUDE[@]}"; then
+      FAILED+=("ASan+UBSan tests")
+    fi
+  else
+    FAILED+=("ASan+UBSan build")
+  fi
+fi
+
+step "done"
+if [[ ${#FAILED[@]} -gt 0 ]]; then
+  printf '[specdec] FAILED: %s\n' "${FAILED[@]}" >&2
+  exit 1
+fi
+specdec_log "all tests passed in $((SECONDS - START))s"
