@@ -21,12 +21,28 @@ namespace specdec::gguf {
 
 // GGUF metadata value types, numbered as in the spec.
 enum class ValueType : uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 
+// "UINT32", "STRING", ...; "unknown" for ids outside the spec. Used in error messages.
+std::string_view value_type_name(ValueType type);
+
 // An array value: element type plus the decoded elements (strings are copied out; numeric
-// arrays are widened into one of the vectors below, matching elem_type's family).
+// arrays are widened into one of the vectors below, matching elem_type's family). UINT64
+// elements above INT64_MAX keep their bit pattern (cast back to uint64_t to recover them).
+// Arrays of arrays are rejected at open time.
 struct ArrayValue {
   ValueType elem_type = ValueType::UINT8;
   std::vector<std::string> strings;  // elem_type == STRING
@@ -46,8 +62,8 @@ struct TensorInfo {
   std::string name;
   std::vector<int64_t> dims;  // GGUF order: dims[0] is the contiguous (row) dimension
   GgmlType type;
-  uint64_t offset;            // relative to the data section
-  const uint8_t* data;        // points into the mapping, already bounds-checked
+  uint64_t offset;      // relative to the data section
+  const uint8_t* data;  // points into the mapping, already bounds-checked
   size_t n_bytes;
   int64_t n_elements() const;
   int64_t row_length() const { return dims.empty() ? 1 : dims[0]; }
@@ -80,7 +96,7 @@ class GgufFile {
   double get_float(std::string_view key) const;  // float or integer types; throws if absent
   double get_float_or(std::string_view key, double fallback) const;
   bool get_bool_or(std::string_view key, bool fallback) const;
-  const ArrayValue& get_array(std::string_view key) const;  // throws if absent
+  const ArrayValue& get_array(std::string_view key) const;   // throws if absent
   const ArrayValue* find_array(std::string_view key) const;  // nullptr if absent
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }

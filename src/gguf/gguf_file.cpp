@@ -1,0 +1,202 @@
+#include "gguf/gguf_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include "common/error.h"
+#include "gguf/gguf_parser.h"
+
+namespace specdec::gguf {
+
+std::string_view value_type_name(ValueType type) {
+  switch (type) {
+    case ValueType::UINT8:
+      return "UINT8";
+    case ValueType::INT8:
+      return "INT8";
+    case ValueType::UINT16:
+      return "UINT16";
+    case ValueType::INT16:
+      return "INT16";
+    case ValueType::UINT32:
+      return "UINT32";
+    case ValueType::INT32:
+      return "INT32";
+    case ValueType::FLOAT32:
+      return "FLOAT32";
+    case ValueType::BOOL:
+      return "BOOL";
+    case ValueType::STRING:
+      return "STRING";
+    case ValueType::ARRAY:
+      return "ARRAY";
+    case ValueType::UINT64:
+      return "UINT64";
+    case ValueType::INT64:
+      return "INT64";
+    case ValueType::FLOAT64:
+      return "FLOAT64";
+  }
+  return "unknown";
+}
+
+size_t ArrayValue::size() const {
+  switch (elem_type) {
+    case ValueType::STRING:
+      return strings.size();
+    case ValueType::FLOAT32:
+    case ValueType::FLOAT64:
+      return floats.size();
+    default:
+      return ints.size();
+  }
+}
+
+int64_t TensorInfo::n_elements() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;  // open() verified this product fits int64
+  return n;
+}
+
+int64_t TensorInfo::n_rows() const {
+  int64_t n = 1;
+  for (size_t i = 1; i < dims.size(); ++i) n *= dims[i];
+  return n;
+}
+
+namespace {
+
+// Closes the descriptor on every path out of open(); the mapping outlives it.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
+  // Owned from the start, so ~GgufFile unmaps if parsing throws.
+  std::unique_ptr<GgufFile> file(new GgufFile());
+  file->path_ = path;
+  Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (fd.fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0) fail(path, ": cannot stat: ", std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail(path, ": not a regular file");
+  if (st.st_size == 0) fail(path, ": empty file (0 bytes), not a GGUF file");
+  if (static_cast<uint64_t>(st.st_size) > std::numeric_limits<size_t>::max()) {
+    fail(path, ": file too large to map (", st.st_size, " bytes)");
+  }
+  const auto size = static_cast<size_t>(st.st_size);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+  if (map == MAP_FAILED) fail(path, ": cannot mmap ", size, " bytes: ", std::strerror(errno));
+  file->base_ = static_cast<const uint8_t*>(map);
+  file->size_ = size;
+  GgufParser::parse(*file);
+  return file;
+}
+
+GgufFile::~GgufFile() {
+  if (base_ != nullptr) ::munmap(const_cast<uint8_t*>(base_), size_);
+}
+
+bool GgufFile::has(std::string_view key) const { return find(key) != nullptr; }
+
+const MetadataEntry* GgufFile::find(std::string_view key) const {
+  const auto it = metadata_.find(std::string(key));
+  return it == metadata_.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+[[noreturn]] void wrong_type(const std::string& path, std::string_view key, ValueType type,
+                             std::string_view expected) {
+  fail(path, ": metadata '", key, "' has type ", value_type_name(type), ", expected ", expected);
+}
+
+}  // namespace
+
+std::string GgufFile::get_string(std::string_view key) const {
+  const MetadataEntry* e = find(key);
+  if (e == nullptr) fail(path_, ": missing metadata key '", key, "'");
+  const auto* s = std::get_if<std::string>(&e->value);
+  if (s == nullptr) wrong_type(path_, key, e->type, "STRING");
+  return *s;
+}
+
+std::string GgufFile::get_string_or(std::string_view key, std::string fallback) const {
+  return has(key) ? get_string(key) : std::move(fallback);
+}
+
+int64_t GgufFile::get_int(std::string_view key) const {
+  const MetadataEntry* e = find(key);
+  if (e == nullptr) fail(path_, ": missing metadata key '", key, "'");
+  if (const auto* s = std::get_if<int64_t>(&e->value)) return *s;
+  if (const auto* u = std::get_if<uint64_t>(&e->value)) {
+    if (*u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      fail(path_, ": metadata '", key, "' value ", *u, " does not fit int64");
+    }
+    return static_cast<int64_t>(*u);
+  }
+  wrong_type(path_, key, e->type, "an integer");
+}
+
+int64_t GgufFile::get_int_or(std::string_view key, int64_t fallback) const {
+  return has(key) ? get_int(key) : fallback;
+}
+
+double GgufFile::get_float(std::string_view key) const {
+  const MetadataEntry* e = find(key);
+  if (e == nullptr) fail(path_, ": missing metadata key '", key, "'");
+  if (const auto* d = std::get_if<double>(&e->value)) return *d;
+  if (const auto* s = std::get_if<int64_t>(&e->value)) return static_cast<double>(*s);
+  if (const auto* u = std::get_if<uint64_t>(&e->value)) return static_cast<double>(*u);
+  wrong_type(path_, key, e->type, "a float or integer");
+}
+
+double GgufFile::get_float_or(std::string_view key, double fallback) const {
+  return has(key) ? get_float(key) : fallback;
+}
+
+bool GgufFile::get_bool_or(std::string_view key, bool fallback) const {
+  const MetadataEntry* e = find(key);
+  if (e == nullptr) return fallback;
+  const auto* b = std::get_if<bool>(&e->value);
+  if (b == nullptr) wrong_type(path_, key, e->type, "BOOL");
+  return *b;
+}
+
+const ArrayValue& GgufFile::get_array(std::string_view key) const {
+  const ArrayValue* a = find_array(key);
+  if (a == nullptr) fail(path_, ": missing metadata key '", key, "'");
+  return *a;
+}
+
+const ArrayValue* GgufFile::find_array(std::string_view key) const {
+  const MetadataEntry* e = find(key);
+  if (e == nullptr) return nullptr;
+  const auto* a = std::get_if<ArrayValue>(&e->value);
+  if (a == nullptr) wrong_type(path_, key, e->type, "ARRAY");
+  return a;
+}
+
+const TensorInfo* GgufFile::find_tensor(std::string_view name) const {
+  const auto it = tensor_index_.find(name);
+  return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
+}
+
+const TensorInfo& GgufFile::tensor(std::string_view name) const {
+  const TensorInfo* t = find_tensor(name);
+  if (t == nullptr) fail(path_, ": tensor '", name, "' not found");
+  return *t;
+}
+
+}  // namespace specdec::gguf
