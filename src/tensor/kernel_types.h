@@ -1,0 +1,25 @@
+// Function-pointer types shared by the kernel tables. Deliberately free of STL includes: it is
+// included by the *_avx2.cpp translation units (see quant_blocks.h for why).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace specdec {
+
+// out[t * out_stride] = dot(weight row w, activation row x + t * x_stride) for t < nx; n is
+// the number of elements (a multiple of the weight and activation block sizes).
+using DotFn = void (*)(int64_t n, const uint8_t* w, const uint8_t* x, size_t x_stride, int64_t nx,
+                       float* out, int64_t out_stride);
+// Converts one float row of n elements into an activation format.
+using ActQuantFn = void (*)(const float* x, uint8_t* dst, int64_t n);
+
+// One dot kernel per weight type (activation type implied, see vec_dot.h).
+struct DotKernelTable {
+  DotFn f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k;
+};
+
+const DotKernelTable& dot_kernels_scalar();  // vec_dot_scalar.cpp
+const DotKernelTable& dot_kernels_avx2();    // vec_dot_avx2.cpp; only if cpu_has_avx2()
+
+}  // namespace specdec

@@ -1,0 +1,28 @@
+// Dot-product kernels: one weight row against several activation rows, per weight type and
+// instruction set. Internal to the tensor module (matmul.cpp, tests, benchmarks).
+//
+// Each kernel computes every output with the same sequence of operations no matter how many
+// activation rows it is given (the multi-row AVX2 kernels interleave independent
+// accumulators, they never share partial sums), which is what makes matmul batch invariant.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/cpu_features.h"
+#include "tensor/ggml_type.h"
+#include "tensor/kernel_types.h"
+
+namespace specdec {
+
+struct DotKernel {
+  GgmlType act_type;    // activation format the weights dot against
+  ActQuantFn quantize;  // nullptr: F32 activations are used in place
+  DotFn dot;
+};
+
+// The kernel pair for a weight type on one path. Throws for unsupported weight types;
+// Isa::kAvx2 on a CPU without AVX2 gives the scalar kernels.
+const DotKernel& dot_kernel(GgmlType weight, Isa isa);
+
+}  // namespace specdec
