@@ -1,5 +1,7 @@
-// A decoder-only transformer loaded from GGUF (architectures: llama, qwen2; gemma3 is meant to
-// be a contained addition: one config branch plus its layer differences).
+// A decoder-only transformer loaded from GGUF (architectures: llama, qwen2). What differs between
+// architectures is described by ArchTraits (model/arch.h) and copied into ModelConfig, so adding
+// one (gemma3: embedding scale, GELU, QK-norm, post-norms) is a table entry plus the branches
+// that read the new fields.
 #pragma once
 
 #include <cstdint>
@@ -22,16 +24,19 @@ struct ModelConfig {
   std::string arch;
   int32_t n_vocab = 0, n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
   int32_t n_ff = 0, n_ctx_train = 0;
+  int32_t rope_dim = 0;  // leading dimensions of each head that RoPE rotates (even, <= head_dim)
   float rms_eps = 1e-5f, rope_theta = 10000.0f;
   RopeStyle rope_style = RopeStyle::Normal;
-  // RoPE scaling (linear factor; llama3-style frequency scaling when rope_llama3 is set)
+  // Linear RoPE scaling: positions are multiplied by this (1 / rope.scaling.factor). Llama 3.1+
+  // frequency scaling comes as the rope_freqs.weight tensor and is applied by the model.
   float rope_freq_scale = 1.0f;
-  bool rope_llama3 = false;
-  float rope_llama3_factor = 8.0f, rope_llama3_low = 1.0f, rope_llama3_high = 4.0f;
-  int32_t rope_llama3_orig_ctx = 8192;
   bool qkv_bias = false, tied_output = false;
+
+  int32_t q_dim() const { return n_head * head_dim; }      // width of Q and attention output
+  int32_t kv_dim() const { return n_head_kv * head_dim; }  // width of K and V (one cache row)
+
   // Reads and validates the config from metadata; throws specdec::Error for unknown
-  // architectures or absurd sizes.
+  // architectures or absurd sizes, naming the key.
   static ModelConfig from_gguf(const gguf::GgufFile& file);
 };
 
@@ -47,17 +52,19 @@ class Model {
 
   // Runs tokens[i] at positions[i] (i < k) on top of cache (which grows by k) and writes the
   // logits of the rows listed in logit_rows (indices into tokens, ascending) to
-  // logits_out[j * n_vocab ...]. Row j's result is bitwise independent of k and of the other
-  // tokens in the call (batch invariance). Throws specdec::Error if the cache would overflow.
-  void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
-               KvCache& cache, std::span<const int32_t> logit_rows, float* logits_out,
-               ThreadPool& pool);
+  // logits_out[j * n_vocab ...]. Row j's result is bitwise independent of k, of the other
+  // tokens in the call and of the thread count (batch invariance). Throws specdec::Error if
+  // the cache would overflow or an argument is out of range; the cache is then unchanged.
+  // Not reentrant: one forward() at a time per Model (it reuses scratch buffers).
+  void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KvCache& cache,
+               std::span<const int32_t> logit_rows, float* logits_out, ThreadPool& pool);
+
+  struct Impl;  // weights and scratch, defined in model/model_impl.h
 
  protected:
   Model() = default;
   ModelConfig config_;
   size_t weight_bytes_ = 0;
-  struct Impl;
   std::shared_ptr<Impl> impl_;
 };
 

@@ -1,0 +1,171 @@
+// Model::forward: the transformer, step by step, for k tokens on top of the KV cache.
+//
+// Batch invariance: every step is either a matmul (invariant by contract), a per-token kernel
+// from ops.h (depends only on that token's row), or attention (per token and head, over that
+// token's own slot range). So row i's logits are the same bits whether it is decoded alone or
+// verified among k drafted tokens, and whatever the thread count.
+#include <algorithm>
+#include <functional>
+
+#include "common/error.h"
+#include "model/attention.h"
+#include "model/model.h"
+#include "model/model_impl.h"
+#include "model/ops.h"
+#include "model/rope.h"
+#include "tensor/thread_pool.h"
+
+namespace specdec {
+namespace {
+
+void grow(std::vector<float>& v, int64_t k, int64_t width) {
+  const auto n = static_cast<size_t>(k * width);
+  if (v.size() < n) v.resize(n);
+}
+
+void reserve_scratch(const ModelConfig& c, Scratch& s, int64_t k) {
+  if (s.tokens >= k) return;
+  grow(s.x, k, c.n_embd);
+  grow(s.xn, k, c.n_embd);
+  grow(s.q, k, c.q_dim());
+  grow(s.kv_k, k, c.kv_dim());
+  grow(s.kv_v, k, c.kv_dim());
+  grow(s.attn, k, c.q_dim());
+  grow(s.proj, k, c.n_embd);
+  grow(s.gate, k, c.n_ff);
+  grow(s.up, k, c.n_ff);
+  grow(s.rope_cos, k, c.rope_dim / 2);
+  grow(s.rope_sin, k, c.rope_dim / 2);
+  s.tokens = k;
+}
+
+// Runs fn(i) for every token; spread over the pool when there is more than one token. fn must
+// only touch row i, so the split cannot change results.
+void per_token(ThreadPool& pool, int64_t k, const std::function<void(int64_t)>& fn) {
+  if (k == 1) {
+    fn(0);
+    return;
+  }
+  pool.parallel_for(k, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) fn(i);
+  });
+}
+
+void check_arguments(const ModelConfig& c, std::span<const int32_t> tokens,
+                     std::span<const int32_t> positions, const KvCache& cache,
+                     std::span<const int32_t> logit_rows, const float* logits_out) {
+  const auto k = static_cast<int64_t>(tokens.size());
+  if (positions.size() != tokens.size()) {
+    fail("forward: ", tokens.size(), " tokens but ", positions.size(), " positions");
+  }
+  if (cache.n_layer() != c.n_layer || cache.row_size() != c.kv_dim()) {
+    fail("forward: KV cache was made for a different model");
+  }
+  if (k > cache.capacity() - cache.length()) {
+    fail("KV cache overflow: ", cache.length(), " + ", k, " tokens exceed capacity ",
+         cache.capacity());
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= c.n_vocab) {
+      fail("forward: token id ", tokens[i], " outside the vocabulary [0, ", c.n_vocab, ")");
+    }
+    if (positions[i] < 0) fail("forward: negative position ", positions[i]);
+  }
+  for (size_t j = 0; j < logit_rows.size(); ++j) {
+    if (logit_rows[j] < 0 || logit_rows[j] >= k || (j > 0 && logit_rows[j] <= logit_rows[j - 1])) {
+      fail("forward: logit_rows must be ascending indices into the ", k, " tokens");
+    }
+  }
+  if (!logit_rows.empty() && logits_out == nullptr) fail("forward: logits_out is null");
+}
+
+}  // namespace
+
+void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
+                    KvCache& cache, std::span<const int32_t> logit_rows, float* logits_out,
+                    ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  check_arguments(c, tokens, positions, cache, logit_rows, logits_out);
+  const auto k = static_cast<int64_t>(tokens.size());
+  if (k == 0) return;
+
+  const ModelWeights& w = impl_->weights;
+  Scratch& s = impl_->scratch;
+  reserve_scratch(c, s, k);
+  const int32_t first_slot = cache.length();
+  const int64_t E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff;
+  const int64_t n_pairs = c.rope_dim / 2;
+
+  // Token embeddings: row tokens[i] of token_embd becomes the residual stream x[i].
+  for (int64_t i = 0; i < k; ++i) dequantize_row(w.token_embd, tokens[i], &s.x[i * E]);
+
+  // RoPE angles, once per token (shared by every layer and head): from its own position.
+  for (int64_t i = 0; i < k; ++i) {
+    rope_angles(impl_->rope_inv_freq, positions[i], &s.rope_cos[i * n_pairs],
+                &s.rope_sin[i * n_pairs]);
+  }
+
+  for (int32_t l = 0; l < c.n_layer; ++l) {
+    const LayerWeights& L = w.layers[static_cast<size_t>(l)];
+
+    // Attention input: xn = RMSNorm(x) * attn_norm.
+    per_token(pool, k, [&](int64_t i) {
+      ops::rms_norm(&s.x[i * E], L.attn_norm.data(), E, c.rms_eps, &s.xn[i * E]);
+    });
+
+    // Q, K, V projections.
+    matmul(L.wq, s.xn.data(), k, s.q.data(), pool);
+    matmul(L.wk, s.xn.data(), k, s.kv_k.data(), pool);
+    matmul(L.wv, s.xn.data(), k, s.kv_v.data(), pool);
+
+    // Biases (qwen2), RoPE on Q and K at each token's position, then K and V into the cache
+    // at slot first_slot + i.
+    per_token(pool, k, [&](int64_t i) {
+      float* q = &s.q[i * Q];
+      float* kk = &s.kv_k[i * KV];
+      float* vv = &s.kv_v[i * KV];
+      if (c.qkv_bias) {
+        ops::add(q, L.bq.data(), Q);
+        ops::add(kk, L.bk.data(), KV);
+        ops::add(vv, L.bv.data(), KV);
+      }
+      const float* cs = &s.rope_cos[i * n_pairs];
+      const float* sn = &s.rope_sin[i * n_pairs];
+      apply_rope(c.rope_style, q, c.n_head, c.head_dim, c.rope_dim, cs, sn);
+      apply_rope(c.rope_style, kk, c.n_head_kv, c.head_dim, c.rope_dim, cs, sn);
+      const auto slot = static_cast<int32_t>(first_slot + i);
+      std::copy(kk, kk + KV, cache.k(l, slot));
+      std::copy(vv, vv + KV, cache.v(l, slot));
+    });
+
+    // Causal attention of token i over slots [0, first_slot + i].
+    causal_attention(c, cache, l, first_slot, s.q.data(), k, s.attn.data(), s, pool);
+
+    // Output projection and residual: x += attn_output(attn).
+    matmul(L.wo, s.attn.data(), k, s.proj.data(), pool);
+    per_token(pool, k, [&](int64_t i) {
+      ops::add(&s.x[i * E], &s.proj[i * E], E);
+      // FFN input: xn = RMSNorm(x) * ffn_norm.
+      ops::rms_norm(&s.x[i * E], L.ffn_norm.data(), E, c.rms_eps, &s.xn[i * E]);
+    });
+
+    // SwiGLU feed-forward: down(silu(gate(xn)) * up(xn)), then residual.
+    matmul(L.ffn_gate, s.xn.data(), k, s.gate.data(), pool);
+    matmul(L.ffn_up, s.xn.data(), k, s.up.data(), pool);
+    per_token(pool, k, [&](int64_t i) { ops::swiglu(&s.gate[i * F], &s.up[i * F], F); });
+    matmul(L.ffn_down, s.gate.data(), k, s.proj.data(), pool);
+    per_token(pool, k, [&](int64_t i) { ops::add(&s.x[i * E], &s.proj[i * E], E); });
+  }
+  cache.advance(static_cast<int32_t>(k));
+
+  // Logits, only for the requested rows: final RMSNorm of those rows (packed into xn), then
+  // the output matrix (token_embd when tied).
+  const auto n_out = static_cast<int64_t>(logit_rows.size());
+  if (n_out == 0) return;
+  per_token(pool, n_out, [&](int64_t j) {
+    ops::rms_norm(&s.x[logit_rows[j] * E], w.output_norm.data(), E, c.rms_eps, &s.xn[j * E]);
+  });
+  matmul(w.output, s.xn.data(), n_out, logits_out, pool);
+}
+
+}  // namespace specdec

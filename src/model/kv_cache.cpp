@@ -1,0 +1,31 @@
+#include "model/kv_cache.h"
+
+#include "common/error.h"
+#include "model/model.h"
+
+namespace specdec {
+
+KvCache::KvCache(const ModelConfig& config, int32_t capacity)
+    : n_layer_(config.n_layer), row_(config.kv_dim()), capacity_(capacity) {
+  if (capacity < 1) fail("KV cache capacity must be at least 1, got ", capacity);
+  if (n_layer_ < 1 || row_ < 1) fail("KV cache needs a loaded model config");
+  const size_t n = static_cast<size_t>(n_layer_) * capacity_ * row_;
+  k_.assign(n, 0.0f);
+  v_.assign(n, 0.0f);
+}
+
+void KvCache::truncate(int32_t n) {
+  if (n < 0 || n > length_) fail("KV cache truncate(", n, ") outside [0, ", length_, "]");
+  length_ = n;
+}
+
+size_t KvCache::bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
+
+void KvCache::advance(int32_t k) {
+  if (k < 0 || k > capacity_ - length_) {
+    fail("KV cache overflow: ", length_, " + ", k, " tokens exceed capacity ", capacity_);
+  }
+  length_ += k;
+}
+
+}  // namespace specdec

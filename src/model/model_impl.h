@@ -1,0 +1,47 @@
+// Internal to src/model: the bound weights and the reusable scratch buffers behind Model.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/model.h"
+#include "tensor/matmul.h"
+
+namespace specdec {
+
+struct LayerWeights {
+  std::vector<float> attn_norm, ffn_norm;   // n_embd each
+  std::vector<float> bq, bk, bv;            // empty unless config.qkv_bias
+  WeightMatrix wq, wk, wv, wo;              // q_dim x n_embd, kv_dim x n_embd (x2), n_embd x q_dim
+  WeightMatrix ffn_gate, ffn_up, ffn_down;  // n_ff x n_embd (x2), n_embd x n_ff
+};
+
+struct ModelWeights {
+  WeightMatrix token_embd;  // n_vocab x n_embd
+  WeightMatrix output;      // n_vocab x n_embd; the same matrix as token_embd when tied
+  std::vector<float> output_norm;
+  std::vector<LayerWeights> layers;
+};
+
+// Activations for up to `tokens` rows. Grown (never shrunk) when a larger batch arrives, so the
+// steady-state decode loop does not allocate.
+struct Scratch {
+  int64_t tokens = 0;
+  std::vector<float> x;                   // residual stream, k x n_embd
+  std::vector<float> xn;                  // normalized input of the current block, k x n_embd
+  std::vector<float> q, kv_k, kv_v;       // projections, k x q_dim / k x kv_dim
+  std::vector<float> attn;                // attention output, k x q_dim
+  std::vector<float> proj;                // output of attn_output / ffn_down, k x n_embd
+  std::vector<float> gate, up;            // FFN hidden, k x n_ff
+  std::vector<float> rope_cos, rope_sin;  // k x rope_dim/2
+  std::vector<float> scores;  // attention probabilities, one row of slots per worker part
+  int64_t score_parts = 0, score_slots = 0;
+};
+
+struct Model::Impl {
+  ModelWeights weights;
+  std::vector<double> rope_inv_freq;  // rope_dim/2 angular frequencies per position
+  Scratch scratch;
+};
+
+}  // namespace specdec

@@ -1,0 +1,23 @@
+// Small per-token kernels of the forward pass. Every reduction has a fixed order that depends
+// only on its length, never on the batch or the thread doing it (batch invariance).
+#pragma once
+
+#include <cstdint>
+
+namespace specdec::ops {
+
+// sum_i a[i] * b[i] with eight interleaved partial sums (added in a fixed tree at the end):
+// the same order for every call of the same length, and short enough dependency chains to
+// keep the FPU busy.
+float dot(const float* a, const float* b, int64_t n);
+
+// out = x / sqrt(mean(x^2) + eps) * weight (out may alias x).
+void rms_norm(const float* x, const float* weight, int64_t n, float eps, float* out);
+
+// x += y
+void add(float* x, const float* y, int64_t n);
+
+// gate = silu(gate) * up   (SwiGLU)
+void swiglu(float* gate, const float* up, int64_t n);
+
+}  // namespace specdec::ops
