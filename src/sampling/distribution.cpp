@@ -1,0 +1,194 @@
+// make_distribution: softmax + llama.cpp's filter chain without sorting the whole vocabulary.
+//
+// Every filter keeps a prefix of the candidates in one fixed order (descending logit, ties to the
+// ascending id; dividing by T > 0 and exp are monotone, so this is also the order of the
+// probabilities):
+//   top-k keeps the first k;
+//   top-p keeps the shortest prefix whose mass, relative to the top-k survivors, reaches p;
+//   min-p keeps those with p_i >= min_p * p_max, and p_max (the first entry) survives every filter.
+// A chain of prefix filters keeps the shortest of the prefixes, so the filters commute except for
+// the one coupling: top-p measures mass relative to the top-k survivors. That lets us
+//   1. select the top k with a heap scan (O(n), no sort),
+//   2. drop everything below the min-p threshold while accumulating the mass top-p needs,
+//   3. sort the survivors only as far as top-p needs, in growing chunks (nth_element + sort).
+// Only the unfiltered case (no top-k, top-p, min-p) sorts the whole vocabulary.
+#include "sampling/distribution.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "common/error.h"
+
+namespace specdec {
+
+namespace {
+
+// Strict total order "a ranks before b": higher logit first, then the lower id.
+struct RanksBefore {
+  const float* logit;
+  bool operator()(int32_t a, int32_t b) const {
+    return logit[a] > logit[b] || (logit[a] == logit[b] && a < b);
+  }
+};
+
+// Leaves the k best ids (unordered) in ids.
+void select_top_k(std::span<const float> logits, int32_t k, std::vector<int32_t>& ids) {
+  const RanksBefore before{logits.data()};
+  const auto n = static_cast<int32_t>(logits.size());
+  ids.resize(static_cast<size_t>(k));
+  std::iota(ids.begin(), ids.end(), 0);
+  if (static_cast<int64_t>(k) * 8 > n) {
+    // Large k: a heap would churn; quickselect over all ids is O(n) as well.
+    ids.resize(static_cast<size_t>(n));
+    std::iota(ids.begin() + k, ids.end(), k);
+    std::nth_element(ids.begin(), ids.begin() + (k - 1), ids.end(), before);
+    ids.resize(static_cast<size_t>(k));
+    return;
+  }
+  // Heap of the best k seen so far with the worst at the front. Later ids lose ties to every id
+  // already in the heap, so the scan only needs a strict > against the front's logit.
+  std::make_heap(ids.begin(), ids.end(), before);
+  float threshold = logits[static_cast<size_t>(ids.front())];
+  for (int32_t i = k; i < n; ++i) {
+    if (logits[static_cast<size_t>(i)] > threshold) {
+      std::pop_heap(ids.begin(), ids.end(), before);
+      ids.back() = i;
+      std::push_heap(ids.begin(), ids.end(), before);
+      threshold = logits[static_cast<size_t>(ids.front())];
+    }
+  }
+}
+
+// Sorts ids only as far as needed for the cumulative weight to reach target and returns the
+// length of that prefix (ids.size() if it is never reached).
+template <typename Weight>
+size_t sorted_prefix_reaching(std::vector<int32_t>& ids, const RanksBefore& before,
+                              const Weight& weight, double target) {
+  size_t sorted = 0, chunk = 32;
+  double cum = 0;
+  while (sorted < ids.size()) {
+    const size_t end = std::min(ids.size(), sorted + chunk);
+    if (end < ids.size()) {
+      std::nth_element(ids.begin() + static_cast<ptrdiff_t>(sorted),
+                       ids.begin() + static_cast<ptrdiff_t>(end - 1), ids.end(), before);
+    }
+    std::sort(ids.begin() + static_cast<ptrdiff_t>(sorted),
+              ids.begin() + static_cast<ptrdiff_t>(end), before);
+    for (size_t i = sorted; i < end; ++i) {
+      cum += weight(ids[i]);
+      if (cum >= target) return i + 1;
+    }
+    sorted = end;
+    chunk *= 2;
+  }
+  return ids.size();
+}
+
+void make_one_hot(std::span<const float> logits, Distribution& out) {
+  // First strict maximum: ties go to the lowest id. NaN never compares greater, so it is skipped.
+  size_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[best] || std::isnan(logits[best])) best = i;
+  }
+  out.ids.assign(1, static_cast<int32_t>(best));
+  out.probs.assign(1, 1.0f);
+}
+
+}  // namespace
+
+float Distribution::prob(int32_t id) const {
+  // Linear scan: with top-k the support is tiny; without filters it is O(n_vocab), which is the
+  // same order as producing the distribution in the first place.
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] == id) return probs[i];
+  }
+  return 0.0f;
+}
+
+void make_distribution(std::span<const float> logits, const SamplingParams& params,
+                       Distribution& out) {
+  if (logits.empty()) fail("make_distribution: empty logits");
+  const auto n = static_cast<int32_t>(logits.size());
+  out.n_vocab = n;
+  if (params.greedy()) {
+    make_one_hot(logits, out);
+    return;
+  }
+
+  float max_logit = -std::numeric_limits<float>::infinity();
+  for (float l : logits) {
+    if (std::isnan(l)) fail("make_distribution: NaN logit");
+    max_logit = std::max(max_logit, l);
+  }
+  if (std::isinf(max_logit)) fail("make_distribution: logits have no finite maximum");
+
+  // Unnormalized probabilities relative to the maximum: w = exp((l - max) / T) in (0, 1], computed
+  // in double so that neither a tiny T nor a wide logit range loses the ordering of the mass.
+  const double m = max_logit, inv_t = 1.0 / static_cast<double>(params.temperature);
+  const auto weight = [&](int32_t id) {
+    return std::exp((static_cast<double>(logits[static_cast<size_t>(id)]) - m) * inv_t);
+  };
+  // min-p: p_i >= min_p * p_max  <=>  w_i >= min_p, since p_max has w = 1. Weights that underflow
+  // to 0 can never be sampled, so they are dropped with the same test. min_p > 1 is clamped so the
+  // maximum always survives.
+  const double w_min = std::min(1.0, std::max(0.0, static_cast<double>(params.min_p)));
+  const auto keep = [w_min](double w) { return w > 0 && w >= w_min; };
+
+  std::vector<int32_t>& ids = out.ids;
+  double mass = 0;  // total weight after top-k: what top-p's threshold is relative to
+  if (params.top_k > 0 && params.top_k < n) {
+    select_top_k(logits, params.top_k, ids);
+    size_t kept = 0;
+    for (int32_t id : ids) {
+      const double w = weight(id);
+      mass += w;
+      if (keep(w)) ids[kept++] = id;
+    }
+    ids.resize(kept);
+  } else {
+    ids.clear();
+    for (int32_t i = 0; i < n; ++i) {
+      const double w = weight(i);
+      mass += w;
+      if (keep(w)) ids.push_back(i);
+    }
+  }
+
+  const RanksBefore before{logits.data()};
+  size_t cut = ids.size();
+  if (params.top_p < 1.0f && ids.size() > 1) {
+    cut = sorted_prefix_reaching(ids, before, weight, static_cast<double>(params.top_p) * mass);
+  } else {
+    std::sort(ids.begin(), ids.end(), before);
+  }
+  ids.resize(cut);
+
+  out.probs.resize(cut);
+  double total = 0;
+  for (size_t i = 0; i < cut; ++i) total += weight(ids[i]);
+  const double inv_total = 1.0 / total;
+  for (size_t i = 0; i < cut; ++i) {
+    out.probs[i] = static_cast<float>(weight(ids[i]) * inv_total);
+  }
+}
+
+int32_t sample(const Distribution& dist, Rng& rng) {
+  if (dist.ids.empty()) fail("sample: empty distribution");
+  // Inverse CDF: the first entry whose cumulative probability exceeds u.
+  const double u = rng.uniform();
+  double cum = 0;
+  for (size_t i = 0; i < dist.probs.size(); ++i) {
+    cum += dist.probs[i];
+    if (u < cum) return dist.ids[i];
+  }
+  // The float probabilities may sum to slightly less than 1 and u can land in that sliver; give
+  // it to the last entry that has mass (never to a zero-probability id).
+  for (size_t i = dist.probs.size(); i-- > 0;) {
+    if (dist.probs[i] > 0) return dist.ids[i];
+  }
+  return dist.ids.front();
+}
+
+}  // namespace specdec

@@ -1,0 +1,300 @@
+#include "sampling/distribution.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "common/error.h"
+#include "sampling/chi_square.h"
+
+namespace specdec {
+namespace {
+
+SamplingParams no_filters(float temperature = 1.0f) {
+  SamplingParams p;
+  p.temperature = temperature;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  return p;
+}
+
+// Logits whose softmax at T = 1 is exactly proportional to the given weights.
+std::vector<float> log_of(std::vector<double> w) {
+  std::vector<float> l;
+  for (double x : w) l.push_back(static_cast<float>(std::log(x)));
+  return l;
+}
+
+void expect_dist(const Distribution& d, std::vector<int32_t> ids, std::vector<double> probs) {
+  ASSERT_EQ(d.ids, ids);
+  ASSERT_EQ(d.probs.size(), probs.size());
+  for (size_t i = 0; i < probs.size(); ++i)
+    EXPECT_NEAR(d.probs[i], probs[i], 1e-6) << "entry " << i;
+}
+
+// 0.4, 0.3, 0.2, 0.1 at T = 1.
+const std::vector<float> kFour = log_of({4, 3, 2, 1});
+
+TEST(Distribution, SoftmaxWithoutFilters) {
+  Distribution d;
+  make_distribution(kFour, no_filters(), d);
+  EXPECT_EQ(d.n_vocab, 4);
+  expect_dist(d, {0, 1, 2, 3}, {0.4, 0.3, 0.2, 0.1});
+}
+
+TEST(Distribution, TemperatureScalesLogits) {
+  Distribution d;
+  make_distribution(kFour, no_filters(0.5f), d);  // weights squared: 16, 9, 4, 1
+  expect_dist(d, {0, 1, 2, 3}, {16 / 30.0, 9 / 30.0, 4 / 30.0, 1 / 30.0});
+  make_distribution(kFour, no_filters(2.0f), d);  // square roots
+  const double s = 2 + std::sqrt(3.0) + std::sqrt(2.0) + 1;
+  expect_dist(d, {0, 1, 2, 3}, {2 / s, std::sqrt(3.0) / s, std::sqrt(2.0) / s, 1 / s});
+}
+
+TEST(Distribution, SortedDescendingTiesByAscendingId) {
+  Distribution d;
+  make_distribution(std::vector<float>{0, 1, 1, 0, 2}, no_filters(), d);
+  EXPECT_EQ(d.ids, (std::vector<int32_t>{4, 1, 2, 0, 3}));
+}
+
+TEST(Distribution, TopKAlone) {
+  SamplingParams p = no_filters();
+  p.top_k = 2;
+  Distribution d;
+  make_distribution(kFour, p, d);
+  expect_dist(d, {0, 1}, {4 / 7.0, 3 / 7.0});
+  p.top_k = 4;  // k >= n keeps everything
+  make_distribution(kFour, p, d);
+  EXPECT_EQ(d.size(), 4u);
+}
+
+TEST(Distribution, TopKTiesAtTheBoundaryKeepLowestIds) {
+  SamplingParams p = no_filters();
+  p.top_k = 2;
+  Distribution d;
+  make_distribution(std::vector<float>{1, 2, 2, 2}, p, d);
+  expect_dist(d, {1, 2}, {0.5, 0.5});
+  // Same on the heap path (k * 8 <= n): 100 equal logits, the best 3 are ids 0, 1, 2.
+  std::vector<float> flat(100, 0.0f);
+  flat[57] = 1.0f;
+  p.top_k = 4;
+  make_distribution(flat, p, d);
+  EXPECT_EQ(d.ids, (std::vector<int32_t>{57, 0, 1, 2}));
+}
+
+TEST(Distribution, TopPKeepsSmallestPrefixReachingP) {
+  SamplingParams p = no_filters();
+  Distribution d;
+  p.top_p = 0.65f;  // 0.4 < 0.65 <= 0.7
+  make_distribution(kFour, p, d);
+  expect_dist(d, {0, 1}, {4 / 7.0, 3 / 7.0});
+  p.top_p = 0.75f;  // needs the third token
+  make_distribution(kFour, p, d);
+  expect_dist(d, {0, 1, 2}, {4 / 9.0, 3 / 9.0, 2 / 9.0});
+  p.top_p = 0.35f;  // the first token alone reaches it
+  make_distribution(kFour, p, d);
+  expect_dist(d, {0}, {1.0});
+}
+
+TEST(Distribution, MinPIsRelativeToTheMaximum) {
+  SamplingParams p = no_filters();
+  Distribution d;
+  p.min_p = 0.3f;  // threshold 0.12: drops only 0.1
+  make_distribution(kFour, p, d);
+  expect_dist(d, {0, 1, 2}, {4 / 9.0, 3 / 9.0, 2 / 9.0});
+  p.min_p = 0.6f;  // threshold 0.24
+  make_distribution(kFour, p, d);
+  expect_dist(d, {0, 1}, {4 / 7.0, 3 / 7.0});
+  p.min_p = 2.0f;  // clamped: the maximum always survives
+  make_distribution(kFour, p, d);
+  expect_dist(d, {0}, {1.0});
+}
+
+TEST(Distribution, TopPIsMeasuredAfterTopK) {
+  SamplingParams p = no_filters();
+  Distribution d;
+  p.top_p = 0.72f;  // on the full distribution: 0.4, 0.7, 0.9 -> keeps three
+  make_distribution(kFour, p, d);
+  EXPECT_EQ(d.size(), 3u);
+  p.top_k = 3;  // renormalized top-3: 0.444, 0.778 -> keeps two
+  make_distribution(kFour, p, d);
+  expect_dist(d, {0, 1}, {4 / 7.0, 3 / 7.0});
+}
+
+TEST(Distribution, AllFiltersCombined) {
+  // Weights 8, 6, 4, 3, 2, 1 (sum 24). top-k 5 -> mass 23. top-p 0.9 of 23 = 20.7: cumulative
+  // 8, 14, 18, 21 -> keeps 4. min-p 0.45 -> threshold 3.6 in weight units: drops the 3.
+  SamplingParams p = no_filters();
+  p.top_k = 5;
+  p.top_p = 0.9f;
+  p.min_p = 0.45f;
+  Distribution d;
+  make_distribution(log_of({3, 8, 1, 6, 2, 4}), p, d);
+  expect_dist(d, {1, 3, 5}, {8 / 18.0, 6 / 18.0, 4 / 18.0});
+  p.min_p = 0.3f;  // threshold 2.4: top-p is now the binding filter
+  make_distribution(log_of({3, 8, 1, 6, 2, 4}), p, d);
+  expect_dist(d, {1, 3, 5, 0}, {8 / 21.0, 6 / 21.0, 4 / 21.0, 3 / 21.0});
+}
+
+TEST(Distribution, GreedyIsOneHotOnFirstMaximum) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  Distribution d;
+  make_distribution(std::vector<float>{1, 3, 3, 2}, p, d);
+  expect_dist(d, {1}, {1.0});
+  EXPECT_EQ(d.argmax(), 1);
+  EXPECT_EQ(d.prob(1), 1.0f);
+  EXPECT_EQ(d.prob(2), 0.0f);
+}
+
+TEST(Distribution, NegativeInfinityIsExcluded) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Distribution d;
+  make_distribution(std::vector<float>{-inf, 0.0f, -inf, 0.0f}, no_filters(), d);
+  expect_dist(d, {1, 3}, {0.5, 0.5});
+  EXPECT_THROW(make_distribution(std::vector<float>{-inf, -inf}, no_filters(), d), Error);
+  EXPECT_THROW(make_distribution(std::vector<float>{0.0f, std::nanf("")}, no_filters(), d), Error);
+}
+
+TEST(Distribution, ProbLookup) {
+  Distribution d;
+  make_distribution(kFour, no_filters(), d);
+  EXPECT_NEAR(d.prob(2), 0.2, 1e-6);
+  EXPECT_EQ(d.prob(17), 0.0f);
+}
+
+// Straightforward reference: full sort, then the filters one after another as llama.cpp does.
+Distribution reference(const std::vector<float>& logits, const SamplingParams& p) {
+  const int n = static_cast<int>(logits.size());
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+    return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)];
+  });
+  std::vector<double> w;
+  for (int32_t id : ids) {
+    w.push_back(std::exp((double(logits[size_t(id)]) - logits[size_t(ids[0])]) / p.temperature));
+  }
+  size_t k = ids.size();
+  if (p.top_k > 0) k = std::min(k, size_t(p.top_k));
+  if (p.top_p < 1) {
+    double mass = 0, cum = 0;
+    for (size_t i = 0; i < k; ++i) mass += w[i];
+    for (size_t i = 0; i < k; ++i) {
+      cum += w[i];
+      if (cum >= double(p.top_p) * mass) {
+        k = i + 1;
+        break;
+      }
+    }
+  }
+  size_t m = 0;
+  while (m < k && w[m] > 0 && w[m] >= std::min(1.0, double(std::max(0.0f, p.min_p)))) ++m;
+  Distribution d;
+  d.n_vocab = n;
+  double total = 0;
+  for (size_t i = 0; i < m; ++i) total += w[i];
+  for (size_t i = 0; i < m; ++i) {
+    d.ids.push_back(ids[i]);
+    d.probs.push_back(float(w[i] / total));
+  }
+  return d;
+}
+
+TEST(Distribution, MatchesFullSortReferenceOnRandomInputs) {
+  Rng rng(5);
+  Distribution d;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 1 + static_cast<int>(rng.uniform() * (trial % 3 == 0 ? 2000 : 60));
+    std::vector<float> logits(static_cast<size_t>(n));
+    const bool quantized = trial % 2 == 0;  // many exact ties
+    for (float& l : logits) {
+      const double x = rng.uniform() * 12 - 6;
+      l = quantized ? std::round(static_cast<float>(x)) : static_cast<float>(x);
+    }
+    SamplingParams p;
+    p.temperature = static_cast<float>(0.2 + rng.uniform() * 1.8);
+    p.top_k = rng.uniform() < 0.3 ? 0 : 1 + static_cast<int>(rng.uniform() * n * 1.2);
+    p.top_p = rng.uniform() < 0.3 ? 1.0f : static_cast<float>(0.05 + rng.uniform());
+    p.min_p = rng.uniform() < 0.3 ? 0.0f : static_cast<float>(rng.uniform() * 0.3);
+    make_distribution(logits, p, d);
+    const Distribution r = reference(logits, p);
+    ASSERT_EQ(d.ids, r.ids) << "trial " << trial;
+    for (size_t i = 0; i < r.probs.size(); ++i) ASSERT_NEAR(d.probs[i], r.probs[i], 1e-6);
+  }
+}
+
+TEST(Distribution, ReusesBuffersAcrossCalls) {
+  Distribution d;
+  make_distribution(std::vector<float>(1000, 0.0f), no_filters(), d);
+  make_distribution(kFour, no_filters(), d);
+  EXPECT_EQ(d.size(), 4u);
+  EXPECT_EQ(d.n_vocab, 4);
+}
+
+TEST(Sample, MatchesProbabilitiesChiSquare) {
+  Distribution d;
+  SamplingParams p = no_filters(0.9f);
+  make_distribution(std::vector<float>{0.3f, -1.0f, 2.0f, 0.0f, 1.1f, -3.0f, 0.7f}, p, d);
+  Rng rng(2024);
+  const int n = 200000;
+  std::vector<int64_t> counts(7, 0);
+  for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(sample(d, rng))];
+  std::vector<double> probs(7);
+  for (int32_t id = 0; id < 7; ++id) probs[size_t(id)] = d.prob(id);
+  const ChiSquareResult r = chi_square_test(counts, probs);
+  EXPECT_GT(r.p_value, 1e-3) << "stat " << r.stat;
+  // And it is a proper test: sampling from a shifted distribution is rejected.
+  std::vector<double> wrong = probs;
+  std::swap(wrong[0], wrong[3]);
+  EXPECT_LT(chi_square_test(counts, wrong).p_value, 1e-9);
+}
+
+TEST(Sample, SameSeedSameDraws) {
+  Distribution d;
+  make_distribution(kFour, no_filters(), d);
+  Rng a(3), b(3);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(sample(d, a), sample(d, b));
+}
+
+TEST(Sample, NeverReturnsZeroProbabilityIds) {
+  Distribution d;
+  d.n_vocab = 3;
+  d.ids = {2, 0, 1};
+  d.probs = {0.6f, 0.4f, 0.0f};
+  Rng rng(1);
+  for (int i = 0; i < 10000; ++i) ASSERT_NE(sample(d, rng), 1);
+}
+
+TEST(Distribution, LargeVocabTiming) {
+  // Not a benchmark; reports what a 150k vocabulary costs with the default filters (top-k set)
+  // and with top-p only, so regressions to a full sort are visible in the test log.
+  const int n = 150000;
+  std::vector<float> logits(n);
+  Rng rng(8);
+  for (float& l : logits) l = static_cast<float>(rng.uniform() * 20 - 10);
+  Distribution d;
+  for (const bool with_k : {true, false}) {
+    SamplingParams p;
+    if (!with_k) p.top_k = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    const int reps = 20;
+    for (int i = 0; i < reps; ++i) make_distribution(logits, p, d);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+        reps;
+    std::printf("150k vocab, top_k=%d: %.3f ms per distribution, support %zu\n", p.top_k, ms,
+                d.size());
+    EXPECT_GT(d.size(), 0u);
+  }
+}
+
+}  // namespace
+}  // namespace specdec
