@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Tiny random-weight GGUF models + llama.cpp reference logits, for tests without downloads.
+
+Writes tests/fixtures/oracle_tiny/<arch>_<type>.gguf (deterministic: fixed seeds) and, when
+llama-cpp-python is importable, tests/fixtures/oracle_tiny/<arch>_<type>.json with llama.cpp's
+logits for a fixed token sequence at every position (full vocab).
+
+Architectures: `llama` (NORM RoPE, separate output.weight) and `qwen2` (NEOX RoPE, q/k/v biases,
+output tied to token_embd). Types: F32 F16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 (small config, n_embd 64) and
+Q4_K Q5_K Q6_K (K config, n_embd 256 because K-quant rows must be multiples of 256; attn_output and
+ffn_down have 64-wide rows there, so they fall back to Q8_0 like llama-quantize does).
+Norm weights and biases are always F32. llama gets every type; qwen2 gets F32 Q8_0 Q4_0 Q4_1 Q5_0
+Q5_1 Q4_K (ARCH_TYPES).
+
+Usage: python3 scripts/oracle/gen_tiny_fixtures.py [--models-only] [--out DIR] [--only NAME...]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import gguf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import kquants  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "fixtures" / "oracle_tiny"
+
+SMALL_TYPES = ["F32", "F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]
+K_TYPES = ["Q4_K", "Q5_K", "Q6_K"]
+ARCHS = ["llama", "qwen2"]
+# qwen2 only needs a few types to cover NEOX RoPE, biases and tied output (keeps the set < 3 MB)
+ARCH_TYPES = {"llama": SMALL_TYPES + K_TYPES,
+              "qwen2": ["F32", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K"]}
+
+# general.file_type values (llama_ftype)
+FTYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9,
+         "Q4_K": 15, "Q5_K": 17, "Q6_K": 18}  # Q4_K_M, Q5_K_M, Q6_K
+
+# Fixed token sequence fed to llama.cpp (ids in the tiny vocab, see build_vocab()).
+ORACLE_TOKENS = [256, 72, 101, 108, 108, 111, 258, 119, 111, 114, 108, 100, 33, 10, 259, 257,
+                 32, 200, 3, 255]
+TOKENIZE_TEXT = "Hello the world in\n<|im_start|>bytes: \u00e9\u4e2d!"
+
+
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable unicode mapping."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1)) + \
+        list(range(ord("\u00ae"), ord("\u00ff") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, (chr(c) for c in cs)))
+
+
+def build_vocab():
+    """256 byte tokens (id == byte value), 3 merged tokens, 3 control tokens: 262 in all."""
+    b2u = bytes_to_unicode()
+    tokens = [b2u[b] for b in range(256)]
+    types = [gguf.TokenType.NORMAL] * 256
+    merges = ["\u0120 t", "h e", "i n"]  # "Ġ t" -> "Ġt", "h e" -> "he", "i n" -> "in"
+    tokens += ["\u0120t", "he", "in"]  # ids 256, 257, 258
+    types += [gguf.TokenType.NORMAL] * 3
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]  # 259, 260, 261
+    tokens += specials
+    types += [gguf.TokenType.CONTROL] * 3
+    return tokens, types, merges
+
+
+CONFIGS = {
+    # n_embd, n_head, n_head_kv, head_dim, n_ff, n_layer
+    "small": dict(n_embd=64, n_head=4, n_head_kv=2, head_dim=16, n_ff=64, n_layer=2),
+    "k": dict(n_embd=256, n_head=4, n_head_kv=2, head_dim=16, n_ff=64, n_layer=2),
+}
+
+
+def make_weights(arch: str, cfg: dict, n_vocab: int, seed: int) -> dict[str, np.ndarray]:
+    """numpy arrays in (out_features, in_features) layout; gguf reverses to ggml's ne order."""
+    rng = np.random.default_rng(seed)
+    E, H, KV, D, F, L = (cfg[k] for k in ("n_embd", "n_head", "n_head_kv", "head_dim", "n_ff",
+                                          "n_layer"))
+
+    def mat(out_f, in_f, gain=1.0):
+        return (rng.standard_normal((out_f, in_f)) * gain / np.sqrt(in_f)).astype(np.float32)
+
+    def norm(n):
+        return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+
+    w = {"token_embd.weight": rng.standard_normal((n_vocab, E)).astype(np.float32)}
+    for i in range(L):
+        p = f"blk.{i}."
+        w[p + "attn_norm.weight"] = norm(E)
+        w[p + "attn_q.weight"] = mat(H * D, E, 2.0)
+        w[p + "attn_k.weight"] = mat(KV * D, E, 2.0)
+        w[p + "attn_v.weight"] = mat(KV * D, E)
+        w[p + "attn_output.weight"] = mat(E, H * D)
+        if arch == "qwen2":
+            w[p + "attn_q.bias"] = (0.5 * rng.standard_normal(H * D)).astype(np.float32)
+            w[p + "attn_k.bias"] = (0.5 * rng.standard_normal(KV * D)).astype(np.float32)
+            w[p + "attn_v.bias"] = (0.5 * rng.standard_normal(KV * D)).astype(np.float32)
+        w[p + "ffn_norm.weight"] = norm(E)
+        w[p + "ffn_gate.weight"] = mat(F, E)
+        w[p + "ffn_up.weight"] = mat(F, E)
+        w[p + "ffn_down.weight"] = mat(E, F)
+    w["output_norm.weight"] = norm(E)
+    if arch == "llama":  # qwen2 ties output to token_embd (llama.cpp duplicates it)
+        w["output.weight"] = mat(n_vocab, E, 4.0)
+    return w
+
+
+def encode(arr: np.ndarray, type_name: str):
+    """Returns (data, raw_dtype or None, actual type name) for one 2-D weight."""
+    if arr.ndim == 1:
+        return arr, None, "F32"
+    cols = arr.shape[1]
+    if type_name == "F32":
+        return arr, None, "F32"
+    if type_name == "F16":
+        return arr.astype(np.float16), None, "F16"
+    qt = gguf.GGMLQuantizationType[type_name]
+    block = gguf.GGML_QUANT_SIZES[qt][0]
+    if cols % block != 0:  # llama-quantize's fallback for rows a K-quant cannot hold
+        type_name = "Q8_0"
+        qt = gguf.GGMLQuantizationType.Q8_0
+    if type_name in kquants.QUANTIZERS:
+        data = kquants.quantize(arr, type_name)
+    else:
+        data = gguf.quants.quantize(arr, qt)
+    return data, qt, type_name
+
+
+def write_model(arch: str, type_name: str, out_dir: Path) -> tuple[Path, dict]:
+    cfg = CONFIGS["k" if type_name in K_TYPES else "small"]
+    tokens, types, merges = build_vocab()
+    n_vocab = len(tokens)
+    seed = 1000 * ARCHS.index(arch) + (SMALL_TYPES + K_TYPES).index(type_name)
+    weights = make_weights(arch, cfg, n_vocab, seed)
+
+    path = out_dir / f"{arch}_{type_name.lower()}.gguf"
+    wr = gguf.GGUFWriter(str(path), arch)
+    wr.add_name(f"specdec tiny {arch} {type_name}")
+    wr.add_context_length(128)
+    wr.add_embedding_length(cfg["n_embd"])
+    wr.add_block_count(cfg["n_layer"])
+    wr.add_feed_forward_length(cfg["n_ff"])
+    wr.add_head_count(cfg["n_head"])
+    wr.add_head_count_kv(cfg["n_head_kv"])
+    wr.add_key_length(cfg["head_dim"])
+    wr.add_value_length(cfg["head_dim"])
+    wr.add_rope_dimension_count(cfg["head_dim"])
+    wr.add_rope_freq_base(10000.0 if arch == "llama" else 1000000.0)
+    wr.add_layer_norm_rms_eps(1e-5 if arch == "llama" else 1e-6)
+    wr.add_vocab_size(n_vocab)
+    wr.add_file_type(FTYPE[type_name])
+    wr.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    wr.add_tokenizer_model("gpt2")
+    wr.add_tokenizer_pre("smollm" if arch == "llama" else "qwen2")
+    wr.add_token_list(tokens)
+    wr.add_token_types(types)
+    wr.add_token_merges(merges)
+    wr.add_bos_token_id(259)
+    wr.add_eos_token_id(261 if arch == "qwen2" else 259)
+    wr.add_add_bos_token(False)
+
+    tensor_types = {}
+    for name, arr in weights.items():
+        data, raw, actual = encode(arr, type_name)
+        tensor_types[name] = actual
+        if raw is None:
+            wr.add_tensor(name, data)
+        else:
+            wr.add_tensor(name, data, raw_dtype=raw)
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+    info = {"arch": arch, "type": type_name, "config": cfg, "n_vocab": n_vocab,
+            "tensor_types": tensor_types}
+    return path, info
+
+
+def oracle(path: Path, info: dict) -> dict:
+    import llama_cpp
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=128, n_batch=64, n_threads=2,
+                          logits_all=True, verbose=False, seed=0)
+    n_vocab = llm.n_vocab()
+    assert n_vocab == info["n_vocab"], (n_vocab, info["n_vocab"])
+    llm.reset()
+    llm.eval(ORACLE_TOKENS)
+    scores = np.array(llm.scores[:len(ORACLE_TOKENS)], dtype=np.float32)
+    tok = llm.tokenize(TOKENIZE_TEXT.encode(), add_bos=False, special=True)
+    res = {
+        "model": path.name,
+        **info,
+        "llama_cpp_python_version": llama_cpp.__version__,
+        "tokens": ORACLE_TOKENS,
+        # logits[i] = next-token logits after tokens[0..i], all n_vocab entries
+        "logits": [[float(f"{v:.6g}") for v in row] for row in scores],
+        "argmax": [int(i) for i in scores.argmax(axis=1)],
+        "tokenize": {"text": TOKENIZE_TEXT, "special": True, "add_bos": False,
+                     "ids": [int(t) for t in tok]},
+    }
+    del llm
+    return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--models-only", action="store_true", help="do not run llama.cpp")
+    ap.add_argument("--only", nargs="*", help="e.g. llama_q4_k qwen2_f32")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for arch in ARCHS:
+        for t in ARCH_TYPES[arch]:
+            name = f"{arch}_{t.lower()}"
+            if args.only and name not in args.only:
+                continue
+            path, info = write_model(arch, t, args.out)
+            msg = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: " \
+                  f"{path.stat().st_size / 1024:.0f} KiB"
+            if not args.models_only:
+                res = oracle(path, info)
+                jpath = path.with_suffix(".json")
+                jpath.write_text(json.dumps(res, separators=(",", ":")) + "\n")
+                msg += f", oracle {jpath.stat().st_size / 1024:.0f} KiB, argmax {res['argmax'][:6]}.."
+            print(msg)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
