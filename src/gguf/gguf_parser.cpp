@@ -281,11 +281,12 @@ class Parser {
         r_.error("tensor '", shown, "' row length ", t.dims[0], " is not a multiple of the ",
                  traits->name, " block size ", traits->block_size);
       }
-      // Blocks per row times block bytes, times rows; the row count is at most n_elements.
-      const uint64_t row =
-          static_cast<uint64_t>(t.dims[0] / traits->block_size) * traits->type_size;
+      // Blocks per row times block bytes, times rows; both products are checked.
+      uint64_t row = 0;
       uint64_t n_bytes = 0;
-      if (__builtin_mul_overflow(row, static_cast<uint64_t>(n_elements / t.dims[0]), &n_bytes) ||
+      if (__builtin_mul_overflow(static_cast<uint64_t>(t.dims[0] / traits->block_size),
+                                 static_cast<uint64_t>(traits->type_size), &row) ||
+          __builtin_mul_overflow(row, static_cast<uint64_t>(n_elements / t.dims[0]), &n_bytes) ||
           n_bytes > std::numeric_limits<size_t>::max()) {
         r_.error("tensor '", shown, "' byte size overflows");
       }

@@ -178,8 +178,10 @@ void GgufWriter::add_tensor(const std::string& name, std::vector<int64_t> dims, 
          tr.name, " block size ", tr.block_size);
   }
   uint64_t expected = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(row_bytes(type, dims[0])),
-                             static_cast<uint64_t>(rows), &expected) ||
+  uint64_t row = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(dims[0] / tr.block_size),
+                             static_cast<uint64_t>(tr.type_size), &row) ||
+      __builtin_mul_overflow(row, static_cast<uint64_t>(rows), &expected) ||
       expected != data.size()) {
     fail("GgufWriter: tensor '", name, "' has ", data.size(), " bytes of data; its shape and type ",
          tr.name, " need ", expected);
