@@ -7,8 +7,12 @@ logits for a fixed token sequence at every position (full vocab).
 
 Architectures: `llama` (NORM RoPE, separate output.weight) and `qwen2` (NEOX RoPE, q/k/v biases,
 output tied to token_embd). Types: F32 F16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 (small config, n_embd 64) and
-Q4_K Q5_K Q6_K (K config, n_embd 256 because K-quant rows must be multiples of 256; attn_output and
-ffn_down have 64-wide rows there, so they fall back to Q8_0 like llama-quantize does).
+Q4_K Q5_K Q6_K (K configs, n_embd 256 because K-quant rows must be multiples of 256). Tensors
+whose rows are not a multiple of the block size (llama K config: attn_output and ffn_down, 64 wide;
+qwen2 K config: ffn_down) fall back to Q8_0 like llama-quantize does. The llama K config has
+n_head * head_dim (64) != n_embd (256), set through attention.key_length/value_length, like gemma3;
+llama.cpp's qwen2 loader does not allow that, so its K config uses head_dim 64.
+See "tensor_types" in each JSON for the type of every tensor.
 Norm weights and biases are always F32. llama gets every type; qwen2 gets F32 Q8_0 Q4_0 Q4_1 Q5_0
 Q5_1 Q4_K (ARCH_TYPES).
 
@@ -79,7 +83,10 @@ def build_vocab():
 CONFIGS = {
     # n_embd, n_head, n_head_kv, head_dim, n_ff, n_layer
     "small": dict(n_embd=64, n_head=4, n_head_kv=2, head_dim=16, n_ff=64, n_layer=2),
+    # llama: head_dim * n_head (64) != n_embd (256), like gemma3; exercises attention.key_length
     "k": dict(n_embd=256, n_head=4, n_head_kv=2, head_dim=16, n_ff=64, n_layer=2),
+    # llama.cpp's qwen2 loader requires n_head * head_dim == n_embd
+    "k_qwen2": dict(n_embd=256, n_head=4, n_head_kv=1, head_dim=64, n_ff=64, n_layer=2),
 }
 
 
@@ -95,12 +102,15 @@ def make_weights(arch: str, cfg: dict, n_vocab: int, seed: int) -> dict[str, np.
     def norm(n):
         return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
-    w = {"token_embd.weight": rng.standard_normal((n_vocab, E)).astype(np.float32)}
+    # A tied output makes logits ~ e_tok . e_tok, so a large embedding would just echo the input
+    # token; keep it small relative to what the layers add.
+    emb_std = 1.0 if arch == "llama" else 2.0 / np.sqrt(E)
+    w = {"token_embd.weight": (emb_std * rng.standard_normal((n_vocab, E))).astype(np.float32)}
     for i in range(L):
         p = f"blk.{i}."
         w[p + "attn_norm.weight"] = norm(E)
-        w[p + "attn_q.weight"] = mat(H * D, E, 2.0)
-        w[p + "attn_k.weight"] = mat(KV * D, E, 2.0)
+        w[p + "attn_q.weight"] = mat(H * D, E)
+        w[p + "attn_k.weight"] = mat(KV * D, E)
         w[p + "attn_v.weight"] = mat(KV * D, E)
         w[p + "attn_output.weight"] = mat(E, H * D)
         if arch == "qwen2":
@@ -139,7 +149,10 @@ def encode(arr: np.ndarray, type_name: str):
 
 
 def write_model(arch: str, type_name: str, out_dir: Path) -> tuple[Path, dict]:
-    cfg = CONFIGS["k" if type_name in K_TYPES else "small"]
+    if type_name in K_TYPES:
+        cfg = CONFIGS["k_qwen2" if arch == "qwen2" else "k"]
+    else:
+        cfg = CONFIGS["small"]
     tokens, types, merges = build_vocab()
     n_vocab = len(tokens)
     seed = 1000 * ARCHS.index(arch) + (SMALL_TYPES + K_TYPES).index(type_name)
@@ -188,16 +201,73 @@ def write_model(arch: str, type_name: str, out_dir: Path) -> tuple[Path, dict]:
     return path, info
 
 
+def reference_logits(path: Path, tokens: list[int]) -> np.ndarray:
+    """float64 numpy forward pass over the dequantized weights of `path` (all positions)."""
+    r = gguf.GGUFReader(str(path))
+    f = {k: v.contents() for k, v in r.fields.items() if not k.startswith("tokenizer.")}
+    arch = f["general.architecture"]
+    E, L = f[f"{arch}.embedding_length"], f[f"{arch}.block_count"]
+    H, KV = f[f"{arch}.attention.head_count"], f[f"{arch}.attention.head_count_kv"]
+    D = f.get(f"{arch}.attention.key_length", E // H)
+    base, eps = f[f"{arch}.rope.freq_base"], f[f"{arch}.attention.layer_norm_rms_epsilon"]
+    W = {}
+    for t in r.tensors:
+        a = gguf.quants.dequantize(t.data, t.tensor_type)
+        W[t.name] = np.asarray(a, dtype=np.float64).reshape([int(n) for n in reversed(t.shape)])
+    T = len(tokens)
+
+    def rms(x, w):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+    pos = np.arange(T, dtype=np.float64)
+    inv = base ** (-np.arange(0, D, 2, dtype=np.float64) / D)  # (D/2,)
+    ang = pos[:, None] * inv[None, :]
+    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]  # (T, 1, D/2)
+
+    def rope(x):  # x: (T, heads, D)
+        if arch == "qwen2":  # NEOX: rotate (i, i + D/2)
+            a, b = x[..., :D // 2], x[..., D // 2:]
+            return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
+        a, b = x[..., 0::2], x[..., 1::2]  # NORM: rotate (2i, 2i+1)
+        out = np.empty_like(x)
+        out[..., 0::2], out[..., 1::2] = a * cos - b * sin, a * sin + b * cos
+        return out
+
+    x = W["token_embd.weight"][tokens]
+    mask = np.triu(np.full((T, T), -np.inf), 1)
+    for i in range(L):
+        p = f"blk.{i}."
+        h = rms(x, W[p + "attn_norm.weight"])
+        q, k, v = (h @ W[p + f"attn_{n}.weight"].T + W.get(p + f"attn_{n}.bias", 0.0)
+                   for n in "qkv")
+        q, k, v = rope(q.reshape(T, H, D)), rope(k.reshape(T, KV, D)), v.reshape(T, KV, D)
+        g = H // KV
+        att = np.einsum("thd,shd->hts", q, np.repeat(k, g, axis=1)) / np.sqrt(D) + mask
+        att = np.exp(att - att.max(-1, keepdims=True))
+        att /= att.sum(-1, keepdims=True)
+        o = np.einsum("hts,shd->thd", att, np.repeat(v, g, axis=1)).reshape(T, H * D)
+        x = x + o @ W[p + "attn_output.weight"].T
+        h = rms(x, W[p + "ffn_norm.weight"])
+        gate = h @ W[p + "ffn_gate.weight"].T
+        ff = (gate / (1 + np.exp(-gate))) * (h @ W[p + "ffn_up.weight"].T)
+        x = x + ff @ W[p + "ffn_down.weight"].T
+    out_w = W.get("output.weight", W["token_embd.weight"])
+    return rms(x, W["output_norm.weight"]) @ out_w.T
+
+
 def oracle(path: Path, info: dict) -> dict:
     import llama_cpp
-    llm = llama_cpp.Llama(model_path=str(path), n_ctx=128, n_batch=64, n_threads=2,
-                          logits_all=True, verbose=False, seed=0)
+    llm = llama_cpp.Llama(model_path=str(path), n_ctx=128, n_batch=128, n_threads=2,
+                          logits_all=True, verbose=False, seed=0,
+                          type_k=0, type_v=0)  # F32 KV cache: no F16 rounding in the oracle
     n_vocab = llm.n_vocab()
     assert n_vocab == info["n_vocab"], (n_vocab, info["n_vocab"])
     llm.reset()
     llm.eval(ORACLE_TOKENS)
     scores = np.array(llm.scores[:len(ORACLE_TOKENS)], dtype=np.float32)
     tok = llm.tokenize(TOKENIZE_TEXT.encode(), add_bos=False, special=True)
+    ref = reference_logits(path, ORACLE_TOKENS)
+    diff = np.abs(ref - scores.astype(np.float64))
     res = {
         "model": path.name,
         **info,
@@ -206,6 +276,16 @@ def oracle(path: Path, info: dict) -> dict:
         # logits[i] = next-token logits after tokens[0..i], all n_vocab entries
         "logits": [[float(f"{v:.6g}") for v in row] for row in scores],
         "argmax": [int(i) for i in scores.argmax(axis=1)],
+        # Exact float64 forward pass (reference_logits) over the dequantized weights, same layout
+        # as "logits". llama.cpp matches it to ~3e-6 for F32 weights; for F16 and quantized
+        # weights llama.cpp rounds the activations (to F16 / Q8_0 / Q8_K) before each matmul, so it
+        # is ~1e-2 (F16) to ~0.25 (quantized) away. An engine that keeps activations in f32 should
+        # match ref_logits tightly; one that quantizes activations like llama.cpp, "logits".
+        "ref_logits": [[float(f"{v:.6g}") for v in row] for row in ref],
+        "f64_reference": {"max_abs_diff": float(diff.max()),
+                          "mean_abs_diff": float(diff.mean()),
+                          "max_abs_logit": float(np.abs(ref).max()),
+                          "argmax_agree": int((ref.argmax(1) == scores.argmax(1)).sum())},
         "tokenize": {"text": TOKENIZE_TEXT, "special": True, "add_bos": False,
                      "ids": [int(t) for t in tok]},
     }
@@ -232,7 +312,11 @@ def main() -> int:
                 res = oracle(path, info)
                 jpath = path.with_suffix(".json")
                 jpath.write_text(json.dumps(res, separators=(",", ":")) + "\n")
-                msg += f", oracle {jpath.stat().st_size / 1024:.0f} KiB, argmax {res['argmax'][:6]}.."
+                fr = res["f64_reference"]
+                msg += (f", oracle {jpath.stat().st_size / 1024:.0f} KiB, argmax {res['argmax'][:5]}.."
+                        f" vs f64: max|d| {fr['max_abs_diff']:.2e} (|logit| <= "
+                        f"{fr['max_abs_logit']:.1f}), argmax agree {fr['argmax_agree']}/"
+                        f"{len(res['tokens'])}")
             print(msg)
     return 0
 
