@@ -1,0 +1,203 @@
+#include "tensor/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "tensor/cpu_features.h"
+#include "tensor/dequant.h"
+#include "tensor/quantize.h"
+#include "tensor/thread_pool.h"
+#include "tensor/vec_dot.h"
+
+namespace specdec {
+namespace {
+
+const GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
+                                 GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                                 GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = normal(rng);
+  return v;
+}
+
+// Restores the process-wide ISA choice when a test ends.
+struct IsaScope {
+  explicit IsaScope(Isa isa) : saved(active_isa()) { set_active_isa(isa); }
+  ~IsaScope() { set_active_isa(saved); }
+  Isa saved;
+};
+
+std::vector<Isa> paths() {
+  std::vector<Isa> p = {Isa::kScalar};
+  if (cpu_has_avx2()) p.push_back(Isa::kAvx2);
+  return p;
+}
+
+struct Matrix {
+  std::vector<uint8_t> bytes;
+  WeightMatrix w;
+};
+
+Matrix make_weights(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
+  Matrix m;
+  const std::vector<float> f = random_floats(static_cast<size_t>(rows * cols), seed);
+  m.bytes = quantize_matrix(t, f.data(), rows, cols);
+  m.w = WeightMatrix{t, rows, cols, m.bytes.data(), row_bytes(t, cols)};
+  return m;
+}
+
+// Reference: double-precision dot of the dequantized weights with the activations as the
+// kernel sees them (quantized to the activation format, then dequantized).
+void reference(const WeightMatrix& w, const float* x, int64_t k, std::vector<double>* out,
+               std::vector<double>* abs_sum) {
+  const DotKernel& kern = dot_kernel(w.type, Isa::kScalar);
+  std::vector<float> wr(static_cast<size_t>(w.cols)), xr(static_cast<size_t>(w.cols));
+  std::vector<uint8_t> xq(row_bytes(kern.act_type, w.cols) + 4);
+  out->assign(static_cast<size_t>(k * w.rows), 0.0);
+  abs_sum->assign(out->size(), 0.0);
+  for (int64_t t = 0; t < k; ++t) {
+    if (kern.quantize) {
+      kern.quantize(x + t * w.cols, xq.data(), w.cols);
+      dequantize_row(kern.act_type, xq.data(), xr.data(), w.cols);
+    } else {
+      std::memcpy(xr.data(), x + t * w.cols, sizeof(float) * static_cast<size_t>(w.cols));
+    }
+    for (int64_t r = 0; r < w.rows; ++r) {
+      dequantize_row(w, r, wr.data());
+      double s = 0, a = 0;
+      for (int64_t c = 0; c < w.cols; ++c) {
+        s += static_cast<double>(wr[c]) * xr[c];
+        a += std::fabs(static_cast<double>(wr[c]) * xr[c]);
+      }
+      (*out)[static_cast<size_t>(t * w.rows + r)] = s;
+      // Q8_1 carries d * sum(q) rounded to fp16 in `s`; the kernels use it for the weight-min
+      // term (as llama.cpp does), which adds up to |m * s| * 2^-10 per block (s and d are each
+      // rounded once).
+      if (kern.act_type == GgmlType::Q8_1) {
+        const uint8_t* wrow = w.data + static_cast<size_t>(r) * w.row_stride;
+        const size_t wbs = traits(w.type).type_size;
+        for (int64_t b = 0; b < w.cols / 32; ++b) {
+          uint16_t m, sx;
+          std::memcpy(&m, wrow + b * wbs + 2, 2);
+          std::memcpy(&sx, xq.data() + b * 36 + 2, 2);
+          a += std::fabs(static_cast<double>(fp16_to_fp32(m)) * fp16_to_fp32(sx)) * 0x1p-10 / 2e-6;
+        }
+      }
+      (*abs_sum)[static_cast<size_t>(t * w.rows + r)] = a;
+    }
+  }
+}
+
+TEST(Matmul, MatchesDoublePrecisionReference) {
+  ThreadPool pool(2);
+  for (Isa isa : paths()) {
+    IsaScope scope(isa);
+    for (GgmlType t : kWeightTypes) {
+      const int64_t bs = std::max<int64_t>(traits(t).block_size, 1);
+      const std::vector<int64_t> col_choices =
+          bs == 1 ? std::vector<int64_t>{1, 3, 8, 33, 100, 160}
+                  : std::vector<int64_t>{bs, 2 * bs, 3 * bs, 4 * bs, 5 * bs};
+      for (int64_t rows : {1, 3, 17, 100}) {
+        for (int64_t cols : col_choices) {
+          const int64_t k = 1 + (rows + cols) % 9;
+          const Matrix m = make_weights(t, rows, cols, static_cast<uint32_t>(rows * 31 + cols));
+          const std::vector<float> x = random_floats(static_cast<size_t>(k * cols), 99);
+          std::vector<float> out(static_cast<size_t>(k * rows));
+          matmul(m.w, x.data(), k, out.data(), pool);
+          std::vector<double> ref, abs_sum;
+          reference(m.w, x.data(), k, &ref, &abs_sum);
+          for (size_t i = 0; i < out.size(); ++i) {
+            // Float accumulation: a few ulps of the sum of |terms| per block plus one rounding.
+            ASSERT_NEAR(out[i], ref[i], 2e-6 * abs_sum[i] + 1e-6)
+                << type_name(t) << " isa " << static_cast<int>(isa) << " rows " << rows << " cols "
+                << cols << " k " << k << " i " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, ScalarAndAvx2Agree) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2";
+  ThreadPool pool(1);
+  for (GgmlType t : kWeightTypes) {
+    const int64_t cols = 1024;
+    const Matrix m = make_weights(t, 9, cols, 5);
+    const std::vector<float> x = random_floats(3 * cols, 6);
+    std::vector<float> a(27), b(27);
+    {
+      IsaScope s(Isa::kScalar);
+      matmul(m.w, x.data(), 3, a.data(), pool);
+    }
+    {
+      IsaScope s(Isa::kAvx2);
+      matmul(m.w, x.data(), 3, b.data(), pool);
+    }
+    std::vector<double> ref, abs_sum;
+    reference(m.w, x.data(), 3, &ref, &abs_sum);
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_NEAR(a[i], b[i], 4e-6 * abs_sum[i] + 1e-6) << type_name(t) << " " << i;
+    }
+  }
+}
+
+// out[t][r] must be bitwise the same for any k and any thread count.
+TEST(Matmul, BatchInvariant) {
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3), ThreadPool(4)};
+  for (Isa isa : paths()) {
+    IsaScope scope(isa);
+    for (GgmlType t : kWeightTypes) {
+      const int64_t rows = 37, cols = 512, kmax = 9;
+      const Matrix m = make_weights(t, rows, cols, 17);
+      const std::vector<float> x = random_floats(static_cast<size_t>(kmax * cols), 18);
+      std::vector<float> single(static_cast<size_t>(kmax * rows));
+      for (int64_t t0 = 0; t0 < kmax; ++t0) {
+        matmul(m.w, x.data() + t0 * cols, 1, single.data() + t0 * rows, pools[0]);
+      }
+      for (ThreadPool& pool : pools) {
+        for (int64_t k = 1; k <= kmax; ++k) {
+          for (int64_t start = 0; start + k <= kmax; start += 4) {
+            std::vector<float> out(static_cast<size_t>(k * rows), -1.0f);
+            matmul(m.w, x.data() + start * cols, k, out.data(), pool);
+            ASSERT_EQ(
+                std::memcmp(out.data(), single.data() + start * rows, sizeof(float) * out.size()),
+                0)
+                << type_name(t) << " isa " << static_cast<int>(isa) << " k " << k << " threads "
+                << pool.size() << " start " << start;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, DequantizeRowOfMatrix) {
+  const Matrix m = make_weights(GgmlType::Q6_K, 4, 512, 3);
+  std::vector<float> a(512), b(512);
+  dequantize_row(m.w, 2, a.data());
+  dequantize_row(GgmlType::Q6_K, m.bytes.data() + 2 * m.w.row_stride, b.data(), 512);
+  EXPECT_EQ(a, b);
+  EXPECT_ANY_THROW(dequantize_row(m.w, 4, a.data()));
+}
+
+TEST(Matmul, RejectsBadShapesAndTypes) {
+  ThreadPool pool(1);
+  std::vector<uint8_t> bytes(1024);
+  std::vector<float> x(64), out(4);
+  WeightMatrix w{GgmlType::Q4_0, 1, 40, bytes.data(), 18};
+  EXPECT_ANY_THROW(matmul(w, x.data(), 1, out.data(), pool));
+  w = WeightMatrix{GgmlType::Q2_K, 1, 256, bytes.data(), 84};
+  EXPECT_ANY_THROW(matmul(w, x.data(), 1, out.data(), pool));
+}
+
+}  // namespace
+}  // namespace specdec
