@@ -1,0 +1,40 @@
+// Counters and per-round logs of a speculative run: what the benchmarks and the server report.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace specdec {
+
+struct RoundLog {
+  int32_t gamma = 0;     // drafts proposed this round (after budget/context shrinking); 0: baseline
+  int32_t accepted = 0;  // drafts accepted
+  int32_t emitted = 0;   // tokens committed (accepted + correction/bonus, minus budget/stop cuts)
+  // Entropy (nats) of the target's filtered distribution at each position the verifier looked at
+  // (accepted + 1 of them, or 1 for a baseline step).
+  std::vector<float> target_entropy;
+};
+
+struct DecodeStats {
+  int64_t rounds = 0;          // speculative rounds (gamma >= 1)
+  int64_t baseline_steps = 0;  // target-only steps
+  int64_t drafted = 0;         // draft tokens proposed
+  int64_t accepted = 0;        // draft tokens accepted
+  int64_t emitted = 0;         // tokens committed
+  // accepted_hist[a]: rounds that accepted exactly a drafts, a = 0..gamma.
+  std::vector<int64_t> accepted_hist;
+  double draft_seconds = 0;   // draft forwards + draft distributions + draft sampling
+  double verify_seconds = 0;  // target forwards + target distributions + accept/reject
+  std::vector<RoundLog> log;
+
+  double acceptance_rate() const {
+    return drafted > 0 ? static_cast<double>(accepted) / static_cast<double>(drafted) : 0.0;
+  }
+  // Tokens per target forward: the speedup's upper bound if drafts were free.
+  double tokens_per_target_call() const {
+    const int64_t calls = rounds + baseline_steps;
+    return calls > 0 ? static_cast<double>(emitted) / static_cast<double>(calls) : 0.0;
+  }
+};
+
+}  // namespace specdec

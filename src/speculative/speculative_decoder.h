@@ -1,0 +1,104 @@
+// The generation loop: speculative rounds over a draft and a target CausalLM, plus plain
+// target-only decoding through the same distribution code.
+//
+// Protocol (the invariant between calls). Let t[0..n) be the committed tokens (prompt followed by
+// generated tokens; n >= 1). Then
+//   * the target's cache holds exactly t[0..n-1): every committed token but the last;
+//   * the draft's cache holds t[0..d) for some d <= n-1 (the decoder tracks d): usually d = n-1,
+//     d = n-2 after a round that accepted every draft (the draft never ran the last draft token),
+//     and it lags further after target-only steps;
+//   * the last committed token t[n-1] is pending: it is the first input of the next step.
+// A round with γ drafts:
+//   1. draft: feed t[d..n) in one call (catch-up, ending with t[n-1]); its last row gives q_1 and
+//      y_1 ~ q_1; then feed y_i alone to get q_{i+1}, for i < γ. Draft cache: t[0..n) y_1..y_{γ-1}.
+//   2. verify: one target call on [t[n-1], y_1..y_γ] gives p_1..p_{γ+1} (row j conditions on
+//      t[0..n) y_1..y_j). Target cache: t[0..n) y_1..y_γ.
+//   3. verify_drafts -> a accepted and a next token z; commit y_1..y_a z (cut short by the token
+//      budget or the stop predicate, in which case later tokens are not committed).
+//   4. roll back: target to n'-1 entries (n' = new committed length); draft to the committed part
+//      of what it holds, min(n + min(a, γ-1), n'-1). Rows of rejected tokens are never used again:
+//      the next round recomputes everything past the committed prefix.
+// γ shrinks to fit the token budget (γ <= remaining - 1: the round emits up to γ + 1 tokens) and
+// the contexts (target: n + γ <= capacity; draft: n + γ - 1 <= capacity); at γ = 0 the round is a
+// target-only step. Generation ends when the budget is spent, the stop predicate fires (the stop
+// token itself is committed; nothing after it is), or the target cannot take the pending token.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "sampling/distribution.h"
+#include "sampling/rng.h"
+#include "speculative/causal_lm.h"
+#include "speculative/decode_stats.h"
+#include "speculative/rejection_rules.h"
+
+namespace specdec {
+
+enum class StopReason { None, MaxTokens, StopToken, ContextFull };
+
+class SpeculativeDecoder {
+ public:
+  using StopPredicate = std::function<bool(int32_t token)>;
+
+  // draft may be null (target-only decoding); gamma >= 0. The models, and rng, must outlive the
+  // decoder; rng is the run's single random stream (draft sampling, accept tests, corrections).
+  SpeculativeDecoder(CausalLM& target, CausalLM* draft, const SamplingParams& params, int32_t gamma,
+                     Rng& rng);
+
+  // Establishes the protocol's invariant for a non-empty prompt. prompt[0..n_cached) must already
+  // be in both caches (the engine's prompt cache; 0 clears them). The target is prefilled with
+  // prompt[n_cached..n-1) now; the draft catches up lazily in its first round. Resets stats.
+  void start(std::span<const int32_t> prompt, int32_t max_new_tokens, StopPredicate stop = {},
+             int32_t n_cached = 0);
+
+  // One speculative round (a target-only step when no draft fits); returns the tokens committed.
+  int32_t step();
+  // One target-only token; returns the tokens committed (0 or 1).
+  int32_t step_baseline();
+  // step() until done().
+  void run();
+
+  bool done() const { return reason_ != StopReason::None; }
+  StopReason stop_reason() const { return reason_; }
+  const std::vector<int32_t>& tokens() const { return tokens_; }  // prompt + generated
+  std::span<const int32_t> generated() const {
+    return std::span<const int32_t>(tokens_).subspan(prompt_len_);
+  }
+  int32_t draft_committed() const { return draft_len_; }  // d in the protocol above
+  const DecodeStats& stats() const { return stats_; }
+
+  // Tests only: run a deliberately broken accept/reject rule (see rejection_rules.h).
+  void set_verifier(VerifyFn verify) { verify_ = verify; }
+
+ private:
+  bool commit(int32_t token);  // false once generation has ended
+  int32_t effective_gamma() const;
+  bool target_full();
+
+  CausalLM& target_;
+  CausalLM* draft_;
+  SamplingParams params_;
+  int32_t gamma_;
+  Rng& rng_;
+  VerifyFn verify_ = &verify_drafts;
+  StopPredicate stop_;
+
+  std::vector<int32_t> tokens_;
+  size_t prompt_len_ = 0;
+  int32_t max_new_ = 0, generated_ = 0;
+  int32_t draft_len_ = 0;
+  StopReason reason_ = StopReason::MaxTokens;  // nothing to do before start()
+
+  // Per-round buffers, reused.
+  std::vector<float> logits_;
+  std::vector<int32_t> drafts_, inputs_;
+  std::vector<Distribution> q_, p_;
+  DecodeStats stats_;
+};
+
+const char* stop_reason_name(StopReason reason);
+
+}  // namespace specdec
