@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""llama.cpp reference data for SmolLM2-135M-Instruct Q4_1 -> tests/fixtures/oracle_smollm2.json.
+
+For 3 prompts (tokenized by llama.cpp, ids stored): top-20 (id, logit), the L2 norm of the full
+logit vector and the argmax at 4 positions (0, 5, last-1, last). Plus 64-token greedy generations
+(ids and text) from a chat-formatted prompt and a plain prompt, with the prompt ids that were fed.
+
+Usage: python3 scripts/oracle/gen_logit_fixtures.py [--model PATH] [--out PATH]
+The model defaults to `scripts/fetch-models.sh smollm2-135m`.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests" / "fixtures" / "oracle_smollm2.json"
+MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+
+LOGIT_PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n    if n < 2:\n        return n\n",
+    "Once upon a time, in a small village at the edge of a dark forest, there lived an old "
+    "clockmaker who",
+]
+CHAT_USER = "What is the boiling point of water at sea level?"
+PLAIN_PROMPT = "The three primary colors are"
+N_GEN = 64
+TOP_K = 20
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def chat_prompt(user: str) -> str:
+    # SmolLM2's chat template (ChatML) without a system message, with the generation prompt.
+    return f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", type=Path)
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+    if args.model is None:
+        out = subprocess.run(["bash", str(ROOT / "scripts" / "fetch-models.sh"), "smollm2-135m"],
+                             check=True, stdout=subprocess.PIPE, text=True).stdout
+        args.model = Path(out.strip().splitlines()[-1])
+    if sha256_file(args.model) != MODEL_SHA256:
+        print(f"error: {args.model} is not the pinned SmolLM2 Q4_1 file", file=sys.stderr)
+        return 1
+
+    import llama_cpp
+    llm = llama_cpp.Llama(model_path=str(args.model), n_ctx=512, n_batch=512, n_threads=2,
+                          n_threads_batch=2, logits_all=True, verbose=False, seed=0)
+
+    logit_cases = []
+    for text in LOGIT_PROMPTS:
+        toks = llm.tokenize(text.encode(), add_bos=True, special=True)
+        llm.reset()
+        llm.eval(toks)
+        scores = np.array(llm.scores[:len(toks)], dtype=np.float32)
+        n = len(toks)
+        positions = sorted({0, min(5, n - 1), n - 2, n - 1})
+        pos_data = []
+        for p in positions:
+            row = scores[p]
+            top = np.argsort(-row, kind="stable")[:TOP_K]
+            pos_data.append({
+                "pos": p,
+                "argmax": int(row.argmax()),
+                "l2": float(np.linalg.norm(row.astype(np.float64))),
+                "top": [[int(i), round(float(row[i]), 5)] for i in top],
+            })
+        logit_cases.append({"text": text, "tokens": [int(t) for t in toks], "positions": pos_data})
+
+    gen_cases = []
+    for kind, text in (("chat", chat_prompt(CHAT_USER)), ("plain", PLAIN_PROMPT)):
+        toks = llm.tokenize(text.encode(), add_bos=True, special=True)
+        llm.reset()
+        out_ids = []
+        for tok in llm.generate(toks, top_k=1, top_p=1.0, min_p=0.0, temp=0.0,
+                                repeat_penalty=1.0, reset=True):
+            if tok == llm.token_eos() or len(out_ids) >= N_GEN:
+                break
+            out_ids.append(int(tok))
+        gen_text = llm.detokenize(out_ids).decode("utf-8", errors="replace")
+        gen_cases.append({"kind": kind, "prompt": text, "prompt_tokens": [int(t) for t in toks],
+                          "n_predict": N_GEN, "stopped_at_eos": len(out_ids) < N_GEN,
+                          "tokens": out_ids, "text": gen_text})
+
+    res = {
+        "model": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "model_sha256": MODEL_SHA256,
+        "llama_cpp_python_version": llama_cpp.__version__,
+        "settings": {"n_ctx": 512, "n_threads": 2, "add_bos": True, "special": True,
+                     "sampling": "greedy (temp 0, top_k 1)"},
+        "note": "logits[pos] are the next-token logits after tokens[0..pos]; top is [id, logit]",
+        "logits": logit_cases,
+        "generate": gen_cases,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(res, indent=1, ensure_ascii=False) + "\n")
+    print(f"{args.out}: {args.out.stat().st_size / 1024:.0f} KiB")
+    for g in gen_cases:
+        print(f"  {g['kind']}: {g['text']!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
