@@ -1,0 +1,253 @@
+#include "tokenizer/chat_template.h"
+
+#include "common/error.h"
+#include "gguf/gguf_file.h"
+
+namespace specdec {
+
+namespace {
+
+bool contains(std::string_view hay, std::string_view needle) {
+  return hay.find(needle) != std::string_view::npos;
+}
+
+// Jinja's `| trim` / Python's str.strip(): removes leading and trailing whitespace.
+std::string trim(std::string_view s) {
+  constexpr std::string_view kWs = " \t\n\r\f\v";
+  const size_t b = s.find_first_not_of(kWs);
+  if (b == std::string_view::npos) return {};
+  const size_t e = s.find_last_not_of(kWs);
+  return std::string(s.substr(b, e - b + 1));
+}
+
+// Finds a literal default system prompt in a ChatML template, as in SmolLM2's
+//   {% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are ...
+// The newline may be a real one or a Jinja "\n" escape; the prompt must be plain text up to
+// <|im_end|> (no expressions or string concatenation in between).
+std::string extract_default_system(std::string_view tpl) {
+  if (!contains(tpl, "!= 'system'") && !contains(tpl, "!= \"system\"")) return {};
+  constexpr std::string_view kStart = "<|im_start|>system";
+  for (size_t pos = tpl.find(kStart); pos != std::string_view::npos;
+       pos = tpl.find(kStart, pos + 1)) {
+    std::string_view rest = tpl.substr(pos + kStart.size());
+    if (rest.starts_with("\\n")) {
+      rest.remove_prefix(2);
+    } else if (rest.starts_with("\n")) {
+      rest.remove_prefix(1);
+    } else {
+      continue;
+    }
+    const size_t end = rest.find("<|im_end|>");
+    if (end == std::string_view::npos) continue;
+    const std::string_view body = rest.substr(0, end);
+    if (body.empty() || contains(body, "'") || contains(body, "\"") || contains(body, "{{") ||
+        contains(body, "{%")) {
+      continue;
+    }
+    std::string out;
+    for (size_t i = 0; i < body.size(); ++i) {
+      if (body[i] == '\\' && i + 1 < body.size()) {
+        const char e = body[++i];
+        out += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+      } else {
+        out += body[i];
+      }
+    }
+    return out;
+  }
+  return {};
+}
+
+std::string render_chatml(std::span<const ChatMessage> msgs, bool gen, const std::string& dflt) {
+  std::string out;
+  if (!dflt.empty() && (msgs.empty() || msgs[0].role != "system") && !msgs.empty()) {
+    out += "<|im_start|>system\n" + dflt + "<|im_end|>\n";
+  }
+  for (const auto& m : msgs) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+  if (gen) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+// Meta Llama 3 / 3.0-style: contents are trimmed; the prompt starts with <|begin_of_text|>.
+std::string render_llama3(std::span<const ChatMessage> msgs, bool gen, const std::string& bos) {
+  std::string out = bos;
+  for (const auto& m : msgs) {
+    out +=
+        "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+  }
+  if (gen) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return out;
+}
+
+// Llama 2 chat: the system prompt is wrapped in <<SYS>> inside the first user turn; every user
+// turn opens with BOS, every assistant turn ends with EOS. There is no generation prompt.
+std::string render_llama2(std::span<const ChatMessage> msgs, const std::string& bos,
+                          const std::string& eos) {
+  std::string system;
+  size_t first = 0;
+  if (!msgs.empty() && msgs[0].role == "system") {
+    system = msgs[0].content;
+    first = 1;
+  }
+  std::string out;
+  for (size_t i = first; i < msgs.size(); ++i) {
+    std::string content;
+    if (i == first && first == 1) {
+      // Built by appending: GCC 12 warns (-Wrestrict, falsely) on "literal" + std::string here.
+      content.append("<<SYS>>\n").append(system).append("\n<</SYS>>\n\n");
+    }
+    content += msgs[i].content;
+    if (msgs[i].role == "user") {
+      out += bos + "[INST] " + trim(content) + " [/INST]";
+    } else if (msgs[i].role == "assistant") {
+      out += " " + trim(content) + " " + eos;
+    }
+  }
+  return out;
+}
+
+// Gemma (2/3): assistant is called "model"; a leading system message is prepended to the first
+// user turn followed by a blank line; contents are trimmed.
+std::string render_gemma(std::span<const ChatMessage> msgs, bool gen, const std::string& bos) {
+  std::string out = bos;
+  std::string prefix;
+  size_t first = 0;
+  if (!msgs.empty() && msgs[0].role == "system") {
+    prefix = msgs[0].content + "\n\n";
+    first = 1;
+  }
+  for (size_t i = first; i < msgs.size(); ++i) {
+    const std::string role = msgs[i].role == "assistant" ? "model" : msgs[i].role;
+    out += "<start_of_turn>" + role + "\n" + (i == first ? prefix : std::string()) +
+           trim(msgs[i].content) + "<end_of_turn>\n";
+  }
+  if (gen) out += "<start_of_turn>model\n";
+  return out;
+}
+
+// Zephyr: <|role|>\ncontent</s>\n (EOS text closes each turn).
+std::string render_zephyr(std::span<const ChatMessage> msgs, bool gen, const std::string& eos) {
+  std::string out;
+  for (const auto& m : msgs) out += "<|" + m.role + "|>\n" + m.content + eos + "\n";
+  if (gen) out += "<|assistant|>\n";
+  return out;
+}
+
+// Phi-3: <|role|>\ncontent<|end|>\n.
+std::string render_phi3(std::span<const ChatMessage> msgs, bool gen) {
+  std::string out;
+  for (const auto& m : msgs) out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
+  if (gen) out += "<|assistant|>\n";
+  return out;
+}
+
+}  // namespace
+
+ChatTemplate ChatTemplate::of(ChatFormat format) {
+  ChatTemplate t;
+  t.format_ = format;
+  t.set_special_texts(format == ChatFormat::Gemma    ? "<bos>"
+                      : format == ChatFormat::Llama3 ? "<|begin_of_text|>"
+                                                     : "<s>",
+                      "</s>");
+  return t;
+}
+
+ChatTemplate ChatTemplate::detect(std::string_view tpl) {
+  ChatFormat f = ChatFormat::Unknown;
+  if (contains(tpl, "<|im_start|>")) {
+    f = ChatFormat::ChatML;
+  } else if (contains(tpl, "<|start_header_id|>")) {
+    f = ChatFormat::Llama3;
+  } else if (contains(tpl, "<start_of_turn>")) {
+    f = ChatFormat::Gemma;
+  } else if (contains(tpl, "<|end|>") && contains(tpl, "<|assistant|>")) {
+    f = ChatFormat::Phi3;
+  } else if (contains(tpl, "<|user|>")) {
+    f = ChatFormat::Zephyr;
+  } else if (contains(tpl, "[INST]")) {
+    f = ChatFormat::Llama2;
+  }
+  ChatTemplate t = of(f);
+  if (f == ChatFormat::ChatML) t.default_system_ = extract_default_system(tpl);
+  return t;
+}
+
+ChatTemplate ChatTemplate::from_gguf(const gguf::GgufFile& file) {
+  const std::string tpl = file.get_string_or("tokenizer.chat_template", "");
+  ChatTemplate t = tpl.empty() ? of(ChatFormat::ChatML) : detect(tpl);
+  // Use the vocab's own BOS/EOS spellings where the template writes them out.
+  const auto* tokens = file.find_array("tokenizer.ggml.tokens");
+  auto text_of = [&](const char* key, const std::string& fallback) {
+    const int64_t id = file.get_int_or(key, -1);
+    if (tokens == nullptr || id < 0 || static_cast<size_t>(id) >= tokens->strings.size()) {
+      return fallback;
+    }
+    return tokens->strings[static_cast<size_t>(id)];
+  };
+  t.set_special_texts(text_of("tokenizer.ggml.bos_token_id", t.bos_text_),
+                      text_of("tokenizer.ggml.eos_token_id", t.eos_text_));
+  return t;
+}
+
+void ChatTemplate::set_special_texts(std::string bos, std::string eos) {
+  bos_text_ = std::move(bos);
+  eos_text_ = std::move(eos);
+}
+
+bool ChatTemplate::starts_with_bos() const {
+  return format_ == ChatFormat::Llama3 || format_ == ChatFormat::Llama2 ||
+         format_ == ChatFormat::Gemma;
+}
+
+std::string ChatTemplate::apply(std::span<const ChatMessage> msgs, bool gen) const {
+  switch (format_) {
+    case ChatFormat::Llama3:
+      return render_llama3(msgs, gen, bos_text_);
+    case ChatFormat::Llama2:
+      return render_llama2(msgs, bos_text_, eos_text_);
+    case ChatFormat::Gemma:
+      return render_gemma(msgs, gen, bos_text_);
+    case ChatFormat::Zephyr:
+      return render_zephyr(msgs, gen, eos_text_);
+    case ChatFormat::Phi3:
+      return render_phi3(msgs, gen);
+    case ChatFormat::ChatML:
+    case ChatFormat::Unknown:
+      break;
+  }
+  return render_chatml(msgs, gen, default_system_);
+}
+
+std::string ChatTemplate::name() const {
+  switch (format_) {
+    case ChatFormat::ChatML:
+      return "chatml";
+    case ChatFormat::Llama3:
+      return "llama3";
+    case ChatFormat::Llama2:
+      return "llama2";
+    case ChatFormat::Gemma:
+      return "gemma";
+    case ChatFormat::Zephyr:
+      return "zephyr";
+    case ChatFormat::Phi3:
+      return "phi3";
+    case ChatFormat::Unknown:
+      break;
+  }
+  return "unknown (rendered as chatml)";
+}
+
+std::vector<int32_t> encode_prompt(const Tokenizer& tok, std::string_view rendered) {
+  bool add = tok.add_bos();
+  if (add && tok.bos() >= 0 && rendered.starts_with(tok.token_text(tok.bos()))) add = false;
+  std::vector<int32_t> ids;
+  if (add) ids.push_back(tok.bos());
+  auto rest = tok.encode(rendered, /*add_special=*/false, /*parse_special=*/true);
+  ids.insert(ids.end(), rest.begin(), rest.end());
+  if (tok.add_eos() && tok.eos() >= 0) ids.push_back(tok.eos());
+  return ids;
+}
+
+}  // namespace specdec

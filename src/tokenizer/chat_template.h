@@ -1,0 +1,63 @@
+// Chat prompt rendering for the common template families. Instead of running Jinja, the model's
+// template is recognised by marker substrings and rendered by hand-written code that produces
+// exactly what the Jinja template produces for ordinary conversations (string contents, roles
+// system/user/assistant).
+//
+// Double BOS: Llama 3, Llama 2 and Gemma templates begin with the BOS token's text. Tokenize
+// such a prompt with parse_special=true and add_special=false (or use encode_prompt below,
+// which adds BOS only when the rendered text does not already start with it).
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace specdec {
+
+namespace gguf {
+class GgufFile;
+}
+
+struct ChatMessage {
+  std::string role, content;
+};
+
+enum class ChatFormat { ChatML, Llama3, Llama2, Gemma, Zephyr, Phi3, Unknown };
+
+class ChatTemplate {
+ public:
+  // Recognises the family from marker substrings. Unrecognised templates give Unknown, which
+  // renders as ChatML (the most common convention, and llama.cpp's fallback too).
+  static ChatTemplate detect(std::string_view jinja_template);
+  // tokenizer.chat_template; absent -> ChatML. BOS/EOS texts come from the file's vocab.
+  static ChatTemplate from_gguf(const gguf::GgufFile& file);
+  static ChatTemplate of(ChatFormat format);
+
+  std::string apply(std::span<const ChatMessage> msgs, bool add_generation_prompt) const;
+  ChatFormat format() const { return format_; }
+  std::string name() const;
+
+  // Whether apply() output begins with the BOS text (so the tokenizer must not add another).
+  bool starts_with_bos() const;
+  // ChatML's default system prompt, inserted when the conversation does not start with one
+  // (empty: none). Taken from the template text, e.g. SmolLM2's.
+  const std::string& default_system() const { return default_system_; }
+
+  // Texts of the BOS/EOS tokens used by templates that spell them out (defaults: <s>, </s>,
+  // Gemma: <bos>).
+  void set_special_texts(std::string bos, std::string eos);
+
+ private:
+  ChatFormat format_ = ChatFormat::ChatML;
+  std::string default_system_;
+  std::string bos_text_, eos_text_;
+};
+
+// Tokenizes a rendered chat prompt: special tokens are parsed, and BOS is added only when the
+// vocab wants one and the text does not already begin with the BOS token's text.
+std::vector<int32_t> encode_prompt(const Tokenizer& tok, std::string_view rendered);
+
+}  // namespace specdec
