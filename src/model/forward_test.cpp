@@ -1,0 +1,361 @@
+// Model::forward: batch invariance (bitwise), thread-count invariance, cache rollback, and
+// agreement with an independent double-precision reference, for both architectures and every
+// supported weight type.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "model/model.h"
+#include "model/model_test_util.h"
+#include "tensor/matmul.h"
+
+namespace specdec {
+namespace {
+
+using testing::bitwise_equal;
+using testing::forward_all;
+using testing::TinyModel;
+using testing::TinyModelSpec;
+
+// ---------------------------------------------------------------------------------------------
+// Reference: the textbook transformer in double precision, written from the tensor names and
+// the architecture's published conventions, not from the engine's code. Weights are the
+// dequantized file tensors; nothing is shared with the engine but dequantize_row.
+struct Reference {
+  using Mat = std::vector<double>;  // row-major rows x cols
+
+  Reference(const gguf::GgufFile& file, const ModelConfig& config, bool neox_rope)
+      : f(file), c(config), neox(neox_rope) {}
+
+  const gguf::GgufFile& f;
+  ModelConfig c;
+  bool neox;
+  mutable std::map<std::string, Mat> dequantized;
+
+  const Mat& tensor(const std::string& name) const {
+    if (auto it = dequantized.find(name); it != dequantized.end()) return it->second;
+    const gguf::TensorInfo& t = f.tensor(name);
+    const int64_t cols = t.row_length(), rows = t.n_rows();
+    WeightMatrix w{t.type, rows, cols, t.data, row_bytes(t.type, cols)};
+    std::vector<float> row(static_cast<size_t>(cols));
+    Mat out;
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(w, r, row.data());
+      out.insert(out.end(), row.begin(), row.end());
+    }
+    return dequantized[name] = std::move(out);
+  }
+  static std::vector<double> matvec(const Mat& m, const std::vector<double>& x) {
+    const size_t cols = x.size(), rows = m.size() / cols;
+    std::vector<double> y(rows, 0.0);
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t i = 0; i < cols; ++i) y[r] += m[r * cols + i] * x[i];
+    }
+    return y;
+  }
+  std::vector<double> rms_norm(const std::vector<double>& x, const Mat& w) const {
+    double ss = 0;
+    for (double v : x) ss += v * v;
+    const double s = 1.0 / std::sqrt(ss / x.size() + c.rms_eps);
+    std::vector<double> y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * s * w[i];
+    return y;
+  }
+  // llama: GGUF Q/K rows are permuted so pairs are adjacent; qwen2: pairs are d/2 apart.
+  void rope(std::vector<double>& v, int n_heads, int pos) const {
+    const int d = c.head_dim;
+    for (int h = 0; h < n_heads; ++h) {
+      for (int i = 0; i < d / 2; ++i) {
+        const double theta = pos * std::pow(static_cast<double>(c.rope_theta), -2.0 * i / d);
+        const size_t a = h * d + (neox ? i : 2 * i), b = h * d + (neox ? i + d / 2 : 2 * i + 1);
+        const double x0 = v[a], x1 = v[b];
+        v[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
+        v[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+      }
+    }
+  }
+
+  // Logits of every token of `tokens` at positions first_pos.., from an empty cache.
+  std::vector<std::vector<double>> run(const std::vector<int32_t>& tokens, int first_pos) const {
+    const int E = c.n_embd, d = c.head_dim;
+    const Mat& embd = tensor("token_embd.weight");
+    const Mat& out_w = f.find_tensor("output.weight") ? tensor("output.weight") : embd;
+    std::vector<std::vector<std::vector<double>>> keys(c.n_layer), values(c.n_layer);
+    std::vector<std::vector<double>> logits;
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      std::vector<double> x(embd.begin() + tokens[t] * E, embd.begin() + (tokens[t] + 1) * E);
+      for (int l = 0; l < c.n_layer; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        std::vector<double> xn = rms_norm(x, tensor(p + "attn_norm.weight"));
+        std::vector<double> q = matvec(tensor(p + "attn_q.weight"), xn);
+        std::vector<double> k = matvec(tensor(p + "attn_k.weight"), xn);
+        std::vector<double> v = matvec(tensor(p + "attn_v.weight"), xn);
+        if (c.arch == "qwen2") {
+          const Mat &bq = tensor(p + "attn_q.bias"), &bk = tensor(p + "attn_k.bias"),
+                    &bv = tensor(p + "attn_v.bias");
+          for (size_t i = 0; i < q.size(); ++i) q[i] += bq[i];
+          for (size_t i = 0; i < k.size(); ++i) k[i] += bk[i], v[i] += bv[i];
+        }
+        const int pos = first_pos + static_cast<int>(t);
+        rope(q, c.n_head, pos);
+        rope(k, c.n_head_kv, pos);
+        keys[l].push_back(k);
+        values[l].push_back(v);
+        std::vector<double> att(static_cast<size_t>(c.n_head) * d, 0.0);
+        for (int h = 0; h < c.n_head; ++h) {
+          const int kvh = h * c.n_head_kv / c.n_head;  // consecutive query heads share a KV head
+          std::vector<double> s(keys[l].size());
+          double mx = -1e300, sum = 0;
+          for (size_t j = 0; j < s.size(); ++j) {
+            s[j] = 0;
+            for (int i = 0; i < d; ++i) s[j] += q[h * d + i] * keys[l][j][kvh * d + i];
+            s[j] /= std::sqrt(static_cast<double>(d));
+            mx = std::max(mx, s[j]);
+          }
+          for (double& e : s) sum += (e = std::exp(e - mx));
+          for (size_t j = 0; j < s.size(); ++j) {
+            for (int i = 0; i < d; ++i) att[h * d + i] += s[j] / sum * values[l][j][kvh * d + i];
+          }
+        }
+        std::vector<double> o = matvec(tensor(p + "attn_output.weight"), att);
+        for (int i = 0; i < E; ++i) x[i] += o[i];
+        xn = rms_norm(x, tensor(p + "ffn_norm.weight"));
+        std::vector<double> g = matvec(tensor(p + "ffn_gate.weight"), xn);
+        const std::vector<double> u = matvec(tensor(p + "ffn_up.weight"), xn);
+        for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+        const std::vector<double> dn = matvec(tensor(p + "ffn_down.weight"), g);
+        for (int i = 0; i < E; ++i) x[i] += dn[i];
+      }
+      logits.push_back(matvec(out_w, rms_norm(x, tensor("output_norm.weight"))));
+    }
+    return logits;
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+
+struct Case {
+  std::string arch;
+  GgmlType type;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.arch << "/" << type_name(c.type); }
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return info.param.arch + "_" + std::string(type_name(info.param.type));
+}
+
+TinyModelSpec spec_for(const Case& c) {
+  TinyModelSpec spec;
+  spec.arch = c.arch;
+  spec.weight_type = c.type;
+  spec.seed = 7;
+  if (traits(c.type).block_size == 256) {  // K-quants: rows must be whole super-blocks
+    spec.n_embd = 256;
+    spec.n_ff = 256;
+  }
+  return spec;
+}
+
+const std::vector<int32_t> kTokens = {72,  101, 108, 108, 111, 32,  119,
+                                      111, 114, 108, 100, 33,  266, 299};
+
+class ForwardTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ForwardTest, BatchEqualsSingleStepsBitwise) {
+  TinyModel m(spec_for(GetParam()));
+  ThreadPool pool(2);
+  KvCache batch_cache(m.model->config(), 64), step_cache(m.model->config(), 64);
+  const std::vector<float> batch = forward_all(*m.model, batch_cache, kTokens, 0, pool);
+  std::vector<float> steps;
+  for (size_t i = 0; i < kTokens.size(); ++i) {
+    const std::vector<float> one =
+        forward_all(*m.model, step_cache, {kTokens[i]}, static_cast<int32_t>(i), pool);
+    steps.insert(steps.end(), one.begin(), one.end());
+  }
+  EXPECT_EQ(batch_cache.length(), static_cast<int32_t>(kTokens.size()));
+  EXPECT_TRUE(bitwise_equal(batch, steps));
+
+  // Uneven chunks (prefill 5, verify 1, then 8) give the same bits too.
+  KvCache chunk_cache(m.model->config(), 64);
+  std::vector<float> chunks;
+  int32_t pos = 0;
+  for (size_t n : {5u, 1u, 8u}) {
+    const std::vector<int32_t> part(kTokens.begin() + pos, kTokens.begin() + pos + n);
+    const std::vector<float> out = forward_all(*m.model, chunk_cache, part, pos, pool);
+    chunks.insert(chunks.end(), out.begin(), out.end());
+    pos += static_cast<int32_t>(n);
+  }
+  EXPECT_TRUE(bitwise_equal(batch, chunks));
+}
+
+TEST_P(ForwardTest, ThreadCountDoesNotChangeBits) {
+  TinyModel m(spec_for(GetParam()));
+  ThreadPool one(1), three(3);
+  KvCache a(m.model->config(), 64), b(m.model->config(), 64);
+  EXPECT_TRUE(bitwise_equal(forward_all(*m.model, a, kTokens, 0, one),
+                            forward_all(*m.model, b, kTokens, 0, three)));
+}
+
+TEST_P(ForwardTest, TruncateThenExtendEqualsFresh) {
+  TinyModel m(spec_for(GetParam()));
+  ThreadPool pool(2);
+  const std::vector<int32_t> prefix(kTokens.begin(), kTokens.begin() + 6);
+  const std::vector<int32_t> rejected = {1, 2, 3, 4};
+  const std::vector<int32_t> accepted = {280, 45, 46};
+
+  KvCache rolled(m.model->config(), 32);
+  forward_all(*m.model, rolled, prefix, 0, pool);
+  forward_all(*m.model, rolled, rejected, 6, pool);
+  rolled.truncate(6);
+  const std::vector<float> after = forward_all(*m.model, rolled, accepted, 6, pool);
+
+  KvCache fresh(m.model->config(), 32);
+  std::vector<int32_t> all = prefix;
+  all.insert(all.end(), accepted.begin(), accepted.end());
+  const std::vector<float> full = forward_all(*m.model, fresh, all, 0, pool);
+  const size_t V = static_cast<size_t>(m.model->config().n_vocab);
+  EXPECT_TRUE(bitwise_equal(after, std::vector<float>(full.begin() + 6 * V, full.end())));
+}
+
+TEST_P(ForwardTest, MatchesDoublePrecisionReference) {
+  TinyModel m(spec_for(GetParam()));
+  ThreadPool pool(2);
+  const int first_pos = 3;  // non-zero start: RoPE must use the given positions
+  KvCache cache(m.model->config(), 64);
+  const std::vector<float> got = forward_all(*m.model, cache, kTokens, first_pos, pool);
+  const Reference ref{*m.file, m.model->config(), GetParam().arch == "qwen2"};
+  const auto want = ref.run(kTokens, first_pos);
+
+  // Errors relative to the logits' scale (max |logit|; RMS error over RMS logit).
+  // F32 weights: the engine differs from the reference only by float rounding (measured
+  // <1e-6). Other types also quantize the activations (to Q8_0/Q8_1/Q8_K, or round them to
+  // F16/BF16) before the dot products, as llama.cpp does: measured max error ~5e-4 (F16),
+  // ~5e-3 (BF16), 1-2.5% (Q types), RMS error 1-2% (Q types). A RoPE pairing, GQA
+  // head-mapping or bias mistake shows up as errors of order 1e-2..1 in the F32 case.
+  const GgmlType type = GetParam().type;
+  const double max_tol = type == GgmlType::F32 ? 1e-5 : type == GgmlType::F16 ? 3e-3 : 5e-2;
+  const double rms_tol = type == GgmlType::F32 ? 1e-6 : type == GgmlType::F16 ? 3e-3 : 3e-2;
+  const size_t V = want[0].size();
+  double max_err = 0, max_ref = 0, sq_err = 0, sq_ref = 0;
+  for (size_t t = 0; t < want.size(); ++t) {
+    for (size_t v = 0; v < V; ++v) {
+      const double e = got[t * V + v] - want[t][v];
+      max_err = std::max(max_err, std::abs(e));
+      max_ref = std::max(max_ref, std::abs(want[t][v]));
+      sq_err += e * e;
+      sq_ref += want[t][v] * want[t][v];
+    }
+  }
+  const double rms_rel = std::sqrt(sq_err / sq_ref);
+  RecordProperty("max_rel_err", std::to_string(max_err / max_ref));
+  RecordProperty("rms_rel_err", std::to_string(rms_rel));
+  EXPECT_LE(max_err, max_tol * max_ref) << "max |error| " << max_err << ", max |logit| " << max_ref;
+  EXPECT_LE(rms_rel, rms_tol);
+}
+
+TEST_P(ForwardTest, SelectedRowsMatchAllRows) {
+  TinyModel m(spec_for(GetParam()));
+  ThreadPool pool(2);
+  KvCache a(m.model->config(), 64), b(m.model->config(), 64);
+  const std::vector<float> all = forward_all(*m.model, a, kTokens, 0, pool);
+  const size_t V = static_cast<size_t>(m.model->config().n_vocab);
+  std::vector<int32_t> positions(kTokens.size());
+  std::iota(positions.begin(), positions.end(), 0);
+  const std::vector<int32_t> rows = {2, 7, 13};
+  std::vector<float> some(rows.size() * V);
+  m.model->forward(kTokens, positions, b, rows, some.data(), pool);
+  for (size_t j = 0; j < rows.size(); ++j) {
+    EXPECT_EQ(0, std::memcmp(&some[j * V], &all[rows[j] * V], V * sizeof(float))) << rows[j];
+  }
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const char* arch : {"llama", "qwen2"}) {
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
+                       GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
+                       GgmlType::Q5_K, GgmlType::Q6_K}) {
+      cases.push_back({arch, t});
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, ForwardTest, ::testing::ValuesIn(all_cases()), case_name);
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(Forward, CacheOverflowThrowsAndLeavesCacheUnchanged) {
+  TinyModel m(TinyModelSpec{});
+  ThreadPool pool(1);
+  KvCache cache(m.model->config(), 4);
+  forward_all(*m.model, cache, {1, 2, 3}, 0, pool);
+  EXPECT_THROW(forward_all(*m.model, cache, {4, 5}, 3, pool), Error);
+  EXPECT_EQ(cache.length(), 3);
+  EXPECT_NO_THROW(forward_all(*m.model, cache, {4}, 3, pool));
+  EXPECT_THROW(forward_all(*m.model, cache, {5}, 4, pool), Error);
+}
+
+TEST(Forward, RejectsBadArguments) {
+  TinyModel m(TinyModelSpec{});
+  ThreadPool pool(1);
+  KvCache cache(m.model->config(), 8);
+  std::vector<float> logits(2 * 300);
+  const std::vector<int32_t> tok = {1, 2}, pos = {0, 1};
+  EXPECT_THROW(forward_all(*m.model, cache, {300}, 0, pool), Error);
+  EXPECT_THROW(forward_all(*m.model, cache, {-1}, 0, pool), Error);
+  EXPECT_THROW(m.model->forward(tok, std::vector<int32_t>{0}, cache, {}, nullptr, pool), Error);
+  EXPECT_THROW(m.model->forward(tok, pos, cache, std::vector<int32_t>{1, 0}, logits.data(), pool),
+               Error);
+  EXPECT_THROW(m.model->forward(tok, pos, cache, std::vector<int32_t>{2}, logits.data(), pool),
+               Error);
+  EXPECT_THROW(m.model->forward(tok, std::vector<int32_t>{0, -1}, cache, {}, nullptr, pool), Error);
+  TinyModelSpec other;
+  other.n_layer = 3;
+  TinyModel m3(other, "other.gguf");
+  KvCache wrong(m3.model->config(), 8);
+  EXPECT_THROW(forward_all(*m.model, wrong, {1}, 0, pool), Error);
+  EXPECT_EQ(cache.length(), 0);
+  m.model->forward({}, {}, cache, {}, nullptr, pool);  // k = 0 is a no-op
+  EXPECT_EQ(cache.length(), 0);
+}
+
+TEST(Forward, TiedOutputUsesEmbedding) {
+  // Same seed, so the tied model has the same weights minus output.weight; its logits must be
+  // the reference's with token_embd as the output matrix, and differ from the untied model's.
+  TinyModelSpec untied_spec, tied_spec;
+  tied_spec.tied = true;
+  TinyModel untied(untied_spec, "untied.gguf"), tied(tied_spec, "tied.gguf");
+  EXPECT_FALSE(untied.model->config().tied_output);
+  EXPECT_TRUE(tied.model->config().tied_output);
+  ThreadPool pool(1);
+  KvCache a(untied.model->config(), 16), b(tied.model->config(), 16);
+  const std::vector<int32_t> toks = {10, 20, 30};
+  const std::vector<float> lu = forward_all(*untied.model, a, toks, 0, pool);
+  const std::vector<float> lt = forward_all(*tied.model, b, toks, 0, pool);
+  EXPECT_FALSE(bitwise_equal(lu, lt));
+  const auto want = Reference{*tied.file, tied.model->config(), false}.run(toks, 0);
+  for (size_t t = 0; t < toks.size(); ++t) {
+    for (size_t v = 0; v < 300; ++v) EXPECT_NEAR(lt[t * 300 + v], want[t][v], 1e-4);
+  }
+}
+
+TEST(Forward, PositionsAreHonoured) {
+  // The same tokens at shifted positions give different logits after the first token (whose
+  // attention is over itself only, where RoPE cancels out).
+  TinyModel m(TinyModelSpec{});
+  ThreadPool pool(1);
+  KvCache a(m.model->config(), 16), b(m.model->config(), 16);
+  const std::vector<float> la = forward_all(*m.model, a, {5, 6, 7}, 0, pool);
+  const std::vector<float> lb = forward_all(*m.model, b, {5, 6, 7}, 40, pool);
+  EXPECT_EQ(0, std::memcmp(la.data(), lb.data(), 300 * sizeof(float)));
+  EXPECT_NE(0, std::memcmp(la.data() + 300, lb.data() + 300, 300 * sizeof(float)));
+}
+
+}  // namespace
+}  // namespace specdec
