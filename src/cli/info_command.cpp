@@ -1,0 +1,89 @@
+// `specdec info -m MODEL`: what a user needs to know about a GGUF before running it.
+#include <iomanip>
+#include <iostream>
+#include <map>
+
+#include "cli/arg_parser.h"
+#include "cli/commands.h"
+#include "common/error.h"
+#include "engine/loaded_model.h"
+
+namespace specdec::cli {
+namespace {
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 3) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(u == 0 ? 0 : 1) << bytes << " " << units[u];
+  return out.str();
+}
+
+}  // namespace
+
+int info_command(const std::vector<std::string>& args) {
+  std::string model_path;
+  int32_t n_ctx = 4096;
+  ArgParser parser("specdec info -m MODEL [options]",
+                   "Prints a GGUF model's architecture, sizes, tensor types, tokenizer and the "
+                   "memory a run needs.");
+  parser.add_string({"-m", "--model"}, "FILE", "GGUF model file", model_path);
+  parser.add_int({"-c", "--ctx-size"}, "N", "context size used for the KV-cache estimate", n_ctx, 1,
+                 1 << 20);
+  if (!parser.parse(args)) {
+    std::cout << parser.help();
+    return 0;
+  }
+  if (model_path.empty()) fail("-m MODEL is required (see specdec info --help)");
+
+  LoadedModel m = LoadedModel::load(model_path);
+  const ModelConfig& c = m.model->config();
+  int64_t n_params = 0;
+  std::map<std::string, int> type_counts;
+  for (const auto& t : m.file->tensors()) {
+    n_params += t.n_elements();
+    type_counts[std::string(type_name(t.type))]++;
+  }
+  const double kv_bytes_per_token = static_cast<double>(KvCache(c, 1).bytes());
+
+  std::cout << "file:          " << model_path << " (GGUF v" << m.file->version() << ", "
+            << human_bytes(static_cast<double>(m.file->file_size())) << ")\n";
+  std::cout << "name:          " << m.file->get_string_or("general.name", "?") << "\n";
+  std::cout << "architecture:  " << c.arch << "\n";
+  std::cout << "parameters:    " << std::fixed << std::setprecision(1) << n_params / 1e6 << " M\n";
+  std::cout << "layers:        " << c.n_layer << "\n";
+  std::cout << "embedding:     " << c.n_embd << "\n";
+  std::cout << "heads:         " << c.n_head << " (kv " << c.n_head_kv << ", head dim "
+            << c.head_dim << ")\n";
+  std::cout << "feed-forward:  " << c.n_ff << "\n";
+  std::cout << "context:       " << c.n_ctx_train << " (trained)\n";
+  std::cout << "vocabulary:    " << c.n_vocab << "\n";
+  std::cout << "rope:          " << (c.rope_style == RopeStyle::Neox ? "neox" : "normal")
+            << ", theta " << std::setprecision(0) << c.rope_theta << "\n";
+  std::cout << "output:        " << (c.tied_output ? "tied to token embedding" : "separate")
+            << "\n";
+  std::cout << "tensor types:  ";
+  bool first = true;
+  for (const auto& [name, count] : type_counts) {
+    std::cout << (first ? "" : ", ") << name << " x" << count;
+    first = false;
+  }
+  std::cout << " (" << m.file->tensors().size() << " tensors)\n";
+  const Tokenizer& tok = *m.tokenizer;
+  std::cout << "tokenizer:     "
+            << (tok.kind() == VocabKind::Bpe ? "byte-level BPE" : "SentencePiece")
+            << (tok.pre().empty() ? "" : " (pre-tokenizer " + tok.pre() + ")") << ", "
+            << tok.n_vocab() << " tokens, bos " << tok.bos() << ", eos " << tok.eos()
+            << (tok.add_bos() ? ", adds BOS" : "") << "\n";
+  std::cout << "chat template: " << m.chat_template->name() << "\n";
+  std::cout << "memory:        weights "
+            << human_bytes(static_cast<double>(m.model->weight_bytes())) << ", KV cache "
+            << human_bytes(kv_bytes_per_token * n_ctx) << " at -c " << n_ctx << "\n";
+  return 0;
+}
+
+}  // namespace specdec::cli

@@ -1,0 +1,48 @@
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <new>
+
+#include "cli/commands.h"
+#include "common/error.h"
+
+namespace specdec::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: specdec <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run     generate text from a prompt (speculative with -md DRAFT)\n"
+    "  info    print a model's architecture, sizes, tensor types and tokenizer\n"
+    "\n"
+    "'specdec <command> --help' documents every option of a command.\n";
+
+}  // namespace
+
+int main_entry(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 1 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "run") return run_command(args);
+    if (command == "info") return info_command(args);
+    std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
+    return 1;
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: internal: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace specdec::cli

@@ -1,0 +1,144 @@
+// `specdec run`: generate from a prompt with llama.cpp-style flags, streaming to stdout; a
+// summary (speeds and, with a draft model, the speculative statistics) goes to stderr.
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "cli/arg_parser.h"
+#include "cli/commands.h"
+#include "cli/stats_report.h"
+#include "common/error.h"
+#include "engine/engine.h"
+
+namespace specdec::cli {
+namespace {
+
+struct RunOptions {
+  std::string model, draft_model, prompt, prompt_file, system_prompt, stats_json;
+  bool chat = false, ignore_eos = false, quiet = false;
+  std::vector<std::string> stop;
+  int32_t n_predict = 128, n_ctx = 4096, threads = 0, draft_max = 5;
+  float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
+  int32_t top_k = 40;
+  int64_t seed = -1;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read prompt file '", path, "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& args) {
+  RunOptions o;
+  ArgParser p("specdec run -m MODEL [-md DRAFT] -p PROMPT [options]",
+              "Generates text from a prompt and streams it to stdout. With -md, a draft model\n"
+              "proposes tokens that the target verifies in one pass (lossless speculative\n"
+              "decoding): the output distribution is exactly the target's. Without -md it is\n"
+              "plain target-only decoding.");
+  p.add_string({"-m", "--model"}, "FILE", "target model (GGUF)", o.model);
+  p.add_string({"-md", "--model-draft"}, "FILE",
+               "draft model (GGUF) sharing the target's vocabulary", o.draft_model);
+  p.add_int({"--draft-max", "--draft"}, "N", "tokens drafted per round (gamma)", o.draft_max, 1,
+            64);
+  p.add_string({"-p", "--prompt"}, "TEXT", "prompt", o.prompt);
+  p.add_string({"-f", "--file"}, "FILE", "read the prompt from a file", o.prompt_file);
+  p.add_flag({"--chat", "-cnv"},
+             "format the prompt as a user message with the model's chat template", o.chat);
+  p.add_string({"-sys", "--system-prompt"}, "TEXT", "system message for --chat", o.system_prompt);
+  p.add_int({"-n", "--n-predict"}, "N",
+            "tokens to generate (-1: until end of text or full context)", o.n_predict, -1, 1 << 20);
+  p.add_float({"--temp"}, "T", "temperature (0: greedy)", o.temp, 0.0, 100.0);
+  p.add_int({"--top-k"}, "K", "keep the K most likely tokens (0: off)", o.top_k, 0, 1 << 24);
+  p.add_float({"--top-p"}, "P", "keep the smallest set with probability >= P (1: off)", o.top_p,
+              0.0, 1.0);
+  p.add_float({"--min-p"}, "P", "drop tokens below P times the top probability (0: off)", o.min_p,
+              0.0, 1.0);
+  p.add_value({"-s", "--seed"}, "SEED",
+              "random seed (default: -1, a random seed, printed in the summary)",
+              [&o](const std::string& v) {
+                o.seed = parse_int(v, "-s");
+                if (o.seed < -1) fail("-s must be >= -1, got ", o.seed);
+              });
+  p.add_int({"-t", "--threads"}, "N", "threads (default: all cores)", o.threads, 1, 1024);
+  p.add_int({"-c", "--ctx-size"}, "N", "context size in tokens (prompt + generation)", o.n_ctx, 8,
+            1 << 20);
+  p.add_strings({"--stop", "-r", "--reverse-prompt"}, "TEXT",
+                "stop when this text is generated (repeatable)", o.stop);
+  p.add_flag({"--ignore-eos"}, "keep generating past end-of-text tokens", o.ignore_eos);
+  p.add_string({"--stats-json"}, "FILE",
+               "write timings and speculative statistics (with a per-round log) as JSON",
+               o.stats_json);
+  p.add_flag({"-q", "--quiet"}, "no summary on stderr", o.quiet);
+  if (!p.parse(args)) {
+    std::cout << p.help();
+    return 0;
+  }
+  if (o.model.empty()) fail("-m MODEL is required (see specdec run --help)");
+  if (!o.prompt.empty() && !o.prompt_file.empty()) fail("give either -p or -f, not both");
+  std::string prompt = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
+  if (prompt.empty()) fail("a prompt is required: -p TEXT or -f FILE");
+
+  const auto load_start = std::chrono::steady_clock::now();
+  LoadedModel target = LoadedModel::load(o.model);
+  std::unique_ptr<LoadedModel> draft;
+  if (!o.draft_model.empty())
+    draft = std::make_unique<LoadedModel>(LoadedModel::load(o.draft_model));
+  const double load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
+          .count();
+
+  EngineOptions eo;
+  eo.n_ctx = o.n_ctx;
+  eo.n_threads = o.threads > 0
+                     ? o.threads
+                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  Engine engine(target, draft.get(), eo);
+
+  if (o.chat) {
+    std::vector<ChatMessage> msgs;
+    if (!o.system_prompt.empty()) msgs.push_back({"system", o.system_prompt});
+    msgs.push_back({"user", prompt});
+    prompt = engine.chat_template().apply(msgs, /*add_generation_prompt=*/true);
+  } else if (!o.system_prompt.empty()) {
+    fail("-sys needs --chat");
+  }
+  std::vector<int32_t> tokens = engine.tokenize_prompt(prompt);
+
+  GenerationOptions go;
+  go.max_tokens = o.n_predict;
+  go.sampling.temperature = o.temp;
+  go.sampling.top_k = o.top_k;
+  go.sampling.top_p = o.top_p;
+  go.sampling.min_p = o.min_p;
+  go.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
+  go.stop = o.stop;
+  go.ignore_eos = o.ignore_eos;
+  go.draft_max = o.draft_max;
+
+  GenerationResult result = engine.generate(tokens, go, [](std::string_view text) {
+    std::cout << text << std::flush;
+    return true;
+  });
+  std::cout << std::endl;
+
+  if (!o.quiet) {
+    std::cerr << format_summary(result, load_ms, go.sampling.seed, eo.n_threads);
+  }
+  if (!o.stats_json.empty()) {
+    std::ofstream out(o.stats_json);
+    if (!out) fail("cannot write --stats-json file '", o.stats_json, "'");
+    out << stats_to_json(result, go, eo.n_threads).dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace specdec::cli

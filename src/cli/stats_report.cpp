@@ -1,0 +1,87 @@
+#include "cli/stats_report.h"
+
+#include <iomanip>
+#include <sstream>
+
+namespace specdec::cli {
+namespace {
+
+double per_second(double count, double ms) { return ms > 0 ? count * 1000.0 / ms : 0.0; }
+
+}  // namespace
+
+std::string format_summary(const GenerationResult& r, double load_ms, uint64_t seed,
+                           int n_threads) {
+  const GenerationStats& s = r.stats;
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1);
+  out << "\nload:      " << load_ms << " ms, " << n_threads << " threads, seed " << seed << "\n";
+  out << "prompt:    " << s.prompt_tokens << " tokens in " << s.prefill_ms << " ms ("
+      << per_second(s.prompt_tokens, s.prefill_ms) << " tok/s)\n";
+  out << "generated: " << s.generated_tokens << " tokens in " << s.decode_ms << " ms ("
+      << per_second(s.generated_tokens, s.decode_ms)
+      << " tok/s), finish: " << finish_reason_name(r.finish) << "\n";
+  if (s.speculative) {
+    const DecodeStats& d = s.spec;
+    const double mean_accepted =
+        d.rounds > 0 ? static_cast<double>(d.accepted) / static_cast<double>(d.rounds) : 0.0;
+    out << "speculative: gamma " << s.draft_max << ", " << d.rounds << " rounds, " << d.drafted
+        << " drafted, " << d.accepted << " accepted (" << 100.0 * d.acceptance_rate() << "%), "
+        << std::setprecision(2) << mean_accepted << " accepted/round, "
+        << d.tokens_per_target_call() << " tokens/target pass\n"
+        << std::setprecision(1);
+    out << "             draft " << d.draft_seconds * 1000.0 << " ms, verify "
+        << d.verify_seconds * 1000.0 << " ms; accepted per round:";
+    for (size_t a = 0; a < d.accepted_hist.size(); ++a)
+      out << " " << a << ":" << d.accepted_hist[a];
+    out << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::json stats_to_json(const GenerationResult& r, const GenerationOptions& o, int n_threads) {
+  const GenerationStats& s = r.stats;
+  nlohmann::json j;
+  j["prompt_tokens"] = s.prompt_tokens;
+  j["prefill_ms"] = s.prefill_ms;
+  j["generated_tokens"] = s.generated_tokens;
+  j["decode_ms"] = s.decode_ms;
+  j["decode_tokens_per_s"] = per_second(s.generated_tokens, s.decode_ms);
+  j["finish_reason"] = finish_reason_name(r.finish);
+  j["threads"] = n_threads;
+  j["sampling"] = {{"temperature", o.sampling.temperature},
+                   {"top_k", o.sampling.top_k},
+                   {"top_p", o.sampling.top_p},
+                   {"min_p", o.sampling.min_p},
+                   {"seed", o.sampling.seed}};
+  j["speculative"] = s.speculative;
+  if (s.speculative) {
+    const DecodeStats& d = s.spec;
+    nlohmann::json spec;
+    spec["gamma"] = s.draft_max;
+    spec["rounds"] = d.rounds;
+    spec["baseline_steps"] = d.baseline_steps;
+    spec["drafted"] = d.drafted;
+    spec["accepted"] = d.accepted;
+    spec["emitted"] = d.emitted;
+    spec["acceptance_rate"] = d.acceptance_rate();
+    spec["mean_accepted_per_round"] =
+        d.rounds > 0 ? static_cast<double>(d.accepted) / static_cast<double>(d.rounds) : 0.0;
+    spec["tokens_per_target_pass"] = d.tokens_per_target_call();
+    spec["accepted_histogram"] = d.accepted_hist;
+    spec["draft_ms"] = d.draft_seconds * 1000.0;
+    spec["verify_ms"] = d.verify_seconds * 1000.0;
+    nlohmann::json rounds = nlohmann::json::array();
+    for (const RoundLog& l : d.log) {
+      rounds.push_back({{"gamma", l.gamma},
+                        {"accepted", l.accepted},
+                        {"emitted", l.emitted},
+                        {"target_entropy", l.target_entropy}});
+    }
+    spec["per_round"] = std::move(rounds);
+    j["speculative_stats"] = std::move(spec);
+  }
+  return j;
+}
+
+}  // namespace specdec::cli

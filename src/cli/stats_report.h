@@ -1,0 +1,17 @@
+// How a run's timings and speculative statistics are shown: a short human summary for stderr
+// and a JSON document (--stats-json) with every counter and the per-round log.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace specdec::cli {
+
+std::string format_summary(const GenerationResult& result, double load_ms, uint64_t seed,
+                           int n_threads);
+nlohmann::json stats_to_json(const GenerationResult& result, const GenerationOptions& options,
+                             int n_threads);
+
+}  // namespace specdec::cli

@@ -1,0 +1,152 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/error.h"
+#include "engine/model_lm.h"
+#include "engine/stop_matcher.h"
+#include "engine/vocab_compat.h"
+#include "tensor/thread_pool.h"
+
+namespace specdec {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::Length:
+      return "length";
+    case FinishReason::Stop:
+      return "stop";
+    case FinishReason::EndOfGeneration:
+      return "eos";
+    case FinishReason::ContextFull:
+      return "context_full";
+    case FinishReason::Cancelled:
+      return "cancelled";
+  }
+  return "?";
+}
+
+// The KV caches of one sequence, plus the tokens they were filled from, so that a following
+// request sharing a prefix (the next chat turn) does not recompute it.
+struct Engine::Sequences {
+  ModelLM target;
+  std::unique_ptr<ModelLM> draft;
+  std::vector<int32_t> history;  // tokens whose K/V may still be in the caches
+  Sequences(Model& t, Model* d, int32_t n_ctx, ThreadPool& pool)
+      : target(t, n_ctx, pool), draft(d ? std::make_unique<ModelLM>(*d, n_ctx, pool) : nullptr) {}
+};
+
+Engine::Engine(LoadedModel& target, LoadedModel* draft, const EngineOptions& options)
+    : target_(target), draft_(draft), options_(options) {
+  if (options_.n_ctx < 2) fail("context size must be at least 2, got ", options_.n_ctx);
+  if (draft_ != nullptr) check_vocab_compatible(*draft_->tokenizer, *target_.tokenizer);
+  pool_ = std::make_unique<ThreadPool>(std::max(1, options_.n_threads));
+  seq_ = std::make_unique<Sequences>(*target_.model, draft_ ? draft_->model.get() : nullptr,
+                                     options_.n_ctx, *pool_);
+}
+
+Engine::~Engine() = default;
+
+std::vector<int32_t> Engine::tokenize_prompt(std::string_view text) const {
+  const Tokenizer& tok = tokenizer();
+  bool add_special = true;
+  // Chat templates such as Llama 3's write the BOS text themselves; adding BOS again would
+  // feed the model a sequence it never saw in training.
+  if (tok.add_bos() && tok.bos() >= 0) {
+    const std::string& bos_text = tok.token_text(tok.bos());
+    if (!bos_text.empty() && text.substr(0, bos_text.size()) == bos_text) add_special = false;
+  }
+  return tok.encode(text, add_special, /*parse_special=*/true);
+}
+
+GenerationResult Engine::generate(std::span<const int32_t> prompt, const GenerationOptions& opts,
+                                  const TextCallback& on_text) {
+  using Clock = std::chrono::steady_clock;
+  const auto n_prompt = static_cast<int32_t>(prompt.size());
+  if (n_prompt == 0) fail("the prompt is empty after tokenization");
+  if (n_prompt >= options_.n_ctx) {
+    fail("the prompt has ", n_prompt, " tokens but the context holds ", options_.n_ctx,
+         " (raise -c or shorten the prompt)");
+  }
+  for (int32_t id : prompt) {
+    if (id < 0 || id >= target_.model->config().n_vocab)
+      fail("prompt token id ", id, " is out of range");
+  }
+  const bool speculative = draft_ != nullptr && opts.speculative && opts.draft_max > 0;
+
+  // Room left after the prompt: the last committed token still has to go through the target.
+  const int32_t room = options_.n_ctx - n_prompt + 1;
+  int32_t budget = opts.max_tokens < 0 ? room : std::min(opts.max_tokens, room);
+
+  // Reuse the longest prefix both caches still hold (the protocol needs the last prompt token
+  // pending, hence at most n_prompt - 1).
+  Sequences& s = *seq_;
+  int32_t n_cached = 0;
+  const int32_t limit =
+      std::min({static_cast<int32_t>(s.history.size()), s.target.length(),
+                speculative ? s.draft->length() : s.target.length(), n_prompt - 1});
+  while (n_cached < limit && s.history[n_cached] == prompt[n_cached]) ++n_cached;
+  if (!speculative && s.draft) s.draft->truncate(std::min(s.draft->length(), n_cached));
+
+  Rng rng(opts.sampling.seed);
+  SpeculativeDecoder decoder(s.target, speculative ? s.draft.get() : nullptr, opts.sampling,
+                             speculative ? opts.draft_max : 0, rng);
+  const Tokenizer& tok = tokenizer();
+  auto is_end = [&tok, &opts](int32_t id) { return !opts.ignore_eos && tok.is_eog(id); };
+
+  GenerationResult result;
+  result.stats.prompt_tokens = n_prompt;
+  result.stats.speculative = speculative;
+  result.stats.draft_max = speculative ? opts.draft_max : 0;
+
+  const auto t0 = Clock::now();
+  decoder.start(prompt, budget, is_end, n_cached);
+  const auto t1 = Clock::now();
+  result.stats.prefill_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+
+  StreamingDecoder text_stream(tok);
+  StopMatcher stop(opts.stop);
+  size_t seen = 0;
+  bool cancelled = false;
+  auto emit = [&](const std::string& text) {
+    if (text.empty() || cancelled) return;
+    result.text += text;
+    if (on_text && !on_text(text)) cancelled = true;
+  };
+  while (!decoder.done() && !stop.stopped() && !cancelled) {
+    decoder.step();
+    std::span<const int32_t> generated = decoder.generated();
+    for (; seen < generated.size() && !stop.stopped() && !cancelled; ++seen) {
+      const int32_t id = generated[seen];
+      result.tokens.push_back(id);
+      if (is_end(id)) break;  // the end token is not text
+      emit(stop.push(text_stream.push(id)));
+    }
+  }
+  if (!stop.stopped()) emit(stop.push(text_stream.finish()));
+  if (!stop.stopped() && !cancelled) emit(stop.finish());
+  const auto t2 = Clock::now();
+
+  if (cancelled) {
+    result.finish = FinishReason::Cancelled;
+  } else if (stop.stopped()) {
+    result.finish = FinishReason::Stop;
+  } else if (decoder.stop_reason() == StopReason::StopToken) {
+    result.finish = FinishReason::EndOfGeneration;
+  } else if (decoder.stop_reason() == StopReason::ContextFull ||
+             (decoder.stop_reason() == StopReason::MaxTokens && opts.max_tokens >= 0 &&
+              budget < opts.max_tokens && static_cast<int32_t>(result.tokens.size()) >= budget) ||
+             (opts.max_tokens < 0 && decoder.stop_reason() == StopReason::MaxTokens)) {
+    result.finish = FinishReason::ContextFull;
+  } else {
+    result.finish = FinishReason::Length;
+  }
+  result.stats.generated_tokens = static_cast<int32_t>(result.tokens.size());
+  result.stats.decode_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  result.stats.spec = decoder.stats();
+  s.history = decoder.tokens();
+  return result;
+}
+
+}  // namespace specdec

@@ -1,0 +1,87 @@
+// A generation session over a target model and an optional draft model: prefill, the decode
+// loop (speculative rounds when a draft is present, plain target steps otherwise), stop
+// conditions and streaming of complete UTF-8 text.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/loaded_model.h"
+#include "sampling/distribution.h"
+#include "speculative/speculative_decoder.h"
+
+namespace specdec {
+
+class ThreadPool;
+
+struct EngineOptions {
+  int32_t n_ctx = 4096;
+  int n_threads = 1;
+};
+
+struct GenerationOptions {
+  int32_t max_tokens = 128;  // < 0: until end of generation or a full context
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  bool speculative = true;  // with a draft model loaded
+  int32_t draft_max = 5;    // γ
+};
+
+enum class FinishReason { Length, Stop, EndOfGeneration, ContextFull, Cancelled };
+const char* finish_reason_name(FinishReason r);
+
+struct GenerationStats {
+  int32_t prompt_tokens = 0;
+  int32_t generated_tokens = 0;
+  double prefill_ms = 0;
+  double decode_ms = 0;
+  bool speculative = false;
+  int32_t draft_max = 0;
+  DecodeStats spec;  // rounds, drafted, accepted, histogram, per-round log
+};
+
+struct GenerationResult {
+  std::string text;
+  std::vector<int32_t> tokens;
+  FinishReason finish = FinishReason::Length;
+  GenerationStats stats;
+};
+
+// Receives each chunk of complete UTF-8 text as soon as it is final; returning false cancels.
+using TextCallback = std::function<bool(std::string_view)>;
+
+class Engine {
+ public:
+  // Checks draft/target vocabulary compatibility (throws specdec::Error on mismatch).
+  Engine(LoadedModel& target, LoadedModel* draft, const EngineOptions& options);
+  ~Engine();
+
+  const Tokenizer& tokenizer() const { return *target_.tokenizer; }
+  const ChatTemplate& chat_template() const { return *target_.chat_template; }
+  int32_t n_ctx() const { return options_.n_ctx; }
+  bool has_draft() const { return draft_ != nullptr; }
+
+  // Tokenizes a prompt the way llama.cpp does (BOS per the vocabulary, special tokens parsed);
+  // a chat-formatted prompt that already starts with the BOS text gets no second BOS.
+  std::vector<int32_t> tokenize_prompt(std::string_view text) const;
+
+  // Throws specdec::Error if the prompt does not fit the context.
+  GenerationResult generate(std::span<const int32_t> prompt, const GenerationOptions& options,
+                            const TextCallback& on_text);
+
+ private:
+  LoadedModel& target_;
+  LoadedModel* draft_;
+  EngineOptions options_;
+  std::unique_ptr<ThreadPool> pool_;
+  struct Sequences;
+  std::unique_ptr<Sequences> seq_;
+};
+
+}  // namespace specdec

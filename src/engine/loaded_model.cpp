@@ -1,0 +1,27 @@
+#include "engine/loaded_model.h"
+
+#include "common/error.h"
+
+namespace specdec {
+
+LoadedModel LoadedModel::load(const std::string& path) {
+  LoadedModel m;
+  m.file = gguf::GgufFile::open(path);
+  try {
+    m.model = Model::load(*m.file);
+    m.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*m.file));
+    m.chat_template = std::make_unique<ChatTemplate>(ChatTemplate::from_gguf(*m.file));
+  } catch (const Error& e) {
+    // Model/tokenizer errors name a tensor or key; add the file so the user knows which model.
+    std::string what = e.what();
+    if (what.rfind(path, 0) == 0) throw;
+    fail(path, ": ", what);
+  }
+  if (m.tokenizer->n_vocab() < m.model->config().n_vocab) {
+    fail(path, ": tokenizer has ", m.tokenizer->n_vocab(), " tokens but the model outputs ",
+         m.model->config().n_vocab, " logits");
+  }
+  return m;
+}
+
+}  // namespace specdec

@@ -1,0 +1,26 @@
+// Everything that comes out of one GGUF file: the mapping, the weights bound into it, the
+// tokenizer and the chat template. The file must outlive the model (weights point into it),
+// which this bundle guarantees by owning both.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gguf/gguf_file.h"
+#include "model/model.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace specdec {
+
+struct LoadedModel {
+  std::unique_ptr<gguf::GgufFile> file;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<ChatTemplate> chat_template;
+
+  // Throws specdec::Error (naming the file) on anything wrong with it.
+  static LoadedModel load(const std::string& path);
+};
+
+}  // namespace specdec

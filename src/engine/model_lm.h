@@ -1,0 +1,36 @@
+// Adapts a loaded Model plus its own KV cache to the CausalLM interface that the speculative
+// decoder drives. Positions are explicit and always equal the cache slot: the sequence is
+// contiguous from position 0.
+#pragma once
+
+#include <vector>
+
+#include "model/model.h"
+#include "speculative/causal_lm.h"
+
+namespace specdec {
+
+class ThreadPool;
+
+class ModelLM final : public CausalLM {
+ public:
+  ModelLM(Model& model, int32_t n_ctx, ThreadPool& pool);
+
+  int32_t n_vocab() const override { return model_.config().n_vocab; }
+  int32_t length() const override { return cache_.length(); }
+  int32_t capacity() const override { return cache_.capacity(); }
+  void truncate(int32_t n) override { cache_.truncate(n); }
+  void forward(std::span<const int32_t> tokens, std::vector<float>& logits) override;
+  // Prefill: appends tokens but computes logits only for the last one (or none).
+  void prefill(std::span<const int32_t> tokens, std::vector<float>* last_logits);
+
+  const KvCache& cache() const { return cache_; }
+
+ private:
+  Model& model_;
+  KvCache cache_;
+  ThreadPool& pool_;
+  std::vector<int32_t> positions_, rows_;
+};
+
+}  // namespace specdec

@@ -1,0 +1,18 @@
+// Speculative decoding compares p(y) and q(y) for the same token id, so draft and target must
+// agree on what every id means. This check runs before any generation.
+#pragma once
+
+#include <string>
+
+#include "tokenizer/tokenizer.h"
+
+namespace specdec {
+
+// Throws specdec::Error describing the first difference: vocabulary kind, special ids, size
+// (beyond a small padding difference) or the text of any token id both vocabularies share.
+void check_vocab_compatible(const Tokenizer& draft, const Tokenizer& target);
+
+// Target and draft vocab sizes may differ by padding tokens only up to this many ids.
+inline constexpr int32_t kMaxVocabSizeDifference = 128;
+
+}  // namespace specdec
