@@ -1,0 +1,93 @@
+// Micro-benchmarks: matvec / small-k matmul per weight type at model-like shapes, and a
+// streaming-read bandwidth probe to compare the achieved weight bandwidth against.
+// Run e.g.: bench_tensor --benchmark_filter='Matmul/Q4_1' --benchmark_min_time=0.2s
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tensor/cpu_features.h"
+#include "tensor/matmul.h"
+#include "tensor/quantize.h"
+#include "tensor/thread_pool.h"
+
+namespace specdec {
+namespace {
+
+struct Shape {
+  int64_t rows, cols;
+};
+const Shape kShapes[] = {{1536, 576}, {576, 1536}, {2048, 8192}};
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
+                           GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                           GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = normal(rng);
+  return v;
+}
+
+// args: shape index, k, threads. Reports weight bytes/s (weights are read once per call).
+void BM_Matmul(benchmark::State& state, GgmlType type) {
+  const Shape s = kShapes[state.range(0)];
+  const int64_t k = state.range(1);
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  const std::vector<float> wf = random_floats(static_cast<size_t>(s.rows * s.cols), 1);
+  const std::vector<uint8_t> wq = quantize_matrix(type, wf.data(), s.rows, s.cols);
+  const WeightMatrix w{type, s.rows, s.cols, wq.data(), row_bytes(type, s.cols)};
+  const std::vector<float> x = random_floats(static_cast<size_t>(k * s.cols), 2);
+  std::vector<float> out(static_cast<size_t>(k * s.rows));
+  for (auto _ : state) {
+    matmul(w, x.data(), k, out.data(), pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(wq.size()));
+  state.SetLabel(std::string(type_name(type)) + (active_isa() == Isa::kAvx2 ? " avx2" : " scalar"));
+}
+
+void matmul_args(benchmark::internal::Benchmark* b) {
+  for (int shape = 0; shape < 3; ++shape) {
+    for (int k : {1, 2, 3, 4, 5, 6, 7, 8}) b->Args({shape, k, 1});
+    b->Args({shape, 1, 2});
+    b->Args({shape, 5, 2});
+  }
+  b->ArgNames({"shape", "k", "threads"});
+}
+
+// Sums a large buffer (well past the last-level cache) with wide loads: an upper bound for
+// what a memory-bound matvec can reach on one thread.
+void BM_StreamRead(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0)) << 20;  // MiB
+  std::vector<uint64_t> buf(n / sizeof(uint64_t), 1);
+  for (auto _ : state) {
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i + 4 <= buf.size(); i += 4) {
+      s0 += buf[i];
+      s1 += buf[i + 1];
+      s2 += buf[i + 2];
+      s3 += buf[i + 3];
+    }
+    benchmark::DoNotOptimize(s0 + s1 + s2 + s3);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(n));
+}
+BENCHMARK(BM_StreamRead)->Arg(256)->Unit(benchmark::kMillisecond);
+
+const bool kRegistered = [] {
+  for (GgmlType t : kTypes) {
+    benchmark::RegisterBenchmark((std::string("Matmul/") + std::string(type_name(t))).c_str(),
+                                 BM_Matmul, t)
+        ->Apply(matmul_args)
+        ->Unit(benchmark::kMicrosecond);
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace specdec
