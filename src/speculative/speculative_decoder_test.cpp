@@ -107,7 +107,7 @@ TEST(SpeculativeDecoder, JointDistributionMatchesTargetAcrossSettings) {
       for (float top_p : {1.0f, 0.8f}) {
         const std::vector<int32_t> prompt{config % 5, (config * 3 + 1) % 5};
         const SamplingParams sp = params(temperature, top_p);
-        const ChiSquareResult r = joint_fit(m, sp, gamma, prompt, 3, 20000, 1000 + config);
+        const ChiSquareResult r = joint_fit(m, sp, gamma, prompt, 3, 40000, 1000 + config);
         EXPECT_EQ(r.impossible, 0) << "gamma " << gamma << " T " << temperature;
         EXPECT_GT(r.p_value, 1e-4) << "gamma " << gamma << " T " << temperature << " top_p "
                                    << top_p << " stat " << r.stat << " dof " << r.dof;
@@ -119,7 +119,7 @@ TEST(SpeculativeDecoder, JointDistributionMatchesTargetAcrossSettings) {
     for (const SamplingParams& sp :
          {params(1.0f, 1.0f, 3), params(1.2f, 0.9f, 4, 0.1f), params(0.8f, 1.0f, 0, 0.2f)}) {
       const std::vector<int32_t> prompt{config % 5};
-      const ChiSquareResult r = joint_fit(m, sp, gamma, prompt, 3, 20000, 1000 + config);
+      const ChiSquareResult r = joint_fit(m, sp, gamma, prompt, 3, 40000, 1000 + config);
       EXPECT_EQ(r.impossible, 0);
       EXPECT_GT(r.p_value, 1e-4) << "gamma " << gamma << " top_k " << sp.top_k << " min_p "
                                  << sp.min_p << " stat " << r.stat << " dof " << r.dof;
