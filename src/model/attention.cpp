@@ -38,32 +38,55 @@ void attend(const float* q, const KvCache& cache, int32_t layer, int32_t kv_offs
 
 void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer, int32_t first_slot,
                       const float* q, int64_t k, float* out, Scratch& scratch, ThreadPool& pool) {
-  const int64_t n_items = k * c.n_head;
-  const int32_t group = c.n_head / c.n_head_kv;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   // Each part owns one row of score scratch; parts are processed by whichever thread gets
-  // them, which changes nothing about what an item computes.
+  // them, which changes nothing about what an item computes. Rows hold a whole cache, so the
+  // buffer is sized once per cache size rather than growing with the context.
+  const int64_t n_items = k * c.n_head;
   const int64_t n_parts = std::min<int64_t>(n_items, pool.size());
-  const int64_t max_slots = first_slot + k;
-  if (scratch.score_parts < n_parts || scratch.score_slots < max_slots) {
+  if (scratch.score_parts < n_parts || scratch.score_slots < cache.capacity()) {
     scratch.score_parts = std::max(scratch.score_parts, n_parts);
-    scratch.score_slots = std::max(scratch.score_slots, max_slots);
+    scratch.score_slots = std::max<int64_t>(scratch.score_slots, cache.capacity());
     scratch.scores.resize(static_cast<size_t>(scratch.score_parts * scratch.score_slots));
   }
-  const int64_t slots_stride = scratch.score_slots;
-  float* scores_base = scratch.scores.data();
-  pool.parallel_for(n_parts, [&](int64_t part_begin, int64_t part_end) {
-    for (int64_t part = part_begin; part < part_end; ++part) {
-      float* scores = scores_base + part * slots_stride;
+
+  // Everything the workers need, captured by one reference so that the std::function built
+  // by parallel_for stays within its small-object buffer (no allocation per call).
+  struct Job {
+    const ModelConfig& c;
+    const KvCache& cache;
+    int32_t layer, first_slot, group;
+    float scale;
+    const float* q;
+    float* out;
+    float* scores;
+    int64_t score_stride, n_items, n_parts;
+
+    void run_part(int64_t part) const {
+      float* part_scores = scores + part * score_stride;
       const int64_t item_end = n_items * (part + 1) / n_parts;
       for (int64_t item = n_items * part / n_parts; item < item_end; ++item) {
         const int64_t i = item / c.n_head;
-        const int32_t h = static_cast<int32_t>(item % c.n_head);
+        const auto h = static_cast<int32_t>(item % c.n_head);
         const size_t row = static_cast<size_t>(i) * c.q_dim() + static_cast<size_t>(h) * c.head_dim;
         attend(q + row, cache, layer, (h / group) * c.head_dim,
-               first_slot + static_cast<int32_t>(i) + 1, c.head_dim, scale, scores, out + row);
+               first_slot + static_cast<int32_t>(i) + 1, c.head_dim, scale, part_scores, out + row);
       }
     }
+  };
+  const Job job{c,
+                cache,
+                layer,
+                first_slot,
+                c.n_head / c.n_head_kv,
+                1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+                q,
+                out,
+                scratch.scores.data(),
+                scratch.score_slots,
+                n_items,
+                n_parts};
+  pool.parallel_for(n_parts, [&job](int64_t begin, int64_t end) {
+    for (int64_t part = begin; part < end; ++part) job.run_part(part);
   });
 }
 

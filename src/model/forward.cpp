@@ -5,7 +5,6 @@
 // token's own slot range). So row i's logits are the same bits whether it is decoded alone or
 // verified among k drafted tokens, and whatever the thread count.
 #include <algorithm>
-#include <functional>
 
 #include "common/error.h"
 #include "model/attention.h"
@@ -40,13 +39,15 @@ void reserve_scratch(const ModelConfig& c, Scratch& s, int64_t k) {
 }
 
 // Runs fn(i) for every token; spread over the pool when there is more than one token. fn must
-// only touch row i, so the split cannot change results.
-void per_token(ThreadPool& pool, int64_t k, const std::function<void(int64_t)>& fn) {
+// only touch row i, so the split cannot change results. (A template, and a wrapper capturing
+// one reference, so that no std::function has to allocate in the decode loop.)
+template <typename Fn>
+void per_token(ThreadPool& pool, int64_t k, const Fn& fn) {
   if (k == 1) {
     fn(0);
     return;
   }
-  pool.parallel_for(k, [&](int64_t begin, int64_t end) {
+  pool.parallel_for(k, [&fn](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) fn(i);
   });
 }

@@ -345,6 +345,44 @@ TEST(Forward, TiedOutputUsesEmbedding) {
   }
 }
 
+TEST(Forward, RopeFreqFactorsScaleFrequencies) {
+  // Llama 3.1+ files carry per-pair frequency divisors in rope_freqs.weight. Divisors of 1
+  // change nothing; divisors of 2 equal linear scaling by 2 (both halve every frequency,
+  // exactly, in double), and differ from no scaling.
+  auto with_factors = [](float factor) {
+    TinyModelSpec spec;
+    spec.edit = [factor](gguf::GgufWriter& w) {
+      std::vector<float> f(8, factor);  // head_dim 16 -> 8 pairs
+      std::vector<uint8_t> bytes(f.size() * sizeof(float));
+      std::memcpy(bytes.data(), f.data(), bytes.size());
+      w.add_tensor("rope_freqs.weight", {8}, GgmlType::F32, bytes);
+    };
+    return spec;
+  };
+  TinyModelSpec linear;
+  linear.edit = [](gguf::GgufWriter& w) {
+    w.set_string("llama.rope.scaling.type", "linear");
+    w.set_f32("llama.rope.scaling.factor", 2.0f);
+  };
+  TinyModel plain(TinyModelSpec{}, "plain.gguf"), ones(with_factors(1.0f), "ones.gguf"),
+      twos(with_factors(2.0f), "twos.gguf"), lin(linear, "linear.gguf");
+  ThreadPool pool(1);
+  auto run = [&](TinyModel& m) {
+    KvCache cache(m.model->config(), 16);
+    return forward_all(*m.model, cache, {3, 1, 4, 1, 5}, 0, pool);
+  };
+  const std::vector<float> base = run(plain);
+  EXPECT_TRUE(bitwise_equal(base, run(ones)));
+  EXPECT_TRUE(bitwise_equal(run(twos), run(lin)));
+  EXPECT_FALSE(bitwise_equal(base, run(twos)));
+
+  TinyModelSpec bad;
+  bad.edit = [](gguf::GgufWriter& w) {
+    w.add_tensor("rope_freqs.weight", {4}, GgmlType::F32, std::vector<uint8_t>(16, 0));
+  };
+  EXPECT_THROW(TinyModel(bad, "bad.gguf"), Error);
+}
+
 TEST(Forward, PositionsAreHonoured) {
   // The same tokens at shifted positions give different logits after the first token (whose
   // attention is over itself only, where RoPE cancels out).
