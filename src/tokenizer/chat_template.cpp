@@ -11,6 +11,12 @@ bool contains(std::string_view hay, std::string_view needle) {
   return hay.find(needle) != std::string_view::npos;
 }
 
+// Appends the parts in order. (Renderers avoid `"literal" + std::string` chains, on which GCC 12
+// emits false -Wrestrict warnings.)
+void add(std::string& out, std::initializer_list<std::string_view> parts) {
+  for (auto p : parts) out.append(p);
+}
+
 // Jinja's `| trim` / Python's str.strip(): removes leading and trailing whitespace.
 std::string trim(std::string_view s) {
   constexpr std::string_view kWs = " \t\n\r\f\v";
@@ -61,9 +67,9 @@ std::string extract_default_system(std::string_view tpl) {
 std::string render_chatml(std::span<const ChatMessage> msgs, bool gen, const std::string& dflt) {
   std::string out;
   if (!dflt.empty() && (msgs.empty() || msgs[0].role != "system") && !msgs.empty()) {
-    out += "<|im_start|>system\n" + dflt + "<|im_end|>\n";
+    add(out, {"<|im_start|>system\n", dflt, "<|im_end|>\n"});
   }
-  for (const auto& m : msgs) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+  for (const auto& m : msgs) add(out, {"<|im_start|>", m.role, "\n", m.content, "<|im_end|>\n"});
   if (gen) out += "<|im_start|>assistant\n";
   return out;
 }
@@ -72,8 +78,8 @@ std::string render_chatml(std::span<const ChatMessage> msgs, bool gen, const std
 std::string render_llama3(std::span<const ChatMessage> msgs, bool gen, const std::string& bos) {
   std::string out = bos;
   for (const auto& m : msgs) {
-    out +=
-        "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+    add(out,
+        {"<|start_header_id|>", m.role, "<|end_header_id|>\n\n", trim(m.content), "<|eot_id|>"});
   }
   if (gen) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
   return out;
@@ -93,14 +99,13 @@ std::string render_llama2(std::span<const ChatMessage> msgs, const std::string& 
   for (size_t i = first; i < msgs.size(); ++i) {
     std::string content;
     if (i == first && first == 1) {
-      // Built by appending: GCC 12 warns (-Wrestrict, falsely) on "literal" + std::string here.
-      content.append("<<SYS>>\n").append(system).append("\n<</SYS>>\n\n");
+      add(content, {"<<SYS>>\n", system, "\n<</SYS>>\n\n"});
     }
     content += msgs[i].content;
     if (msgs[i].role == "user") {
-      out += bos + "[INST] " + trim(content) + " [/INST]";
+      add(out, {bos, "[INST] ", trim(content), " [/INST]"});
     } else if (msgs[i].role == "assistant") {
-      out += " " + trim(content) + " " + eos;
+      add(out, {" ", trim(content), " ", eos});
     }
   }
   return out;
@@ -113,13 +118,13 @@ std::string render_gemma(std::span<const ChatMessage> msgs, bool gen, const std:
   std::string prefix;
   size_t first = 0;
   if (!msgs.empty() && msgs[0].role == "system") {
-    prefix = msgs[0].content + "\n\n";
+    add(prefix, {msgs[0].content, "\n\n"});
     first = 1;
   }
   for (size_t i = first; i < msgs.size(); ++i) {
     const std::string role = msgs[i].role == "assistant" ? "model" : msgs[i].role;
-    out += "<start_of_turn>" + role + "\n" + (i == first ? prefix : std::string()) +
-           trim(msgs[i].content) + "<end_of_turn>\n";
+    add(out, {"<start_of_turn>", role, "\n", i == first ? std::string_view(prefix) : "",
+              trim(msgs[i].content), "<end_of_turn>\n"});
   }
   if (gen) out += "<start_of_turn>model\n";
   return out;
@@ -128,7 +133,7 @@ std::string render_gemma(std::span<const ChatMessage> msgs, bool gen, const std:
 // Zephyr: <|role|>\ncontent</s>\n (EOS text closes each turn).
 std::string render_zephyr(std::span<const ChatMessage> msgs, bool gen, const std::string& eos) {
   std::string out;
-  for (const auto& m : msgs) out += "<|" + m.role + "|>\n" + m.content + eos + "\n";
+  for (const auto& m : msgs) add(out, {"<|", m.role, "|>\n", m.content, eos, "\n"});
   if (gen) out += "<|assistant|>\n";
   return out;
 }
@@ -136,7 +141,7 @@ std::string render_zephyr(std::span<const ChatMessage> msgs, bool gen, const std
 // Phi-3: <|role|>\ncontent<|end|>\n.
 std::string render_phi3(std::span<const ChatMessage> msgs, bool gen) {
   std::string out;
-  for (const auto& m : msgs) out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
+  for (const auto& m : msgs) add(out, {"<|", m.role, "|>\n", m.content, "<|end|>\n"});
   if (gen) out += "<|assistant|>\n";
   return out;
 }

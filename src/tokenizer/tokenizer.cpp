@@ -259,11 +259,21 @@ std::string Tokenizer::token_bytes(int32_t id) const {
       return text;
     case kTokenNormal:
       break;
-    case kTokenByte:
-      if (im.data.kind == VocabKind::Spm && text.size() == 6 && text.starts_with("<0x")) {
-        return std::string(1, static_cast<char>(std::stoi(text.substr(3, 2), nullptr, 16)));
+    case kTokenByte: {
+      // SPM byte tokens are spelled <0xXX>; anything else carries no byte (as in llama.cpp,
+      // which does not render byte-typed tokens of BPE vocabs).
+      auto hex = [](char c) {
+        return c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                      : -1;
+      };
+      if (im.data.kind == VocabKind::Spm && text.size() == 6 && text.starts_with("<0x") &&
+          text[5] == '>' && hex(text[3]) >= 0 && hex(text[4]) >= 0) {
+        return std::string(1, static_cast<char>(hex(text[3]) * 16 + hex(text[4])));
       }
       return {};
+    }
     default:  // control, unused, undefined: not part of the visible text
       return {};
   }
