@@ -71,6 +71,21 @@ TEXTS = [
     "UPPER lower MiXeD CamelCaseWords snake_case_words",
 ]
 
+
+
+def random_texts(n=30, seed=1234):
+    """Seeded random mixtures of the pieces that stress pre-tokenizers and merging."""
+    import random
+    rng = random.Random(seed)
+    pool = (list("abcXYZ019 '.,!?-_\n\t") + ["  ", "   ", "\n\n", " \n", "'s", "'LL", "123456",
+            "é", "e\u0301", "日本", "中文", "😀", "👍🏽", "🇫🇷", "مرحبا", "Привет", "\u00a0", "\u3000",
+            "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<start_of_turn>", "<end_of_turn>",
+            "<bos>", "</s>", "<s>", "<|im_", "<unused3>", "[multimodal]", "\r\n", "$%^&*()", "://"])
+    return ["".join(rng.choice(pool) for _ in range(rng.randint(1, 25))) for _ in range(n)]
+
+
+TEXTS += random_texts()
+
 # (add_special, parse_special) combinations recorded per text.
 FLAGS = [(False, False), (True, True), (False, True)]
 
