@@ -10,6 +10,20 @@ double per_second(double count, double ms) { return ms > 0 ? count * 1000.0 / ms
 
 }  // namespace
 
+double mean_overlap(const DecodeStats& d) {
+  double sum = 0;
+  int64_t n = 0;
+  for (const RoundLog& l : d.log) {
+    for (float o : l.overlap) sum += o;
+    n += static_cast<int64_t>(l.overlap.size());
+  }
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
+}
+
+namespace {
+
+}  // namespace
+
 std::string format_summary(const GenerationResult& r, double load_ms, uint64_t seed,
                            int n_threads) {
   const GenerationStats& s = r.stats;
@@ -68,6 +82,7 @@ nlohmann::json stats_to_json(const GenerationResult& r, const GenerationOptions&
     spec["mean_accepted_per_round"] =
         d.rounds > 0 ? static_cast<double>(d.accepted) / static_cast<double>(d.rounds) : 0.0;
     spec["tokens_per_target_pass"] = d.tokens_per_target_call();
+    spec["analytic_acceptance_rate"] = mean_overlap(d);
     spec["accepted_histogram"] = d.accepted_hist;
     spec["draft_ms"] = d.draft_seconds * 1000.0;
     spec["verify_ms"] = d.verify_seconds * 1000.0;
@@ -76,7 +91,8 @@ nlohmann::json stats_to_json(const GenerationResult& r, const GenerationOptions&
       rounds.push_back({{"gamma", l.gamma},
                         {"accepted", l.accepted},
                         {"emitted", l.emitted},
-                        {"target_entropy", l.target_entropy}});
+                        {"target_entropy", l.target_entropy},
+                        {"overlap", l.overlap}});
     }
     spec["per_round"] = std::move(rounds);
     j["speculative_stats"] = std::move(spec);

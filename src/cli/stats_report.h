@@ -9,6 +9,10 @@
 
 namespace specdec::cli {
 
+// Mean of sum_x min(p, q) over every drafted position the verifier tested: the acceptance rate
+// the rule should produce in expectation, to set beside the measured one.
+double mean_overlap(const DecodeStats& stats);
+
 std::string format_summary(const GenerationResult& result, double load_ms, uint64_t seed,
                            int n_threads);
 nlohmann::json stats_to_json(const GenerationResult& result, const GenerationOptions& options,

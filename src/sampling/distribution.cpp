@@ -192,3 +192,24 @@ int32_t sample(const Distribution& dist, Rng& rng) {
 }
 
 }  // namespace specdec
+
+namespace specdec {
+
+double overlap(const Distribution& a, const Distribution& b) {
+  // A dense scratch row makes this O(|a| + |b|) instead of O(|a| * |b|) for unfiltered
+  // distributions over a whole vocabulary.
+  thread_local std::vector<float> dense;
+  int32_t n = std::max(a.n_vocab, b.n_vocab);
+  for (int32_t id : a.ids) n = std::max(n, id + 1);
+  for (int32_t id : b.ids) n = std::max(n, id + 1);
+  if (dense.size() < static_cast<size_t>(n)) dense.resize(static_cast<size_t>(n), 0.0f);
+  for (size_t i = 0; i < b.ids.size(); ++i) dense[static_cast<size_t>(b.ids[i])] = b.probs[i];
+  double sum = 0.0;
+  for (size_t i = 0; i < a.ids.size(); ++i) {
+    sum += std::min(a.probs[i], dense[static_cast<size_t>(a.ids[i])]);
+  }
+  for (int32_t id : b.ids) dense[static_cast<size_t>(id)] = 0.0f;
+  return sum;
+}
+
+}  // namespace specdec

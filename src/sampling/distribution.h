@@ -39,6 +39,10 @@ struct Distribution {
 void make_distribution(std::span<const float> logits, const SamplingParams& params,
                        Distribution& out);
 
+// Sum over ids of min(a(id), b(id)): the acceptance probability of speculative sampling when
+// the target's distribution is a and the draft's is b (1 - total variation distance).
+double overlap(const Distribution& a, const Distribution& b);
+
 // Draws one id from dist with one uniform from rng.
 int32_t sample(const Distribution& dist, Rng& rng);
 

@@ -298,3 +298,20 @@ TEST(Distribution, LargeVocabTiming) {
 
 }  // namespace
 }  // namespace specdec
+
+namespace specdec {
+namespace {
+
+TEST(Overlap, IsSumOfMinimaOverTheUnionOfSupports) {
+  Distribution a{{0, 1, 2}, {0.5f, 0.3f, 0.2f}, 4};
+  Distribution b{{1, 3, 0}, {0.6f, 0.3f, 0.1f}, 4};
+  // min over ids: 0 -> 0.1, 1 -> 0.3, 2 -> 0, 3 -> 0
+  EXPECT_NEAR(overlap(a, b), 0.4, 1e-6);
+  EXPECT_NEAR(overlap(b, a), 0.4, 1e-6);
+  EXPECT_NEAR(overlap(a, a), 1.0, 1e-6);
+  Distribution c{{3}, {1.0f}, 4};
+  EXPECT_NEAR(overlap(a, c), 0.0, 1e-6);
+}
+
+}  // namespace
+}  // namespace specdec

@@ -13,6 +13,10 @@ struct RoundLog {
   // Entropy (nats) of the target's filtered distribution at each position the verifier looked at
   // (accepted + 1 of them, or 1 for a baseline step).
   std::vector<float> target_entropy;
+  // Sum over x of min(p(x), q(x)) at each drafted position the verifier tested (accepted + 1 of
+  // them, at most gamma): the probability that the rule accepts there, so the mean over
+  // positions is the analytic acceptance rate that the measured one should match.
+  std::vector<float> overlap;
 };
 
 struct DecodeStats {

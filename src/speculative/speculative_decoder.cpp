@@ -165,6 +165,10 @@ int32_t SpeculativeDecoder::step() {
   RoundLog log{g, r.n_accepted, 0, {}};
   for (int32_t j = 0; j <= r.n_accepted && j <= g; ++j) {
     log.target_entropy.push_back(entropy(p_[static_cast<size_t>(j)]));
+    if (j < g) {
+      log.overlap.push_back(
+          static_cast<float>(overlap(p_[static_cast<size_t>(j)], q_[static_cast<size_t>(j)])));
+    }
   }
   ++stats_.rounds;
   stats_.drafted += g;
