@@ -9,6 +9,8 @@
 namespace specdec {
 namespace {
 
+constexpr int64_t kMinParallelWork = 1 << 18;  // multiply-adds
+
 // One query head of one token over n_slots cache slots. scores has room for n_slots floats.
 void attend(const float* q, const KvCache& cache, int32_t layer, int32_t kv_offset, int32_t n_slots,
             int32_t head_dim, float scale, float* scores, float* out) {
@@ -41,8 +43,11 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
   // Each part owns one row of score scratch; parts are processed by whichever thread gets
   // them, which changes nothing about what an item computes. Rows hold a whole cache, so the
   // buffer is sized once per cache size rather than growing with the context.
+  // Short contexts are cheaper to do on the calling thread than to hand out (a few hundred
+  // multiply-adds per item); the split never changes what an item computes.
   const int64_t n_items = k * c.n_head;
-  const int64_t n_parts = std::min<int64_t>(n_items, pool.size());
+  const int64_t work = n_items * (first_slot + k) * c.head_dim;
+  const int64_t n_parts = work < kMinParallelWork ? 1 : std::min<int64_t>(n_items, pool.size());
   if (scratch.score_parts < n_parts || scratch.score_slots < cache.capacity()) {
     scratch.score_parts = std::max(scratch.score_parts, n_parts);
     scratch.score_slots = std::max<int64_t>(scratch.score_slots, cache.capacity());
@@ -85,6 +90,10 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
                 scratch.score_slots,
                 n_items,
                 n_parts};
+  if (n_parts == 1) {
+    job.run_part(0);
+    return;
+  }
   pool.parallel_for(n_parts, [&job](int64_t begin, int64_t end) {
     for (int64_t part = begin; part < end; ++part) job.run_part(part);
   });

@@ -383,6 +383,28 @@ TEST(Forward, RopeFreqFactorsScaleFrequencies) {
   EXPECT_THROW(TinyModel(bad, "bad.gguf"), Error);
 }
 
+TEST(Forward, LongPrefillWithParallelAttentionIsInvariant) {
+  // 180 tokens at once is enough work for attention to be split over threads; decoding them
+  // one by one runs attention on the calling thread. Both, and both thread counts, must agree.
+  for (const char* arch : {"llama", "qwen2"}) {
+    TinyModelSpec spec;
+    spec.arch = arch;
+    TinyModel m(spec, std::string(arch) + ".gguf");
+    std::vector<int32_t> tokens(180);
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 37) % 300);
+    ThreadPool one(1), three(3);
+    KvCache a(m.model->config(), 200), b(m.model->config(), 200), c(m.model->config(), 200);
+    const std::vector<float> batch3 = forward_all(*m.model, a, tokens, 0, three);
+    EXPECT_TRUE(bitwise_equal(batch3, forward_all(*m.model, b, tokens, 0, one))) << arch;
+    std::vector<float> steps;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const auto out = forward_all(*m.model, c, {tokens[i]}, static_cast<int32_t>(i), one);
+      steps.insert(steps.end(), out.begin(), out.end());
+    }
+    EXPECT_TRUE(bitwise_equal(batch3, steps)) << arch;
+  }
+}
+
 TEST(Forward, PositionsAreHonoured) {
   // The same tokens at shifted positions give different logits after the first token (whose
   // attention is over itself only, where RoPE cancels out).
