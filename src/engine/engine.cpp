@@ -49,15 +49,7 @@ Engine::Engine(LoadedModel& target, LoadedModel* draft, const EngineOptions& opt
 Engine::~Engine() = default;
 
 std::vector<int32_t> Engine::tokenize_prompt(std::string_view text) const {
-  const Tokenizer& tok = tokenizer();
-  bool add_special = true;
-  // Chat templates such as Llama 3's write the BOS text themselves; adding BOS again would
-  // feed the model a sequence it never saw in training.
-  if (tok.add_bos() && tok.bos() >= 0) {
-    const std::string& bos_text = tok.token_text(tok.bos());
-    if (!bos_text.empty() && text.substr(0, bos_text.size()) == bos_text) add_special = false;
-  }
-  return tok.encode(text, add_special, /*parse_special=*/true);
+  return encode_prompt(tokenizer(), text);
 }
 
 GenerationResult Engine::generate(std::span<const int32_t> prompt, const GenerationOptions& opts,
