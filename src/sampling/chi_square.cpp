@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "common/error.h"
 
@@ -83,6 +84,47 @@ ChiSquareResult chi_square_test(std::span<const int64_t> observed, std::span<con
   }
   r.dof = bins - 1;
   r.p_value = r.dof > 0 ? chi_square_sf(r.stat, r.dof) : 1.0;
+  return r;
+}
+
+}  // namespace specdec
+
+namespace specdec {
+
+ChiSquareResult chi_square_two_sample(std::span<const int64_t> a, std::span<const int64_t> b,
+                                      double min_expected) {
+  if (a.size() != b.size()) fail("chi_square_two_sample: bin counts differ");
+  double na = 0, nb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    na += static_cast<double>(a[i]);
+    nb += static_cast<double>(b[i]);
+  }
+  ChiSquareResult r;
+  if (na <= 0 || nb <= 0) return r;
+  const double n = na + nb;
+  // Bins in the test: each kept bin, plus one pooled bin of every small one.
+  std::vector<std::pair<double, double>> bins;
+  double pool_a = 0, pool_b = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double total = static_cast<double>(a[i] + b[i]);
+    if (total == 0) continue;
+    const double smaller_expected = total * std::min(na, nb) / n;
+    if (smaller_expected < min_expected) {
+      pool_a += static_cast<double>(a[i]);
+      pool_b += static_cast<double>(b[i]);
+    } else {
+      bins.emplace_back(static_cast<double>(a[i]), static_cast<double>(b[i]));
+    }
+  }
+  if (pool_a + pool_b > 0) bins.emplace_back(pool_a, pool_b);
+  if (bins.size() < 2) return r;
+  for (const auto& [oa, ob] : bins) {
+    const double total = oa + ob;
+    const double ea = total * na / n, eb = total * nb / n;
+    r.stat += (oa - ea) * (oa - ea) / ea + (ob - eb) * (ob - eb) / eb;
+  }
+  r.dof = static_cast<int>(bins.size()) - 1;
+  r.p_value = chi_square_sf(r.stat, r.dof);
   return r;
 }
 

@@ -30,3 +30,13 @@ ChiSquareResult chi_square_test(std::span<const int64_t> observed, std::span<con
                                 double min_expected = 5.0);
 
 }  // namespace specdec
+
+namespace specdec {
+
+// Pearson's chi-square test of homogeneity for two samples over the same bins: do a and b come
+// from one distribution? Bins whose expected count (under the pooled distribution) is below
+// min_expected in either sample are pooled into one bin. dof = bins used - 1.
+ChiSquareResult chi_square_two_sample(std::span<const int64_t> a, std::span<const int64_t> b,
+                                      double min_expected = 5.0);
+
+}  // namespace specdec
