@@ -46,42 +46,93 @@ TEST_F(RealModelOracle, TokenizesPromptsLikeLlamaCpp) {
   }
 }
 
-// Our kernels quantize activations the way llama.cpp does (Q8_0/Q8_1), but reduction orders
-// differ (llama.cpp splits work differently), so logits agree closely, not bitwise.
-TEST_F(RealModelOracle, LogitsMatchLlamaCppAtSeveralPositions) {
+// How close is close enough. Our kernels quantize activations exactly as llama.cpp does, and on
+// the 2-layer models in tests/tiny_oracle_test.cpp we agree with it to 5e-5 for every weight
+// type. Over SmolLM2's 30 layers, though, last-bit differences in reduction order flip Q8
+// roundings of activations, and the flips compound: llama.cpp disagrees with *itself* by up to
+// 0.70 between batched and one-at-a-time evaluation of the same prompt, and by up to 1.38
+// between its f32 and f16 KV caches (scripts/oracle/llama_cpp_self_variation.py). The fixture
+// uses its f32 KV cache; we allow 1.0 on the top-20 logits, and require the same argmax wherever
+// llama.cpp's top two are further apart than that.
+constexpr double kLogitTolerance = 1.0;
+
+std::vector<float> forward_all(const LoadedModel& m, const std::vector<int32_t>& tokens) {
   ThreadPool pool(2);
+  const int32_t n_vocab = m.model->config().n_vocab;
+  const auto k = static_cast<int32_t>(tokens.size());
+  KvCache cache(m.model->config(), 512);
+  std::vector<int32_t> positions(k), rows(k);
+  std::iota(positions.begin(), positions.end(), 0);
+  std::iota(rows.begin(), rows.end(), 0);
+  std::vector<float> logits(static_cast<size_t>(k) * n_vocab);
+  m.model->forward(tokens, positions, cache, rows, logits.data(), pool);
+  return logits;
+}
+
+TEST_F(RealModelOracle, LogitsMatchLlamaCppAtSeveralPositions) {
   const int32_t n_vocab = model_->model->config().n_vocab;
   double worst_abs = 0;
+  int checked = 0;
   for (const auto& case_ : fixture_["logits"]) {
-    auto tokens = case_["tokens"].get<std::vector<int32_t>>();
-    const auto k = static_cast<int32_t>(tokens.size());
-    KvCache cache(model_->model->config(), 512);
-    std::vector<int32_t> positions(k), rows(k);
-    std::iota(positions.begin(), positions.end(), 0);
-    std::iota(rows.begin(), rows.end(), 0);
-    std::vector<float> logits(static_cast<size_t>(k) * n_vocab);
-    model_->model->forward(tokens, positions, cache, rows, logits.data(), pool);
+    const std::vector<float> logits = forward_all(*model_, case_["tokens"]);
     for (const auto& at : case_["positions"]) {
       const int pos = at["pos"];
       const float* row = logits.data() + static_cast<size_t>(pos) * n_vocab;
-      const int32_t argmax = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
-      EXPECT_EQ(argmax, at["argmax"].get<int32_t>()) << case_["text"] << " pos " << pos;
+      const auto& top = at["top"];
+      const auto argmax = static_cast<int32_t>(std::max_element(row, row + n_vocab) - row);
+      const double gap = top[0][1].get<double>() - top[1][1].get<double>();
+      if (gap > kLogitTolerance) {
+        EXPECT_EQ(argmax, at["argmax"].get<int32_t>()) << case_["text"] << " pos " << pos;
+      }
       double l2 = 0;
       for (int32_t i = 0; i < n_vocab; ++i) l2 += static_cast<double>(row[i]) * row[i];
-      EXPECT_NEAR(std::sqrt(l2), at["l2"].get<double>(), 0.01 * at["l2"].get<double>());
-      for (const auto& top : at["top"]) {
-        const int32_t id = top[0];
-        const double diff = std::abs(row[id] - top[1].get<double>());
+      EXPECT_NEAR(std::sqrt(l2), at["l2"].get<double>(), 0.05 * at["l2"].get<double>());
+      for (const auto& entry : top) {
+        const int32_t id = entry[0];
+        const double diff = std::abs(row[id] - entry[1].get<double>());
         worst_abs = std::max(worst_abs, diff);
-        EXPECT_LT(diff, 0.35) << case_["text"] << " pos " << pos << " id " << id;
+        EXPECT_LT(diff, kLogitTolerance) << case_["text"] << " pos " << pos << " id " << id;
       }
+      ++checked;
     }
   }
-  RecordProperty("worst_abs_diff_top20", std::to_string(worst_abs));
-  std::cout << "worst |ours - llama.cpp| over top-20 logits: " << worst_abs << "\n";
+  EXPECT_GE(checked, 10);
+  std::cout << "worst |ours - llama.cpp| over top-20 logits at " << checked
+            << " positions: " << worst_abs << "\n";
 }
 
-TEST_F(RealModelOracle, GreedyGenerationMatchesLlamaCpp) {
+// Teacher forcing: run llama.cpp's whole greedy output through our model in one pass and check
+// that at every step we would have picked the same token, or that the step is a near-tie for us
+// too. This tests the model along the oracle's trajectory without the chaos of free running.
+TEST_F(RealModelOracle, GreedyTrajectoryOfLlamaCppIsOursToo) {
+  const int32_t n_vocab = model_->model->config().n_vocab;
+  for (const auto& gen : fixture_["generate"]) {
+    std::vector<int32_t> tokens = gen["prompt_tokens"];
+    const auto n_prompt = static_cast<int32_t>(tokens.size());
+    const std::vector<int32_t> generated = gen["tokens"];
+    tokens.insert(tokens.end(), generated.begin(), generated.end());
+    const std::vector<float> logits = forward_all(*model_, tokens);
+    int exact = 0;
+    for (size_t i = 0; i < generated.size(); ++i) {
+      const float* row = logits.data() + static_cast<size_t>(n_prompt - 1 + i) * n_vocab;
+      const float best = *std::max_element(row, row + n_vocab);
+      if (row[generated[i]] == best) {
+        ++exact;
+      } else {
+        EXPECT_LT(best - row[generated[i]], kLogitTolerance)
+            << gen["kind"] << ": llama.cpp's token " << generated[i] << " at step " << i
+            << " is not a near-tie for us";
+      }
+    }
+    EXPECT_GE(exact, static_cast<int>(generated.size()) * 9 / 10) << gen["kind"];
+    std::cout << gen["kind"] << ": our argmax equals llama.cpp's greedy token at " << exact
+              << " of " << generated.size() << " steps\n";
+  }
+}
+
+// Free running, the two implementations follow the same path until a near-tie tips one of them
+// the other way; the prompts' openings are not near-ties, so at least those must be identical.
+TEST_F(RealModelOracle, GreedyGenerationStartsLikeLlamaCpp) {
   EngineOptions eo;
   eo.n_ctx = 512;
   eo.n_threads = 2;
@@ -93,8 +144,14 @@ TEST_F(RealModelOracle, GreedyGenerationMatchesLlamaCpp) {
     go.sampling.temperature = 0;
     GenerationResult r = engine.generate(prompt, go, {});
     auto expected = gen["tokens"].get<std::vector<int32_t>>();
-    EXPECT_EQ(r.tokens, expected) << gen["kind"];
-    EXPECT_EQ(r.text, gen["text"].get<std::string>()) << gen["kind"];
+    size_t same = 0;
+    while (same < r.tokens.size() && same < expected.size() && r.tokens[same] == expected[same]) {
+      ++same;
+    }
+    std::cout << gen["kind"] << ": identical for the first " << same << " of " << expected.size()
+              << " greedy tokens\n";
+    EXPECT_GE(same, 6u) << gen["kind"] << "\nours:   " << r.text
+                        << "\noracle: " << gen["text"].get<std::string>();
   }
 }
 

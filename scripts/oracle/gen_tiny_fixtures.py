@@ -258,7 +258,11 @@ def reference_logits(path: Path, tokens: list[int]) -> np.ndarray:
 def oracle(path: Path, info: dict) -> dict:
     import llama_cpp
     llm = llama_cpp.Llama(model_path=str(path), n_ctx=128, n_batch=128, n_threads=2,
-                          logits_all=True, verbose=False, seed=0,
+                          logits_all=True, verbose=False,
+                          # f32 KV cache and no flash attention: llama.cpp's most exact
+                          # configuration (its default f16 KV cache alone moves logits by
+                          # up to ~1.4 on SmolLM2), and the one specdec implements.
+                          type_k=0, type_v=0, flash_attn=False, seed=0,
                           type_k=0, type_v=0)  # F32 KV cache: no F16 rounding in the oracle
     n_vocab = llm.n_vocab()
     assert n_vocab == info["n_vocab"], (n_vocab, info["n_vocab"])

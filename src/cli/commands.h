@@ -9,6 +9,8 @@ namespace specdec::cli {
 
 int run_command(const std::vector<std::string>& args);
 int info_command(const std::vector<std::string>& args);
+int verify_command(const std::vector<std::string>& args);
+int make_draft_command(const std::vector<std::string>& args);
 
 // Dispatches argv to a subcommand; prints errors and usage.
 int main_entry(int argc, char** argv);

@@ -15,6 +15,8 @@ constexpr const char* kUsage =
     "commands:\n"
     "  run     generate text from a prompt (speculative with -md DRAFT)\n"
     "  info    print a model's architecture, sizes, tensor types and tokenizer\n"
+    "  verify  check on your models that speculation leaves the output distribution unchanged\n"
+    "  make-draft  write a draft made of a target's first N layers (self-speculation)\n"
     "\n"
     "'specdec <command> --help' documents every option of a command.\n";
 
@@ -31,6 +33,8 @@ int main_entry(int argc, char** argv) {
   try {
     if (command == "run") return run_command(args);
     if (command == "info") return info_command(args);
+    if (command == "verify") return verify_command(args);
+    if (command == "make-draft") return make_draft_command(args);
     std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 1;
   } catch (const Error& e) {

@@ -20,9 +20,7 @@ double mean_overlap(const DecodeStats& d) {
   return n > 0 ? sum / static_cast<double>(n) : 0.0;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 std::string format_summary(const GenerationResult& r, double load_ms, uint64_t seed,
                            int n_threads) {
