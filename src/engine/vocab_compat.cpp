@@ -13,7 +13,9 @@ void check_vocab_compatible(const Tokenizer& draft, const Tokenizer& target) {
     fail("draft and target vocabularies differ: the draft uses ", kind_name(draft.kind()),
          ", the target ", kind_name(target.kind()));
   }
-  if (std::abs(draft.n_vocab() - target.n_vocab()) > kMaxVocabSizeDifference) {
+  // p and q must be distributions over the same ids; padding tokens that only one side has
+  // would make q put mass where p cannot, so sizes must match exactly.
+  if (draft.n_vocab() != target.n_vocab()) {
     fail("draft and target vocabularies differ: the draft has ", draft.n_vocab(),
          " tokens, the target ", target.n_vocab());
   }

@@ -8,11 +8,8 @@
 
 namespace specdec {
 
-// Throws specdec::Error describing the first difference: vocabulary kind, special ids, size
-// (beyond a small padding difference) or the text of any token id both vocabularies share.
+// Throws specdec::Error describing the first difference: vocabulary kind, special ids, size or the
+// text of any token id both vocabularies share.
 void check_vocab_compatible(const Tokenizer& draft, const Tokenizer& target);
-
-// Target and draft vocab sizes may differ by padding tokens only up to this many ids.
-inline constexpr int32_t kMaxVocabSizeDifference = 128;
 
 }  // namespace specdec

@@ -1,0 +1,213 @@
+// The specdec command line, run as a user would: a real process, its exit code, stdout and
+// stderr. Bad input must give a clear one-line error and a non-zero exit, never a crash.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "support/tiny_model.h"
+
+namespace specdec {
+namespace {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+CliResult run_cli(const std::vector<std::string>& args) {
+  const char* cli = std::getenv("SPECDEC_CLI");
+  std::string cmd = quote(cli != nullptr ? cli : "build/specdec");
+  for (const auto& a : args) cmd += " " + quote(a);
+  const std::string out = testing::temp_path("out.txt"), err = testing::temp_path("err.txt");
+  cmd += " >" + quote(out) + " 2>" + quote(err) + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+// Exit 1 with one line "error: ..." containing fragment; anything else (a crash is 128+signal,
+// an internal error 2) fails.
+void expect_clean_error(const CliResult& r, const std::string& fragment) {
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    testing::TinyModelSpec spec;
+    spec.n_ctx = 128;
+    target_ = new std::string(testing::write_tiny_model(spec, testing::temp_path("target.gguf")));
+    spec.seed = 2;
+    spec.n_layer = 1;
+    draft_ = new std::string(testing::write_tiny_model(spec, testing::temp_path("draft.gguf")));
+    spec.n_vocab = 320;
+    other_vocab_ =
+        new std::string(testing::write_tiny_model(spec, testing::temp_path("other.gguf")));
+  }
+  static std::string* target_;
+  static std::string* draft_;
+  static std::string* other_vocab_;
+};
+std::string* Cli::target_ = nullptr;
+std::string* Cli::draft_ = nullptr;
+std::string* Cli::other_vocab_ = nullptr;
+
+TEST_F(Cli, HelpDocumentsEveryCommandAndFlag) {
+  CliResult top = run_cli({"--help"});
+  EXPECT_EQ(top.exit_code, 0);
+  for (const char* c : {"run", "info", "verify", "make-draft"}) {
+    EXPECT_NE(top.out.find(c), std::string::npos) << c;
+  }
+  CliResult run = run_cli({"run", "--help"});
+  EXPECT_EQ(run.exit_code, 0);
+  for (const char* f : {"-m", "-md", "--draft-max", "-p", "-n", "--temp", "--top-p", "--top-k",
+                        "--min-p", "-s", "-t", "-c", "--stop", "--stats-json", "--chat"}) {
+    const bool listed = run.out.find(std::string(" ") + f + " ") != std::string::npos ||
+                        run.out.find(std::string(" ") + f + ",") != std::string::npos;
+    EXPECT_TRUE(listed) << f;
+  }
+}
+
+TEST_F(Cli, InfoDescribesTheModel) {
+  CliResult r = run_cli({"info", "-m", *target_});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"architecture:  llama", "layers:        2", "F32", "byte-level BPE",
+                        "chat template: chatml", "memory:"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  }
+}
+
+TEST_F(Cli, RunGreedyIsReproducibleAndSpeculationDoesNotChangeIt) {
+  std::vector<std::string> base = {"run", "-m",     *target_, "-p",           "hello", "-n",
+                                   "20",  "--temp", "0",      "--ignore-eos", "-t",    "2"};
+  CliResult a = run_cli(base);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_NE(a.err.find("generated: 20 tokens"), std::string::npos) << a.err;
+  std::vector<std::string> spec = base;
+  spec.insert(spec.end(), {"-md", *draft_, "--draft-max", "3", "--stats-json",
+                           testing::temp_path("stats.json")});
+  CliResult b = run_cli(spec);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(b.err.find("speculative: gamma 3"), std::string::npos) << b.err;
+}
+
+TEST_F(Cli, SampledRunsRepeatWithTheSameSeed) {
+  std::vector<std::string> args = {"run",    "-m",  *target_, "-p", "abc",          "-n",  "16",
+                                   "--temp", "1.0", "-s",     "7",  "--ignore-eos", "-md", *draft_};
+  CliResult a = run_cli(args), b = run_cli(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST_F(Cli, StatsJsonHoldsThePerRoundLog) {
+  const std::string path = testing::temp_path("stats.json");
+  CliResult r = run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", "-n", "12", "--temp",
+                         "0.7", "--ignore-eos", "--stats-json", path, "-q"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;  // -q
+  const std::string json = slurp(path);
+  for (const char* key :
+       {"\"speculative_stats\"", "\"per_round\"", "\"accepted_histogram\"", "\"target_entropy\"",
+        "\"acceptance_rate\"", "\"draft_ms\"", "\"verify_ms\"", "\"generated_tokens\": 12"}) {
+    EXPECT_NE(json.find(key), std::string::npos) << key << "\n" << json;
+  }
+}
+
+TEST_F(Cli, BadFlagsGiveOneLineErrors) {
+  expect_clean_error(run_cli({"run"}), "-m MODEL is required");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--temp", "hot"}),
+                     "--temp expects a number");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--top-p", "1.5"}),
+                     "--top-p must be in [0, 1]");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--frobnicate"}),
+                     "unknown argument '--frobnicate'");
+  expect_clean_error(run_cli({"run", "-m", *target_}), "a prompt is required");
+  CliResult unknown = run_cli({"frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.err.rfind("error: unknown command 'frobnicate'", 0), 0u) << unknown.err;
+}
+
+TEST_F(Cli, BadModelFilesGiveOneLineErrors) {
+  expect_clean_error(run_cli({"info", "-m", "/nonexistent/model.gguf"}), "cannot open");
+  const std::string garbage = testing::temp_path("garbage.gguf");
+  std::ofstream(garbage) << "this is not a gguf file at all";
+  expect_clean_error(run_cli({"run", "-m", garbage, "-p", "x"}), "magic");
+  // A truncated copy of a valid model.
+  const std::string whole = slurp(*target_);
+  const std::string cut = testing::temp_path("cut.gguf");
+  std::ofstream(cut, std::ios::binary) << whole.substr(0, whole.size() / 2);
+  expect_clean_error(run_cli({"run", "-m", cut, "-p", "x"}), "cut.gguf");
+  // An architecture we do not support.
+  testing::TinyModelSpec spec;
+  spec.edit = [](gguf::GgufWriter& w) { w.set_string("general.architecture", "mamba"); };
+  const std::string mamba = testing::write_tiny_model(spec, testing::temp_path("mamba.gguf"));
+  expect_clean_error(run_cli({"info", "-m", mamba}), "unsupported architecture 'mamba'");
+}
+
+TEST_F(Cli, PromptLongerThanTheContextIsRefused) {
+  expect_clean_error(run_cli({"run", "-m", *target_, "-c", "16", "-p", std::string(200, 'z')}),
+                     "but the context holds 16");
+}
+
+TEST_F(Cli, DraftWithAnotherVocabularyIsRefused) {
+  expect_clean_error(
+      run_cli({"run", "-m", *target_, "-md", *other_vocab_, "-p", "x"}),
+      "draft and target vocabularies differ: the draft has 320 tokens, the target 300");
+  // Same size, one token spelled differently.
+  testing::TinyModelSpec spec;
+  spec.n_ctx = 128;
+  spec.edit = [](gguf::GgufWriter& w) {
+    std::vector<std::string> tokens;
+    for (int i = 0; i < 300; ++i) tokens.push_back("tok" + std::to_string(i));
+    w.set_array_strings("tokenizer.ggml.tokens", tokens);
+  };
+  const std::string renamed = testing::write_tiny_model(spec, testing::temp_path("renamed.gguf"));
+  CliResult r = run_cli({"run", "-m", *target_, "-md", renamed, "-p", "x"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("draft and target vocabularies differ: token 0 is"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(Cli, VerifyPassesOnALosslessSetup) {
+  CliResult r = run_cli({"verify", "-m", *target_, "-md", *draft_, "--samples", "150", "-n", "2",
+                         "--top-k", "6", "-p", "ab", "-t", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("acceptance check:   PASS"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, MakeDraftWritesALoadableSelfDraft) {
+  const std::string out = testing::temp_path("self_draft.gguf");
+  CliResult r = run_cli({"make-draft", "-m", *target_, "--layers", "1", "-o", out});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CliResult info = run_cli({"info", "-m", out});
+  EXPECT_NE(info.out.find("layers:        1"), std::string::npos) << info.out;
+  expect_clean_error(run_cli({"make-draft", "-m", *target_, "--layers", "5", "-o", out}),
+                     "draft layer count must be in [1, 1]");
+}
+
+}  // namespace
+}  // namespace specdec
