@@ -5,6 +5,7 @@
 // token's own slot range). So row i's logits are the same bits whether it is decoded alone or
 // verified among k drafted tokens, and whatever the thread count.
 #include <algorithm>
+#include <initializer_list>
 
 #include "common/error.h"
 #include "model/attention.h"
@@ -50,6 +51,22 @@ void per_token(ThreadPool& pool, int64_t k, const Fn& fn) {
   pool.parallel_for(k, [&fn](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) fn(i);
   });
+}
+
+// Several products of the same input: grouped into one matmul_group when the matrices agree
+// in type and width, otherwise one matmul each. matmul_group is bitwise equal to separate
+// matmuls, so the choice never changes results.
+void matmul_same_input(std::initializer_list<MatmulTarget> targets, const float* x, int64_t k,
+                       ThreadPool& pool) {
+  const MatmulTarget& first = *targets.begin();
+  const bool uniform = std::all_of(targets.begin(), targets.end(), [&](const MatmulTarget& t) {
+    return t.w->type == first.w->type && t.w->cols == first.w->cols;
+  });
+  if (uniform) {
+    matmul_group(std::span<const MatmulTarget>(targets.begin(), targets.size()), x, k, pool);
+    return;
+  }
+  for (const MatmulTarget& t : targets) matmul(*t.w, x, k, t.out, pool);
 }
 
 void check_arguments(const ModelConfig& c, std::span<const int32_t> tokens,
@@ -114,10 +131,10 @@ void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
       ops::rms_norm(&s.x[i * E], L.attn_norm.data(), E, c.rms_eps, &s.xn[i * E]);
     });
 
-    // Q, K, V projections.
-    matmul(L.wq, s.xn.data(), k, s.q.data(), pool);
-    matmul(L.wk, s.xn.data(), k, s.kv_k.data(), pool);
-    matmul(L.wv, s.xn.data(), k, s.kv_v.data(), pool);
+    // Q, K, V projections: one hand-off and one activation quantization for all three when
+    // they share a type (mixed-type files fall back to one call each; same bits either way).
+    matmul_same_input({{&L.wq, s.q.data()}, {&L.wk, s.kv_k.data()}, {&L.wv, s.kv_v.data()}},
+                      s.xn.data(), k, pool);
 
     // Biases (qwen2), RoPE on Q and K at each token's position, then K and V into the cache
     // at slot first_slot + i.
@@ -151,8 +168,8 @@ void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
     });
 
     // SwiGLU feed-forward: down(silu(gate(xn)) * up(xn)), then residual.
-    matmul(L.ffn_gate, s.xn.data(), k, s.gate.data(), pool);
-    matmul(L.ffn_up, s.xn.data(), k, s.up.data(), pool);
+    matmul_same_input({{&L.ffn_gate, s.gate.data()}, {&L.ffn_up, s.up.data()}}, s.xn.data(), k,
+                      pool);
     per_token(pool, k, [&](int64_t i) { ops::swiglu(&s.gate[i * F], &s.up[i * F], F); });
     matmul(L.ffn_down, s.gate.data(), k, s.proj.data(), pool);
     per_token(pool, k, [&](int64_t i) { ops::add(&s.x[i * E], &s.proj[i * E], E); });

@@ -1,7 +1,7 @@
 // matmul = quantize each activation row once into the weight type's activation format, then
 // for each weight row run one kernel call against a tile of activation rows, so that the
-// weight row is read from memory once and reused from L1 for all of them. Threads split the
-// weight rows into contiguous chunks; no output depends on how rows or tiles are grouped.
+// weight row is read from memory once and reused from L1 for all of them. Threads claim
+// contiguous chunks of weight rows; no output depends on how rows or tiles are grouped.
 #include "tensor/matmul.h"
 
 #include <algorithm>
@@ -18,6 +18,11 @@ namespace {
 // Activation rows per tile: keep the tile within about half of a typical L2 so that it stays
 // resident while a thread walks its weight rows.
 constexpr size_t kActTileBytes = 256 * 1024;
+// Below this many activation elements, quantizing on the caller is cheaper than a hand-off.
+constexpr int64_t kParallelQuantizeElems = 1 << 15;
+// Weight rows per chunk at least: a claim is an atomic compare-exchange on a shared line, so a
+// chunk should carry a few microseconds of work even for the narrowest matrices (k = 1).
+constexpr int64_t kMinRowsPerChunk = 16;
 
 // Per-calling-thread scratch for quantized activations; grows, never shrinks.
 std::vector<uint8_t>& act_scratch() {
@@ -25,53 +30,99 @@ std::vector<uint8_t>& act_scratch() {
   return buf;
 }
 
-}  // namespace
-
-void matmul(const WeightMatrix& w, const float* x, int64_t k, float* out, ThreadPool& pool) {
-  if (k <= 0 || w.rows <= 0) return;
+void check_shape(const WeightMatrix& w) {
   const int64_t bs = traits(w.type).block_size;
   if (w.cols <= 0 || w.cols % bs != 0) {
     fail("matmul: ", w.cols, " columns is not a multiple of the ", type_name(w.type),
          " block size ", bs);
   }
-  const DotKernel& kern = dot_kernel(w.type, active_isa());
+}
 
-  const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
-  size_t act_stride = static_cast<size_t>(w.cols) * sizeof(float);
-  if (kern.quantize != nullptr) {
-    act_stride = row_bytes(kern.act_type, w.cols);
-    std::vector<uint8_t>& buf = act_scratch();
-    const size_t need = act_stride * static_cast<size_t>(k);
-    if (buf.size() < need) buf.resize(need);
-    uint8_t* dst = buf.data();
-    const int64_t cols = w.cols;
-    auto quantize_rows = [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        kern.quantize(x + t * cols, dst + static_cast<size_t>(t) * act_stride, cols);
-      }
-    };
-    // Each row is quantized by itself, so splitting rows across threads changes nothing.
-    if (k >= 4 && pool.size() > 1) {
-      pool.parallel_for(k, quantize_rows);
-    } else {
-      quantize_rows(0, k);
-    }
-    act = dst;
+struct Activations {
+  const uint8_t* data;
+  size_t stride;  // bytes per row
+};
+
+// The k activation rows in the kernel's format: quantized into thread-local scratch, or the
+// floats themselves for F32 weights. Rows are quantized independently, so splitting them over
+// threads changes nothing.
+Activations prepare_activations(const DotKernel& kern, int64_t cols, const float* x, int64_t k,
+                                ThreadPool& pool) {
+  if (kern.quantize == nullptr) {
+    return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
   }
-
-  const int64_t tile = std::clamp<int64_t>(static_cast<int64_t>(kActTileBytes / act_stride), 1, k);
-  const WeightMatrix wm = w;
-  auto rows_fn = [&](int64_t r0, int64_t r1) {
-    for (int64_t t0 = 0; t0 < k; t0 += tile) {
-      const int64_t nt = std::min(tile, k - t0);
-      const uint8_t* xt = act + static_cast<size_t>(t0) * act_stride;
-      for (int64_t r = r0; r < r1; ++r) {
-        kern.dot(wm.cols, wm.data + static_cast<size_t>(r) * wm.row_stride, xt, act_stride, nt,
-                 out + t0 * wm.rows + r, wm.rows);
-      }
+  const size_t stride = row_bytes(kern.act_type, cols);
+  std::vector<uint8_t>& buf = act_scratch();
+  const size_t need = stride * static_cast<size_t>(k);
+  if (buf.size() < need) buf.resize(need);
+  uint8_t* dst = buf.data();
+  auto quantize_rows = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      kern.quantize(x + t * cols, dst + static_cast<size_t>(t) * stride, cols);
     }
   };
-  pool.parallel_for(w.rows, rows_fn);
+  if (k * cols >= kParallelQuantizeElems && pool.size() > 1) {
+    pool.parallel_for(k, quantize_rows);
+  } else {
+    quantize_rows(0, k);
+  }
+  return {dst, stride};
+}
+
+// Rows [r0, r1) of w against all k activation rows, in tiles of `tile` activation rows.
+void rows_times_tiles(const DotKernel& kern, const WeightMatrix& w, Activations act, int64_t k,
+                      int64_t tile, int64_t r0, int64_t r1, float* out) {
+  for (int64_t t0 = 0; t0 < k; t0 += tile) {
+    const int64_t nt = std::min(tile, k - t0);
+    const uint8_t* xt = act.data + static_cast<size_t>(t0) * act.stride;
+    for (int64_t r = r0; r < r1; ++r) {
+      kern.dot(w.cols, w.data + static_cast<size_t>(r) * w.row_stride, xt, act.stride, nt,
+               out + t0 * w.rows + r, w.rows);
+    }
+  }
+}
+
+int64_t tile_rows(Activations act, int64_t k) {
+  return std::clamp<int64_t>(static_cast<int64_t>(kActTileBytes / act.stride), 1, k);
+}
+
+}  // namespace
+
+void matmul(const WeightMatrix& w, const float* x, int64_t k, float* out, ThreadPool& pool) {
+  const MatmulTarget t{&w, out};
+  matmul_group(std::span<const MatmulTarget>(&t, 1), x, k, pool);
+}
+
+void matmul_group(std::span<const MatmulTarget> targets, const float* x, int64_t k,
+                  ThreadPool& pool) {
+  if (k <= 0 || targets.empty()) return;
+  const WeightMatrix& w0 = *targets[0].w;
+  int64_t total_rows = 0;
+  for (const MatmulTarget& t : targets) {
+    check_shape(*t.w);
+    if (t.w->type != w0.type || t.w->cols != w0.cols) {
+      fail("matmul_group: all matrices must share type and column count (", type_name(w0.type),
+           " x ", w0.cols, " vs ", type_name(t.w->type), " x ", t.w->cols, ")");
+    }
+    total_rows += std::max<int64_t>(0, t.w->rows);
+  }
+  if (total_rows == 0) return;
+  const DotKernel& kern = dot_kernel(w0.type, active_isa());
+  const Activations act = prepare_activations(kern, w0.cols, x, k, pool);
+  const int64_t tile = tile_rows(act, k);
+
+  // Global row g runs over the targets' rows back to back; a chunk may straddle targets.
+  auto rows_fn = [&](int64_t g0, int64_t g1) {
+    int64_t base = 0;
+    for (const MatmulTarget& t : targets) {
+      const int64_t rows = std::max<int64_t>(0, t.w->rows);
+      const int64_t r0 = std::max<int64_t>(g0 - base, 0), r1 = std::min(g1 - base, rows);
+      if (r0 < r1) rows_times_tiles(kern, *t.w, act, k, tile, r0, r1, t.out);
+      base += rows;
+      if (base >= g1) break;
+    }
+  };
+  pool.parallel_for(total_rows, rows_fn, kMinRowsPerChunk);
 }
 
 void dequantize_row(const WeightMatrix& w, int64_t r, float* dst) {

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "tensor/ggml_type.h"
 
@@ -26,6 +27,19 @@ struct WeightMatrix {
 
 // out[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c], for t in [0, k), r in [0, w.rows).
 void matmul(const WeightMatrix& w, const float* x, int64_t k, float* out, ThreadPool& pool);
+
+// One product of matmul_group: out receives w times the shared activations, laid out as matmul.
+struct MatmulTarget {
+  const WeightMatrix* w = nullptr;
+  float* out = nullptr;
+};
+
+// Bitwise the same as matmul(*t.w, x, k, t.out, pool) for each target, but the activation rows
+// are quantized once and the weight rows of all targets are split over the threads in one
+// parallel_for (one hand-off instead of one per matrix: Q/K/V, or FFN gate and up). All targets
+// must have the same type and column count.
+void matmul_group(std::span<const MatmulTarget> targets, const float* x, int64_t k,
+                  ThreadPool& pool);
 
 // Dequantizes row r of w into dst (w.cols floats); used for embedding lookups.
 void dequantize_row(const WeightMatrix& w, int64_t r, float* dst);

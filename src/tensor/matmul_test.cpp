@@ -180,6 +180,51 @@ TEST(Matmul, BatchInvariant) {
   }
 }
 
+// A group is bitwise the same as its matmuls done one by one, for any k and thread count, with
+// chunks that straddle matrices of different heights.
+TEST(Matmul, GroupEqualsSeparateMatmuls) {
+  ThreadPool pools[] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  for (Isa isa : paths()) {
+    IsaScope scope(isa);
+    for (GgmlType t : kWeightTypes) {
+      const int64_t cols = 256, kmax = 6;
+      const Matrix a = make_weights(t, 37, cols, 21), b = make_weights(t, 5, cols, 22),
+                   c = make_weights(t, 70, cols, 23);
+      const std::vector<float> x = random_floats(static_cast<size_t>(kmax * cols), 24);
+      for (ThreadPool& pool : pools) {
+        for (int64_t k : {int64_t{1}, int64_t{2}, kmax}) {
+          std::vector<float> ea(static_cast<size_t>(k * 37)), eb(static_cast<size_t>(k * 5)),
+              ec(static_cast<size_t>(k * 70));
+          matmul(a.w, x.data(), k, ea.data(), pools[0]);
+          matmul(b.w, x.data(), k, eb.data(), pools[0]);
+          matmul(c.w, x.data(), k, ec.data(), pools[0]);
+          std::vector<float> ga(ea.size(), -1.0f), gb(eb.size(), -1.0f), gc(ec.size(), -1.0f);
+          const MatmulTarget targets[] = {{&a.w, ga.data()}, {&b.w, gb.data()}, {&c.w, gc.data()}};
+          matmul_group(targets, x.data(), k, pool);
+          const auto same = [](const std::vector<float>& u, const std::vector<float>& v) {
+            return std::memcmp(u.data(), v.data(), sizeof(float) * u.size()) == 0;
+          };
+          ASSERT_TRUE(same(ga, ea) && same(gb, eb) && same(gc, ec))
+              << type_name(t) << " isa " << static_cast<int>(isa) << " k " << k << " threads "
+              << pool.size();
+        }
+      }
+    }
+  }
+}
+
+TEST(Matmul, GroupRejectsMixedShapes) {
+  ThreadPool pool(1);
+  const Matrix a = make_weights(GgmlType::Q8_0, 4, 64, 1),
+               b = make_weights(GgmlType::Q8_0, 4, 96, 2),
+               c = make_weights(GgmlType::Q4_0, 4, 64, 3);
+  std::vector<float> x(96), o1(4), o2(4);
+  const MatmulTarget ab[] = {{&a.w, o1.data()}, {&b.w, o2.data()}};
+  EXPECT_ANY_THROW(matmul_group(ab, x.data(), 1, pool));
+  const MatmulTarget ac[] = {{&a.w, o1.data()}, {&c.w, o2.data()}};
+  EXPECT_ANY_THROW(matmul_group(ac, x.data(), 1, pool));
+}
+
 TEST(Matmul, DequantizeRowOfMatrix) {
   const Matrix m = make_weights(GgmlType::Q6_K, 4, 512, 3);
   std::vector<float> a(512), b(512);
