@@ -255,20 +255,52 @@ def reference_logits(path: Path, tokens: list[int]) -> np.ndarray:
     return rms(x, W["output_norm.weight"]) @ out_w.T
 
 
+def llama_cpp_logits(path: Path, sequential: bool):
+    """llama.cpp's logits for ORACLE_TOKENS (all positions) and the Llama object.
+
+    sequential=True is the oracle: one token per llama_decode and no CPU weight repacking, so every
+    logit comes from ggml's single-row vec_dot kernels (ggml_vec_dot_<type>_q8_*), the kernels
+    specdec reproduces for each output element whatever the batch size. Batched evaluation
+    (sequential=False, llama.cpp's defaults) runs other kernels for K-quant matmuls (batched and
+    repacked GEMM/GEMV) whose float results differ in the last bit or two; on these tiny random
+    models such a difference can move an activation across a Q8 rounding boundary, and the flip
+    grows through the layers to ~0.15 in the logits (llama_q5_k, qwen2_q4_k), so batched logits
+    are not a reproducible reference. Their distance from the sequential ones is recorded instead.
+    """
+    import llama_cpp
+    import llama_cpp.llama as llama_mod
+    low = llama_mod.llama_cpp  # the ctypes module Llama() takes its default params from
+    default_params = low.llama_model_default_params
+
+    def no_repack():  # llama-cpp-python 0.3.36 has no Llama() argument for use_extra_bufts
+        p = default_params()
+        p.use_extra_bufts = False
+        return p
+
+    if sequential:
+        low.llama_model_default_params = no_repack
+    try:
+        n_batch = 1 if sequential else 128
+        llm = llama_cpp.Llama(model_path=str(path), n_ctx=128, n_batch=n_batch, n_ubatch=n_batch,
+                              n_threads=2, logits_all=True, verbose=False,
+                              # f32 KV cache and no flash attention: llama.cpp's most exact
+                              # configuration (its default f16 KV cache alone moves logits by
+                              # up to ~1.4 on SmolLM2), and the one specdec implements.
+                              type_k=0, type_v=0, flash_attn=False, seed=0)
+    finally:
+        low.llama_model_default_params = default_params
+    llm.reset()
+    llm.eval(ORACLE_TOKENS)  # with n_batch 1, one llama_decode per token
+    return np.array(llm.scores[:len(ORACLE_TOKENS)], dtype=np.float32), llm
+
+
 def oracle(path: Path, info: dict) -> dict:
     import llama_cpp
-    llm = llama_cpp.Llama(model_path=str(path), n_ctx=128, n_batch=128, n_threads=2,
-                          logits_all=True, verbose=False,
-                          # f32 KV cache and no flash attention: llama.cpp's most exact
-                          # configuration (its default f16 KV cache alone moves logits by
-                          # up to ~1.4 on SmolLM2), and the one specdec implements.
-                          type_k=0, type_v=0, flash_attn=False, seed=0,
-                          type_k=0, type_v=0)  # F32 KV cache: no F16 rounding in the oracle
+    batched, llm = llama_cpp_logits(path, sequential=False)
+    del llm
+    scores, llm = llama_cpp_logits(path, sequential=True)
     n_vocab = llm.n_vocab()
     assert n_vocab == info["n_vocab"], (n_vocab, info["n_vocab"])
-    llm.reset()
-    llm.eval(ORACLE_TOKENS)
-    scores = np.array(llm.scores[:len(ORACLE_TOKENS)], dtype=np.float32)
     tok = llm.tokenize(TOKENIZE_TEXT.encode(), add_bos=False, special=True)
     ref = reference_logits(path, ORACLE_TOKENS)
     diff = np.abs(ref - scores.astype(np.float64))
@@ -277,7 +309,8 @@ def oracle(path: Path, info: dict) -> dict:
         **info,
         "llama_cpp_python_version": llama_cpp.__version__,
         "tokens": ORACLE_TOKENS,
-        # logits[i] = next-token logits after tokens[0..i], all n_vocab entries
+        # logits[i] = next-token logits after tokens[0..i], all n_vocab entries, evaluated one
+        # token at a time with ggml's vec_dot kernels (see llama_cpp_logits)
         "logits": [[float(f"{v:.6g}") for v in row] for row in scores],
         "argmax": [int(i) for i in scores.argmax(axis=1)],
         # Exact float64 forward pass (reference_logits) over the dequantized weights, same layout
@@ -290,6 +323,9 @@ def oracle(path: Path, info: dict) -> dict:
                           "mean_abs_diff": float(diff.mean()),
                           "max_abs_logit": float(np.abs(ref).max()),
                           "argmax_agree": int((ref.argmax(1) == scores.argmax(1)).sum())},
+        # How far llama.cpp's own batched evaluation (one llama_decode, default kernels) lands
+        # from "logits": its run-to-run spread across equivalent evaluations.
+        "llama_cpp_batched": {"max_abs_diff": float(np.abs(batched - scores).max())},
         "tokenize": {"text": TOKENIZE_TEXT, "special": True, "add_bos": False,
                      "ids": [int(t) for t in tok]},
     }
