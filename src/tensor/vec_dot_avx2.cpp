@@ -104,6 +104,15 @@ struct UnpackQ8_0 {
   }
 };
 
+// The two fp16 fields at the start of a legacy block (d, then m for Q4_1/Q5_1 weights or s for
+// Q8_1 activations) as floats in lanes 0 and 1, with one load and one conversion. For the
+// formats without a second field lane 1 holds converted payload bytes and is never used.
+inline __m128 h2f_pair(const void* block) {
+  int bits;
+  __builtin_memcpy(&bits, block, 4);
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
+}
+
 template <typename U>
 struct Legacy {
   static constexpr int kMaxNR = 4;
@@ -124,18 +133,23 @@ struct Legacy {
       const __m256i q = U::q(wb[i]);
       // Signed x signed via the sign trick: |q| * (y * sign(q)).
       const __m256i aq = U::kSigned ? _mm256_sign_epi8(q, q) : q;
-      const __m256 dw = _mm256_set1_ps(h2f(wb[i].d));
+      const __m128 wdm = h2f_pair(&wb[i]);  // [d_w, m_w]
       for (int t = 0; t < NR; ++t) {
         __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[t][i].qs));
         if constexpr (U::kSigned) y = _mm256_sign_epi8(y, q);
-        const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(h2f(xb[t][i].d)));
+        // Lane 0: d_w * d_x, the block's scale; lane 1: m_w * s_x (min term, _1 formats).
+        const __m128 xds = h2f_pair(&xb[t][i]);
+        const __m256 d = _mm256_broadcastss_ps(_mm_mul_ps(wdm, xds));
         acc[t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8s8(aq, y)), acc[t]);
-        if constexpr (U::kMin) {
-          accm[t] = _mm_fmadd_ss(_mm_set_ss(h2f(wb[i].m)), _mm_set_ss(h2f(xb[t][i].s)), accm[t]);
-        }
+        // The min term accumulates (fused) in lane 1; lane 0 collects unused d_w * d_x.
+        if constexpr (U::kMin) accm[t] = _mm_fmadd_ps(wdm, xds, accm[t]);
       }
     }
-    for (int t = 0; t < NR; ++t) out[t * os] = _mm_cvtss_f32(_mm_add_ss(hsum8(acc[t]), accm[t]));
+    for (int t = 0; t < NR; ++t) {
+      __m128 s = hsum8(acc[t]);
+      if constexpr (U::kMin) s = _mm_add_ss(s, _mm_movehdup_ps(accm[t]));
+      out[t * os] = _mm_cvtss_f32(s);
+    }
   }
 };
 
