@@ -62,12 +62,30 @@ def main() -> int:
         return 1
 
     import llama_cpp
-    llm = llama_cpp.Llama(model_path=str(args.model), n_ctx=512, n_batch=512, n_threads=2,
-                          n_threads_batch=2, logits_all=True, verbose=False,
-                          # f32 KV cache and no flash attention: llama.cpp's most exact
-                          # configuration (its default f16 KV cache alone moves logits by
-                          # up to ~1.4 on SmolLM2), and the one specdec implements.
-                          type_k=0, type_v=0, flash_attn=False, seed=0)
+    import llama_cpp.llama as llama_mod
+    # One token per llama_decode (n_batch 1) and no CPU weight repacking: every logit then comes
+    # from ggml's single-row vec_dot kernels, the computation specdec performs for each output
+    # element whatever its batch size. llama.cpp's batched/repacked kernels round differently in
+    # the last bits, and over 30 layers of Q8-rounded activations that grows to ~0.7 in the
+    # logits (scripts/oracle/llama_cpp_self_variation.py), so they are no reproducible reference.
+    low = llama_mod.llama_cpp
+    default_params = low.llama_model_default_params
+
+    def no_repack():  # llama-cpp-python 0.3.36 has no Llama() argument for use_extra_bufts
+        p = default_params()
+        p.use_extra_bufts = False
+        return p
+
+    low.llama_model_default_params = no_repack
+    try:
+        llm = llama_cpp.Llama(model_path=str(args.model), n_ctx=512, n_batch=1, n_ubatch=1,
+                              n_threads=2, n_threads_batch=2, logits_all=True, verbose=False,
+                              # f32 KV cache and no flash attention: llama.cpp's most exact
+                              # configuration (its default f16 KV cache alone moves logits by
+                              # up to ~1.4 on SmolLM2), and the one specdec implements.
+                              type_k=0, type_v=0, flash_attn=False, seed=0)
+    finally:
+        low.llama_model_default_params = default_params
 
     logit_cases = []
     for text in LOGIT_PROMPTS:
@@ -108,7 +126,7 @@ def main() -> int:
         "model": "SmolLM2-135M-Instruct.Q4_1.gguf",
         "model_sha256": MODEL_SHA256,
         "llama_cpp_python_version": llama_cpp.__version__,
-        "settings": {"n_ctx": 512, "n_threads": 2, "kv_cache": "f32 (type_k=type_v=0), flash_attn off", "add_bos": "llama.cpp default (the GGUF has add_bos_token=false: no BOS added)",
+        "settings": {"n_ctx": 512, "n_threads": 2, "kv_cache": "f32 (type_k=type_v=0), flash_attn off", "evaluation": "one token per llama_decode (n_batch=n_ubatch=1), CPU weight repacking off (use_extra_bufts=False)", "add_bos": "llama.cpp default (the GGUF has add_bos_token=false: no BOS added)",
                      "special": True,
                      "sampling": "greedy (temp 0, top_k 1)"},
         "note": "logits[pos] are the next-token logits after tokens[0..pos]; top is [id, logit]",

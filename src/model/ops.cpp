@@ -15,7 +15,11 @@ float dot(const float* a, const float* b, int64_t n) {
 }
 
 void rms_norm(const float* x, const float* weight, int64_t n, float eps, float* out) {
-  const float mean_sq = dot(x, x, n) / static_cast<float>(n);
+  // Squares summed in double, as ggml does: the norm is cheap, and matching llama.cpp's rounding
+  // here keeps Q8 activation roundings downstream from flipping (see the oracle tests).
+  double sum_sq = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(x[i] * x[i]);
+  const auto mean_sq = static_cast<float>(sum_sq / static_cast<double>(n));
   const float scale = 1.0f / std::sqrt(mean_sq + eps);
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
