@@ -11,6 +11,12 @@ namespace specdec {
 // the number of elements (a multiple of the weight and activation block sizes).
 using DotFn = void (*)(int64_t n, const uint8_t* w, const uint8_t* x, size_t x_stride, int64_t nx,
                        float* out, int64_t out_stride);
+// The matrix-vector form: out[r * out_stride] = dot(weight row w + r * w_stride, activation row
+// x) for r < nw. Each output must be bitwise what DotFn gives for the same rows (same
+// operations in the same order); it only saves the per-row call and shares the activation
+// block's loads and scale conversion between weight rows.
+using DotRowsFn = void (*)(int64_t n, const uint8_t* w, size_t w_stride, int64_t nw,
+                           const uint8_t* x, float* out, int64_t out_stride);
 // Converts one float row of n elements into an activation format.
 using ActQuantFn = void (*)(const float* x, uint8_t* dst, int64_t n);
 
@@ -21,5 +27,11 @@ struct DotKernelTable {
 
 const DotKernelTable& dot_kernels_scalar();  // vec_dot_scalar.cpp
 const DotKernelTable& dot_kernels_avx2();    // vec_dot_avx2.cpp; only if cpu_has_avx2()
+
+// Matrix-vector kernels where a type has one (nullptr otherwise: use DotFn row by row).
+struct DotRowsKernelTable {
+  DotRowsFn q4_0, q4_1, q5_0, q5_1, q8_0;
+};
+const DotRowsKernelTable& dot_rows_kernels_avx2();  // vec_dot_avx2.cpp; only if cpu_has_avx2()
 
 }  // namespace specdec

@@ -72,6 +72,11 @@ Activations prepare_activations(const DotKernel& kern, int64_t cols, const float
 // Rows [r0, r1) of w against all k activation rows, in tiles of `tile` activation rows.
 void rows_times_tiles(const DotKernel& kern, const WeightMatrix& w, Activations act, int64_t k,
                       int64_t tile, int64_t r0, int64_t r1, float* out) {
+  if (k == 1 && kern.dot_rows != nullptr) {  // matrix-vector: one call for the whole range
+    kern.dot_rows(w.cols, w.data + static_cast<size_t>(r0) * w.row_stride, w.row_stride, r1 - r0,
+                  act.data, out + r0, 1);
+    return;
+  }
   for (int64_t t0 = 0; t0 < k; t0 += tile) {
     const int64_t nt = std::min(tile, k - t0);
     const uint8_t* xt = act.data + static_cast<size_t>(t0) * act.stride;

@@ -37,6 +37,14 @@ Tables build_tables() {
     set(GgmlType::Q8_0, GgmlType::Q8_0, q8_0, k.q8_0);
     set(GgmlType::Q4_1, GgmlType::Q8_1, q8_1, k.q4_1);
     set(GgmlType::Q5_1, GgmlType::Q8_1, q8_1, k.q5_1);
+    if (avx2) {
+      const DotRowsKernelTable& r = dot_rows_kernels_avx2();
+      by[static_cast<size_t>(GgmlType::Q4_0)].dot_rows = r.q4_0;
+      by[static_cast<size_t>(GgmlType::Q4_1)].dot_rows = r.q4_1;
+      by[static_cast<size_t>(GgmlType::Q5_0)].dot_rows = r.q5_0;
+      by[static_cast<size_t>(GgmlType::Q5_1)].dot_rows = r.q5_1;
+      by[static_cast<size_t>(GgmlType::Q8_0)].dot_rows = r.q8_0;
+    }
     set(GgmlType::Q4_K, GgmlType::Q8_K, q8_k, k.q4_k);
     set(GgmlType::Q5_K, GgmlType::Q8_K, q8_k, k.q5_k);
     set(GgmlType::Q6_K, GgmlType::Q8_K, q8_k, k.q6_k);

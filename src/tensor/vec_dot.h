@@ -19,6 +19,7 @@ struct DotKernel {
   GgmlType act_type;    // activation format the weights dot against
   ActQuantFn quantize;  // nullptr: F32 activations are used in place
   DotFn dot;
+  DotRowsFn dot_rows = nullptr;  // optional matrix-vector form of dot (one activation row)
 };
 
 // The kernel pair for a weight type on one path. Throws for unsupported weight types;

@@ -145,13 +145,59 @@ struct Legacy {
         if constexpr (U::kMin) accm[t] = _mm_fmadd_ps(wdm, xds, accm[t]);
       }
     }
-    for (int t = 0; t < NR; ++t) {
-      __m128 s = hsum8(acc[t]);
-      if constexpr (U::kMin) s = _mm_add_ss(s, _mm_movehdup_ps(accm[t]));
-      out[t * os] = _mm_cvtss_f32(s);
+    for (int t = 0; t < NR; ++t) out[t * os] = finish(acc[t], accm[t]);
+  }
+
+  static float finish(__m256 acc, __m128 accm) {
+    __m128 s = hsum8(acc);
+    if constexpr (U::kMin) s = _mm_add_ss(s, _mm_movehdup_ps(accm));
+    return _mm_cvtss_f32(s);
+  }
+
+  // NW weight rows against one activation row: per output exactly the operations of run<1>
+  // (so matvec and batched results agree bitwise); the activation block is loaded and its
+  // header converted once for all NW rows.
+  template <int NW>
+  static void run_rows(int64_t n, const uint8_t* w, size_t ws, const uint8_t* x, float* out,
+                       int64_t os) {
+    const typename U::W* wb[NW];
+    __m256 acc[NW];
+    __m128 accm[NW];
+    for (int r = 0; r < NW; ++r) {
+      wb[r] = reinterpret_cast<const typename U::W*>(w + static_cast<size_t>(r) * ws);
+      acc[r] = _mm256_setzero_ps();
+      accm[r] = _mm_setzero_ps();
     }
+    const auto* xb = reinterpret_cast<const typename U::X*>(x);
+    const int64_t nb = n / kQK;
+    for (int64_t i = 0; i < nb; ++i) {
+      const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[i].qs));
+      const __m128 xds = h2f_pair(&xb[i]);
+      for (int r = 0; r < NW; ++r) {
+        const __m256i q = U::q(wb[r][i]);
+        const __m256i aq = U::kSigned ? _mm256_sign_epi8(q, q) : q;
+        const __m256i yr = U::kSigned ? _mm256_sign_epi8(y, q) : y;
+        const __m128 wdm = h2f_pair(&wb[r][i]);
+        const __m256 d = _mm256_broadcastss_ps(_mm_mul_ps(wdm, xds));
+        acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_u8s8(aq, yr)), acc[r]);
+        if constexpr (U::kMin) accm[r] = _mm_fmadd_ps(wdm, xds, accm[r]);
+      }
+    }
+    for (int r = 0; r < NW; ++r) out[r * os] = finish(acc[r], accm[r]);
   }
 };
+
+// Runs K::run_rows<NW> over nw weight rows in groups of kRowsNW.
+template <typename K>
+void multi_rows(int64_t n, const uint8_t* w, size_t ws, int64_t nw, const uint8_t* x, float* out,
+                int64_t os) {
+  constexpr int kRowsNW = 2;
+  int64_t r = 0;
+  for (; r + kRowsNW <= nw; r += kRowsNW) {
+    K::template run_rows<kRowsNW>(n, w + static_cast<size_t>(r) * ws, ws, x, out + r * os, os);
+  }
+  if (r < nw) K::template run_rows<1>(n, w + static_cast<size_t>(r) * ws, ws, x, out + r * os, os);
+}
 
 // ---- K-quants (256-element super-blocks against Q8_K) ----
 
@@ -375,6 +421,15 @@ struct FloatDot {
 };
 
 }  // namespace
+
+const DotRowsKernelTable& dot_rows_kernels_avx2() {
+  static constexpr DotRowsKernelTable kTable = {
+      multi_rows<Legacy<UnpackQ4_0>>, multi_rows<Legacy<UnpackQ4_1>>,
+      multi_rows<Legacy<UnpackQ5_0>>, multi_rows<Legacy<UnpackQ5_1>>,
+      multi_rows<Legacy<UnpackQ8_0>>,
+  };
+  return kTable;
+}
 
 const DotKernelTable& dot_kernels_avx2() {
   static constexpr DotKernelTable kTable = {
