@@ -9,7 +9,14 @@
 namespace specdec {
 namespace {
 
-constexpr int64_t kMinParallelWork = 1 << 18;  // multiply-adds
+// Query-key multiply-adds (as many again for V) below which attention stays on the calling
+// thread. A hand-off costs a few microseconds when the workers are spinning; 2 x 32k
+// multiply-adds take longer than that. A SmolLM2 decode token (9 heads of 64) reaches it at a
+// context of about 60.
+constexpr int64_t kMinParallelWork = 1 << 15;
+// Parts per thread: more parts than threads lets dynamic claiming rebalance when one thread is
+// slow; each part owns a row of score scratch, so this also bounds that memory.
+constexpr int64_t kPartsPerThread = 4;
 
 // One query head of one token over n_slots cache slots. scores has room for n_slots floats.
 void attend(const float* q, const KvCache& cache, int32_t layer, int32_t kv_offset, int32_t n_slots,
@@ -47,7 +54,9 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
   // multiply-adds per item); the split never changes what an item computes.
   const int64_t n_items = k * c.n_head;
   const int64_t work = n_items * (first_slot + k) * c.head_dim;
-  const int64_t n_parts = work < kMinParallelWork ? 1 : std::min<int64_t>(n_items, pool.size());
+  const int64_t n_parts = work < kMinParallelWork || pool.size() == 1
+                              ? 1
+                              : std::min<int64_t>(n_items, kPartsPerThread * pool.size());
   if (scratch.score_parts < n_parts || scratch.score_slots < cache.capacity()) {
     scratch.score_parts = std::max(scratch.score_parts, n_parts);
     scratch.score_slots = std::max<int64_t>(scratch.score_slots, cache.capacity());
