@@ -6,6 +6,8 @@
 #   specdec_ensure_deps         installs the Debian 12 packages the build needs, if any is missing
 #                               (apt-get update once, then install; needs root or passwordless sudo).
 #                               SPECDEC_NO_APT=1 only checks and fails with the missing list.
+#                               Then the Python packages of the server tests (pip, pinned in
+#                               tests/server/requirements.txt) unless those versions are installed.
 #   specdec_configure DIR ARGS  cmake -S <repo> -B DIR ARGS (+ ccache launcher when available)
 #   specdec_build DIR [TARGET]  cmake --build DIR -j$(nproc) [--target TARGET]
 #   specdec_fetch_model NAME    prints the cached path of a model (scripts/fetch-models.sh)
@@ -14,7 +16,7 @@ SPECDEC_ROOT=${SPECDEC_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 SPECDEC_APT_PACKAGES=(
   build-essential cmake pkg-config libgtest-dev libbenchmark-dev libpcre2-dev
-  nlohmann-json3-dev python3 python3-pip ccache
+  nlohmann-json3-dev libcpp-httplib-dev python3 python3-pip ccache
 )
 
 specdec_log() { echo "[specdec] $*" >&2; }
@@ -29,6 +31,28 @@ specdec_missing_packages() {
 }
 
 specdec_ensure_deps() {
+  specdec_ensure_apt_deps
+  specdec_ensure_python_deps
+}
+
+# pytest and the openai client for tests/server (the `specdec serve` end-to-end tests).
+# Debian's own python3 is "externally managed" (PEP 668): pip refuses to install into it unless
+# told --break-system-packages, which older pips do not know; so try without, then with.
+specdec_ensure_python_deps() {
+  local req="$SPECDEC_ROOT/tests/server/requirements.txt"
+  python3 - "$req" <<'PY' 2>/dev/null && return 0
+import sys
+from importlib.metadata import version
+pins = [l.split("==") for l in open(sys.argv[1]) if "==" in l and not l.startswith("#")]
+sys.exit(any(version(n.strip()) != v.strip() for n, v in pins))
+PY
+  specdec_log "installing Python packages: $(grep -v '^#' "$req" | tr '\n' ' ')"
+  python3 -m pip install -q --disable-pip-version-check -r "$req" >&2 \
+    || python3 -m pip install -q --disable-pip-version-check --break-system-packages -r "$req" >&2 \
+    || specdec_die "pip install -r $req failed"
+}
+
+specdec_ensure_apt_deps() {
   if ! command -v dpkg-query >/dev/null 2>&1; then
     specdec_log "not a Debian system: skipping apt; make sure these are installed: ${SPECDEC_APT_PACKAGES[*]}"
     return 0

@@ -11,6 +11,8 @@ int run_command(const std::vector<std::string>& args);
 int info_command(const std::vector<std::string>& args);
 int verify_command(const std::vector<std::string>& args);
 int make_draft_command(const std::vector<std::string>& args);
+int serve_command(const std::vector<std::string>& args);
+int chat_command(const std::vector<std::string>& args);
 
 // Dispatches argv to a subcommand; prints errors and usage.
 int main_entry(int argc, char** argv);

@@ -17,6 +17,8 @@ constexpr const char* kUsage =
     "  info    print a model's architecture, sizes, tensor types and tokenizer\n"
     "  verify  check on your models that speculation leaves the output distribution unchanged\n"
     "  make-draft  write a draft made of a target's first N layers (self-speculation)\n"
+    "  serve   OpenAI-compatible HTTP server (speculative with -md DRAFT)\n"
+    "  chat    interactive chat in the terminal (reads lines from stdin)\n"
     "\n"
     "'specdec <command> --help' documents every option of a command.\n";
 
@@ -35,6 +37,8 @@ int main_entry(int argc, char** argv) {
     if (command == "info") return info_command(args);
     if (command == "verify") return verify_command(args);
     if (command == "make-draft") return make_draft_command(args);
+    if (command == "serve") return serve_command(args);
+    if (command == "chat") return chat_command(args);
     std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 1;
   } catch (const Error& e) {

@@ -1,0 +1,119 @@
+#include "server/generation_queue.h"
+
+#include <exception>
+
+namespace specdec::server {
+
+void Job::cancel() {
+  std::lock_guard lock(mu_);
+  cancelled_ = true;
+}
+
+bool Job::cancelled() const {
+  std::lock_guard lock(mu_);
+  return cancelled_;
+}
+
+bool Job::wait(std::string& text, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, timeout, [this] { return done_ || !pending_.empty(); });
+  text += pending_;
+  pending_.clear();
+  return done_;
+}
+
+bool Job::push_text(std::string_view text) {
+  {
+    std::lock_guard lock(mu_);
+    if (cancelled_) return false;
+    pending_ += text;
+  }
+  cv_.notify_all();
+  return true;
+}
+
+void Job::finish(GenerationResult result, std::string error) {
+  {
+    std::lock_guard lock(mu_);
+    result_ = std::move(result);
+    error_ = std::move(error);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+GenerationQueue::GenerationQueue(Runner runner, size_t capacity, Metrics& metrics)
+    : runner_(std::move(runner)), capacity_(capacity), metrics_(metrics) {
+  worker_ = std::thread([this] { work(); });
+}
+
+GenerationQueue::~GenerationQueue() { shutdown(); }
+
+std::shared_ptr<Job> GenerationQueue::submit(std::vector<int32_t> prompt,
+                                             GenerationOptions options) {
+  auto job = std::make_shared<Job>(std::move(prompt), std::move(options));
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || queue_.size() >= capacity_) return nullptr;
+    queue_.push_back(job);
+    metrics_.admitted();
+    metrics_.set_queue_length(static_cast<int64_t>(queue_.size()));
+  }
+  cv_.notify_one();
+  return job;
+}
+
+size_t GenerationQueue::queued() const {
+  std::lock_guard lock(mu_);
+  return queue_.size();
+}
+
+void GenerationQueue::shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && !worker_.joinable()) return;
+    stopping_ = true;
+    for (auto& job : queue_) job->cancel();
+    if (running_) running_->cancel();
+  }
+  cv_.notify_all();
+  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
+}
+
+void GenerationQueue::work() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and every queued job has been ended
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      running_ = job;
+      metrics_.set_queue_length(static_cast<int64_t>(queue_.size()));
+    }
+    GenerationResult result;
+    std::string error;
+    Metrics::Outcome outcome = Metrics::Outcome::Finished;
+    if (job->cancelled()) {
+      result.finish = FinishReason::Cancelled;
+      outcome = Metrics::Outcome::Cancelled;
+    } else {
+      try {
+        result = runner_(job->prompt_, job->options_,
+                         [&job](std::string_view text) { return job->push_text(text); });
+        if (result.finish == FinishReason::Cancelled) outcome = Metrics::Outcome::Cancelled;
+      } catch (const std::exception& e) {
+        error = e.what();
+        if (error.empty()) error = "generation failed";
+        outcome = Metrics::Outcome::Failed;
+      }
+    }
+    metrics_.ended(outcome, result.stats);
+    job->finish(std::move(result), std::move(error));
+    std::lock_guard lock(mu_);
+    running_.reset();
+  }
+}
+
+}  // namespace specdec::server

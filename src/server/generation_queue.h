@@ -1,0 +1,98 @@
+// One generation worker fed by a bounded FIFO queue.
+//
+// The Engine is a single sequence (one target KV cache and one draft KV cache), so requests run
+// one at a time on one worker thread; HTTP threads submit a Job and wait on it (whole result or
+// streamed text). We chose this over parallel sequences because a speculative round already
+// uses every core for one sequence and the engine's prompt-prefix cache then serves multi-turn
+// chats well; batching several sequences (one KV cache pair each) is a later improvement.
+//
+// A job ends exactly once: finished, cancelled (Job::cancel, e.g. the client went away; the
+// engine's text callback then returns false and the worker moves on) or failed (the engine
+// threw). A job cancelled while still queued is skipped without running.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/metrics.h"
+
+namespace specdec::server {
+
+class Job {
+ public:
+  Job(std::vector<int32_t> prompt, GenerationOptions options)
+      : prompt_(std::move(prompt)), options_(std::move(options)) {}
+
+  // Asks the worker to stop this job (or skip it if it has not started). Idempotent.
+  void cancel();
+  bool cancelled() const;
+
+  // Waits up to `timeout` until there is new text or the job has ended; moves the new text to
+  // the end of `text`. Returns true when the job has ended and all of its text was taken.
+  bool wait(std::string& text, std::chrono::milliseconds timeout);
+
+  // Valid once wait() returned true.
+  const GenerationResult& result() const { return result_; }
+  const std::string& error() const { return error_; }  // non-empty when the job failed
+  bool failed() const { return !error_.empty(); }
+
+ private:
+  friend class GenerationQueue;
+  bool push_text(std::string_view text);  // worker: false when cancelled
+  void finish(GenerationResult result, std::string error);
+
+  const std::vector<int32_t> prompt_;
+  const GenerationOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::string pending_;
+  bool cancelled_ = false, done_ = false;
+  GenerationResult result_;
+  std::string error_;
+};
+
+class GenerationQueue {
+ public:
+  // What the worker runs for each job: Engine::generate in the server, a fake in tests.
+  using Runner = std::function<GenerationResult(std::span<const int32_t>, const GenerationOptions&,
+                                                const TextCallback&)>;
+
+  // capacity: how many jobs may wait (the running one not included).
+  GenerationQueue(Runner runner, size_t capacity, Metrics& metrics);
+  ~GenerationQueue();  // shutdown()
+  GenerationQueue(const GenerationQueue&) = delete;
+  GenerationQueue& operator=(const GenerationQueue&) = delete;
+
+  // nullptr when the queue is full or shut down (the caller answers 503).
+  std::shared_ptr<Job> submit(std::vector<int32_t> prompt, GenerationOptions options);
+
+  // Cancels the running job and every queued one, then joins the worker. Idempotent.
+  void shutdown();
+
+  size_t queued() const;
+
+ private:
+  void work();
+
+  Runner runner_;
+  const size_t capacity_;
+  Metrics& metrics_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::shared_ptr<Job> running_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace specdec::server

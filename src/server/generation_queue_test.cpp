@@ -1,0 +1,166 @@
+#include "server/generation_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <latch>
+
+#include "support/tiny_model.h"
+
+namespace specdec::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Waits for a job's end, collecting its streamed text.
+std::string drain(Job& job) {
+  std::string text;
+  for (int i = 0; i < 2000 && !job.wait(text, 10ms); ++i) {
+  }
+  return text;
+}
+
+GenerationOptions greedy(int32_t max_tokens) {
+  GenerationOptions o;
+  o.max_tokens = max_tokens;
+  o.sampling.temperature = 0;
+  o.ignore_eos = true;
+  return o;
+}
+
+TEST(GenerationQueue, RunsJobsInOrderOnATinyModelLikeDirectCalls) {
+  testing::TinyModelSpec spec;
+  const std::string path = testing::write_tiny_model(spec, testing::temp_path("q.gguf"));
+  LoadedModel model = LoadedModel::load(path);
+  Engine engine(model, nullptr, EngineOptions{.n_ctx = 128, .n_threads = 1});
+  const std::vector<std::vector<int32_t>> prompts = {engine.tokenize_prompt("hello"),
+                                                     engine.tokenize_prompt("abc"),
+                                                     engine.tokenize_prompt("hello there")};
+  std::vector<std::string> expected;
+  for (const auto& p : prompts) {
+    expected.push_back(engine.generate(p, greedy(12), [](std::string_view) { return true; }).text);
+  }
+
+  Metrics metrics;
+  GenerationQueue queue([&engine](std::span<const int32_t> p, const GenerationOptions& o,
+                                  const TextCallback& cb) { return engine.generate(p, o, cb); },
+                        8, metrics);
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const auto& p : prompts) jobs.push_back(queue.submit(p, greedy(12)));
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_NE(jobs[i], nullptr);
+    const std::string streamed = drain(*jobs[i]);
+    EXPECT_FALSE(jobs[i]->failed());
+    EXPECT_EQ(jobs[i]->result().text, expected[i]);
+    EXPECT_EQ(streamed, expected[i]);  // the streamed pieces add up to the whole text
+    EXPECT_EQ(jobs[i]->result().stats.generated_tokens, 12);
+  }
+  const std::string m = metrics.render();
+  EXPECT_NE(m.find("specdec_generation_finished_total 3\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("specdec_generated_tokens_total 36\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("specdec_requests_in_flight 0\n"), std::string::npos) << m;
+}
+
+// A runner that emits one piece of text per millisecond until cancelled or `limit` pieces, and
+// blocks at its start until the test opens the gate.
+struct FakeRunner {
+  std::atomic<bool> gate_open{false};
+  std::atomic<int> runs{0};
+  int limit = 1'000'000;
+
+  GenerationQueue::Runner runner() {
+    return [this](std::span<const int32_t>, const GenerationOptions&, const TextCallback& cb) {
+      ++runs;
+      while (!gate_open.load()) std::this_thread::sleep_for(1ms);
+      GenerationResult r;
+      for (int i = 0; i < limit; ++i) {
+        r.text += "x";
+        ++r.stats.generated_tokens;
+        if (!cb("x")) {
+          r.finish = FinishReason::Cancelled;
+          return r;
+        }
+        std::this_thread::sleep_for(1ms);
+      }
+      r.finish = FinishReason::Length;
+      return r;
+    };
+  }
+};
+
+TEST(GenerationQueue, FullQueueRefusesAndCancelledJobsAreSkippedOrStopped) {
+  FakeRunner fake;
+  Metrics metrics;
+  GenerationQueue queue(fake.runner(), 2, metrics);
+  auto running = queue.submit({1}, {});
+  ASSERT_NE(running, nullptr);
+  for (int i = 0; i < 1000 && fake.runs.load() == 0; ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(fake.runs.load(), 1);  // the worker holds the first job
+  auto queued1 = queue.submit({1}, {});
+  auto queued2 = queue.submit({1}, {});
+  ASSERT_NE(queued1, nullptr);
+  ASSERT_NE(queued2, nullptr);
+  EXPECT_EQ(queue.submit({1}, {}), nullptr);  // 2 waiting: full
+  EXPECT_EQ(queue.queued(), 2u);
+
+  queued1->cancel();  // skipped without running
+  running->cancel();  // stops at its next piece of text
+  fake.gate_open = true;
+  drain(*running);
+  EXPECT_EQ(running->result().finish, FinishReason::Cancelled);
+  drain(*queued1);
+  EXPECT_EQ(queued1->result().finish, FinishReason::Cancelled);
+  std::string text;
+  for (int i = 0; i < 1000 && text.size() < 3; ++i) queued2->wait(text, 10ms);
+  EXPECT_GE(text.size(), 3u);      // the next job streams
+  EXPECT_EQ(fake.runs.load(), 2);  // queued1 never ran
+  queued2->cancel();
+  drain(*queued2);
+
+  const std::string m = metrics.render();
+  EXPECT_NE(m.find("specdec_generation_requests_total 3\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("specdec_generation_cancelled_total 3\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("specdec_requests_in_flight 0\n"), std::string::npos) << m;
+}
+
+TEST(GenerationQueue, ShutdownEndsTheRunningAndQueuedJobs) {
+  FakeRunner fake;
+  fake.gate_open = true;
+  Metrics metrics;
+  auto queue = std::make_unique<GenerationQueue>(fake.runner(), 4, metrics);
+  auto a = queue->submit({1}, {});
+  auto b = queue->submit({1}, {});
+  std::string text;
+  a->wait(text, 1s);
+  queue->shutdown();
+  EXPECT_TRUE(a->wait(text, 0ms));
+  EXPECT_TRUE(b->wait(text, 0ms));
+  EXPECT_EQ(b->result().finish, FinishReason::Cancelled);
+  EXPECT_EQ(queue->submit({1}, {}), nullptr);  // no more work after shutdown
+  queue.reset();                               // a second shutdown is harmless
+}
+
+TEST(GenerationQueue, ARunnerThatThrowsFailsOnlyItsJob) {
+  Metrics metrics;
+  std::atomic<int> calls{0};
+  GenerationQueue queue(
+      [&calls](std::span<const int32_t>, const GenerationOptions&, const TextCallback&) {
+        if (calls++ == 0) throw std::runtime_error("boom");
+        GenerationResult r;
+        r.text = "ok";
+        return r;
+      },
+      4, metrics);
+  auto bad = queue.submit({1}, {});
+  auto good = queue.submit({1}, {});
+  drain(*bad);
+  drain(*good);
+  EXPECT_TRUE(bad->failed());
+  EXPECT_EQ(bad->error(), "boom");
+  EXPECT_FALSE(good->failed());
+  EXPECT_EQ(good->result().text, "ok");
+  EXPECT_NE(metrics.render().find("specdec_generation_failed_total 1\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace specdec::server

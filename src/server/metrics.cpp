@@ -1,0 +1,106 @@
+#include "server/metrics.h"
+
+#include <array>
+#include <sstream>
+#include <string_view>
+
+namespace specdec::server {
+
+namespace {
+
+constexpr std::array<std::string_view, 6> kKnownPaths = {
+    "/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics", "/"};
+
+void header(std::ostream& out, const char* name, const char* type, const char* help) {
+  out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+}
+
+}  // namespace
+
+void Metrics::record_http(const std::string& path, int status) {
+  std::string label = "other";
+  for (auto p : kKnownPaths) {
+    if (path == p) label = p;
+  }
+  std::lock_guard lock(mu_);
+  ++http_[{label, status}];
+}
+
+void Metrics::admitted() {
+  std::lock_guard lock(mu_);
+  ++admitted_;
+  ++in_flight_;
+}
+
+void Metrics::ended(Outcome outcome, const GenerationStats& s) {
+  std::lock_guard lock(mu_);
+  --in_flight_;
+  switch (outcome) {
+    case Outcome::Finished:
+      ++finished_;
+      break;
+    case Outcome::Cancelled:
+      ++cancelled_;
+      break;
+    case Outcome::Failed:
+      ++failed_;
+      break;
+  }
+  prompt_tokens_ += s.prompt_tokens;
+  generated_tokens_ += s.generated_tokens;
+  rounds_ += s.spec.rounds;
+  drafted_ += s.spec.drafted;
+  accepted_ += s.spec.accepted;
+  if (s.generated_tokens > 0 && s.decode_ms > 0) {
+    decode_tps_ = s.generated_tokens * 1000.0 / s.decode_ms;
+  }
+}
+
+void Metrics::set_queue_length(int64_t n) {
+  std::lock_guard lock(mu_);
+  queue_length_ = n;
+}
+
+std::string Metrics::render() const {
+  std::lock_guard lock(mu_);
+  std::ostringstream out;
+  out.precision(10);
+  header(out, "specdec_http_requests_total", "counter", "HTTP responses by endpoint and status.");
+  for (const auto& [key, n] : http_) {
+    out << "specdec_http_requests_total{endpoint=\"" << key.first << "\",status=\"" << key.second
+        << "\"} " << n << "\n";
+  }
+  auto counter = [&out](const char* name, const char* help, auto value) {
+    header(out, name, "counter", help);
+    out << name << " " << value << "\n";
+  };
+  auto gauge = [&out](const char* name, const char* help, auto value) {
+    header(out, name, "gauge", help);
+    out << name << " " << value << "\n";
+  };
+  counter("specdec_generation_requests_total", "Generation requests admitted to the queue.",
+          admitted_);
+  counter("specdec_generation_finished_total", "Generation requests that ran to completion.",
+          finished_);
+  counter("specdec_generation_cancelled_total",
+          "Generation requests cancelled (client disconnected or server stopping).", cancelled_);
+  counter("specdec_generation_failed_total", "Generation requests that failed with an error.",
+          failed_);
+  counter("specdec_prompt_tokens_total", "Prompt tokens of generation requests that ran.",
+          prompt_tokens_);
+  counter("specdec_generated_tokens_total", "Tokens generated (cancelled requests included).",
+          generated_tokens_);
+  counter("specdec_speculative_rounds_total", "Speculative rounds (draft then verify).", rounds_);
+  counter("specdec_draft_tokens_total", "Draft tokens proposed.", drafted_);
+  counter("specdec_draft_accepted_total", "Draft tokens accepted by the target.", accepted_);
+  gauge("specdec_draft_acceptance_rate", "Accepted / drafted over the server's lifetime.",
+        drafted_ > 0 ? static_cast<double>(accepted_) / static_cast<double>(drafted_) : 0.0);
+  gauge("specdec_decode_tokens_per_second", "Decode speed of the last generation request.",
+        decode_tps_);
+  gauge("specdec_queue_length", "Generation requests waiting for the worker.", queue_length_);
+  gauge("specdec_requests_in_flight", "Generation requests admitted and not yet ended.",
+        in_flight_);
+  return out.str();
+}
+
+}  // namespace specdec::server

@@ -1,0 +1,82 @@
+#include "server/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace specdec::server {
+namespace {
+
+// The value of the sample whose name and labels are exactly `series`; -1 when absent.
+double sample(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return -1;
+}
+
+TEST(Metrics, CountsRequestsTokensAndSpeculation) {
+  Metrics m;
+  m.record_http("/v1/completions", 200);
+  m.record_http("/v1/completions", 200);
+  m.record_http("/v1/chat/completions", 400);
+  m.record_http("/wp-admin/evil", 404);
+  m.record_http("/also/unknown", 404);
+
+  GenerationStats s;
+  s.prompt_tokens = 5;
+  s.generated_tokens = 20;
+  s.decode_ms = 100;
+  s.spec.rounds = 4;
+  s.spec.drafted = 16;
+  s.spec.accepted = 12;
+  m.admitted();
+  m.admitted();
+  m.admitted();
+  m.ended(Metrics::Outcome::Finished, s);
+  m.ended(Metrics::Outcome::Cancelled, GenerationStats{});
+  m.set_queue_length(3);
+
+  const std::string text = m.render();
+  EXPECT_EQ(sample(text, R"(specdec_http_requests_total{endpoint="/v1/completions",status="200"})"),
+            2);
+  EXPECT_EQ(
+      sample(text, R"(specdec_http_requests_total{endpoint="/v1/chat/completions",status="400"})"),
+      1);
+  EXPECT_EQ(sample(text, R"(specdec_http_requests_total{endpoint="other",status="404"})"), 2);
+  EXPECT_EQ(sample(text, "specdec_generation_requests_total"), 3);
+  EXPECT_EQ(sample(text, "specdec_generation_finished_total"), 1);
+  EXPECT_EQ(sample(text, "specdec_generation_cancelled_total"), 1);
+  EXPECT_EQ(sample(text, "specdec_generation_failed_total"), 0);
+  EXPECT_EQ(sample(text, "specdec_requests_in_flight"), 1);
+  EXPECT_EQ(sample(text, "specdec_prompt_tokens_total"), 5);
+  EXPECT_EQ(sample(text, "specdec_generated_tokens_total"), 20);
+  EXPECT_EQ(sample(text, "specdec_speculative_rounds_total"), 4);
+  EXPECT_EQ(sample(text, "specdec_draft_tokens_total"), 16);
+  EXPECT_EQ(sample(text, "specdec_draft_accepted_total"), 12);
+  EXPECT_DOUBLE_EQ(sample(text, "specdec_draft_acceptance_rate"), 0.75);
+  EXPECT_DOUBLE_EQ(sample(text, "specdec_decode_tokens_per_second"), 200);
+  EXPECT_EQ(sample(text, "specdec_queue_length"), 3);
+}
+
+TEST(Metrics, EveryFamilyHasHelpAndType) {
+  const std::string text = Metrics().render();
+  std::istringstream in(text);
+  std::string line, last_type;
+  int families = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      ++families;
+      last_type = line.substr(7, line.find(' ', 7) - 7);
+    } else if (line[0] != '#') {
+      EXPECT_EQ(line.rfind(last_type, 0), 0u) << line;  // samples follow their TYPE line
+    }
+  }
+  EXPECT_EQ(families, 14);
+  EXPECT_EQ(sample(text, "specdec_draft_acceptance_rate"), 0);  // no division by zero
+}
+
+}  // namespace
+}  // namespace specdec::server

@@ -1,0 +1,52 @@
+// The JSON documents the server sends, in the shapes of OpenAI's API: completion and chat
+// completion objects, their streaming chunks (server-sent events), usage, errors and the model
+// list. Each response also carries a "specdec" object with the request's speculative-decoding
+// statistics, an extension that OpenAI clients ignore.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "engine/engine.h"
+#include "server/api_error.h"
+#include "server/request_parsing.h"
+
+namespace specdec::server {
+
+// What every document of one response shares.
+struct ResponseMeta {
+  Endpoint endpoint = Endpoint::Completions;
+  std::string id;  // "cmpl-..." or "chatcmpl-..."
+  int64_t created = 0;
+  std::string model;
+};
+
+// "stop" or "length" (a full context counts as length, like OpenAI's API).
+const char* openai_finish_reason(FinishReason reason);
+
+nlohmann::json usage_json(const GenerationStats& stats);
+// rounds, drafted, accepted, acceptance_rate, decode tokens/s and timings of one request.
+nlohmann::json specdec_stats_json(const GenerationStats& stats);
+
+// The non-streaming response.
+nlohmann::json completion_json(const ResponseMeta& meta, const GenerationResult& result);
+
+// Streaming: a chunk of text, the last chunk (finish_reason, usage, specdec) and, when the
+// client asked for stream_options.include_usage, OpenAI's separate usage chunk (no choices).
+nlohmann::json text_chunk_json(const ResponseMeta& meta, std::string_view text, bool first);
+nlohmann::json final_chunk_json(const ResponseMeta& meta, const GenerationResult& result);
+nlohmann::json usage_chunk_json(const ResponseMeta& meta, const GenerationResult& result);
+
+// One server-sent event: "data: <json>\n\n". Invalid UTF-8 is replaced, never thrown on.
+std::string sse_event(const nlohmann::json& doc);
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+
+nlohmann::json error_json(const ApiError& error);
+nlohmann::json models_json(const std::string& model_id, int64_t created);
+
+// Serializes a document for the wire (invalid UTF-8 replaced by U+FFFD).
+std::string to_wire(const nlohmann::json& doc);
+
+}  // namespace specdec::server

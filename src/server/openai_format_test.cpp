@@ -1,0 +1,90 @@
+#include "server/openai_format.h"
+
+#include <gtest/gtest.h>
+
+namespace specdec::server {
+namespace {
+
+using nlohmann::json;
+
+GenerationResult sample_result() {
+  GenerationResult r;
+  r.text = "Paris";
+  r.finish = FinishReason::EndOfGeneration;
+  r.stats.prompt_tokens = 7;
+  r.stats.generated_tokens = 3;
+  r.stats.decode_ms = 30;
+  r.stats.speculative = true;
+  r.stats.draft_max = 4;
+  r.stats.spec.rounds = 1;
+  r.stats.spec.drafted = 4;
+  r.stats.spec.accepted = 2;
+  return r;
+}
+
+TEST(OpenAIFormat, CompletionShape) {
+  const ResponseMeta meta{Endpoint::Completions, "cmpl-1", 123, "tiny"};
+  const json doc = completion_json(meta, sample_result());
+  EXPECT_EQ(doc["object"], "text_completion");
+  EXPECT_EQ(doc["id"], "cmpl-1");
+  EXPECT_EQ(doc["model"], "tiny");
+  EXPECT_EQ(doc["choices"][0]["text"], "Paris");
+  EXPECT_EQ(doc["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(doc["usage"],
+            json({{"prompt_tokens", 7}, {"completion_tokens", 3}, {"total_tokens", 10}}));
+  EXPECT_EQ(doc["specdec"]["rounds"], 1);
+  EXPECT_EQ(doc["specdec"]["drafted"], 4);
+  EXPECT_EQ(doc["specdec"]["accepted"], 2);
+  EXPECT_DOUBLE_EQ(doc["specdec"]["acceptance_rate"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(doc["specdec"]["tokens_per_second"].get<double>(), 100);
+}
+
+TEST(OpenAIFormat, ChatShapesAndChunks) {
+  const ResponseMeta meta{Endpoint::ChatCompletions, "chatcmpl-1", 5, "tiny"};
+  GenerationResult r = sample_result();
+  r.finish = FinishReason::ContextFull;
+  const json doc = completion_json(meta, r);
+  EXPECT_EQ(doc["object"], "chat.completion");
+  EXPECT_EQ(doc["choices"][0]["message"], json({{"role", "assistant"}, {"content", "Paris"}}));
+  EXPECT_EQ(doc["choices"][0]["finish_reason"], "length");
+
+  const json first = text_chunk_json(meta, "Pa", true);
+  EXPECT_EQ(first["object"], "chat.completion.chunk");
+  EXPECT_EQ(first["choices"][0]["delta"], json({{"content", "Pa"}, {"role", "assistant"}}));
+  EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
+  EXPECT_FALSE(text_chunk_json(meta, "ris", false)["choices"][0]["delta"].contains("role"));
+  const json last = final_chunk_json(meta, r);
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(last["usage"]["total_tokens"], 10);
+  EXPECT_TRUE(usage_chunk_json(meta, r)["choices"].empty());
+}
+
+TEST(OpenAIFormat, SseFramingAndInvalidUtf8) {
+  const std::string ev = sse_event(json{{"t", std::string("a\xff")}});
+  EXPECT_EQ(ev.rfind("data: ", 0), 0u);
+  EXPECT_EQ(ev.substr(ev.size() - 2), "\n\n");
+  EXPECT_NE(ev.find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD, not an exception
+  EXPECT_EQ(kSseDone, "data: [DONE]\n\n");
+}
+
+TEST(OpenAIFormat, ErrorShape) {
+  const json e = error_json(invalid_request("bad n", "n", "invalid_value"));
+  EXPECT_EQ(e, json({{"error",
+                      {{"message", "bad n"},
+                       {"type", "invalid_request_error"},
+                       {"param", "n"},
+                       {"code", "invalid_value"}}}}));
+  const json e2 = error_json(ApiError(500, "boom", "server_error"));
+  EXPECT_TRUE(e2["error"]["param"].is_null());
+  EXPECT_TRUE(e2["error"]["code"].is_null());
+}
+
+TEST(OpenAIFormat, Models) {
+  const json m = models_json("SmolLM2", 9);
+  EXPECT_EQ(m["object"], "list");
+  EXPECT_EQ(m["data"][0]["id"], "SmolLM2");
+  EXPECT_EQ(m["data"][0]["object"], "model");
+}
+
+}  // namespace
+}  // namespace specdec::server

@@ -1,0 +1,265 @@
+#include "server/request_parsing.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+
+namespace specdec::server {
+namespace {
+
+using nlohmann::json;
+
+const char* type_name(const json& v) {
+  if (v.is_null()) return "null";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+[[noreturn]] void wrong_type(const std::string& param, const char* expected, const json& v) {
+  throw invalid_request(str_cat("'", param, "' must be ", expected, ", got ", type_name(v)), param,
+                        "invalid_type");
+}
+
+// A field that is absent or null means "use the default" (clients send explicit nulls).
+const json* field(const json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+bool get_bool(const json& body, const char* name, bool fallback) {
+  const json* v = field(body, name);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) wrong_type(name, "a boolean", *v);
+  return v->get<bool>();
+}
+
+double get_number(const json& body, const char* name, double fallback, double min, double max) {
+  const json* v = field(body, name);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) wrong_type(name, "a number", *v);
+  const double d = v->get<double>();
+  if (!(d >= min && d <= max)) {
+    throw invalid_request(str_cat("'", name, "' must be between ", min, " and ", max, ", got ", d),
+                          name, "invalid_value");
+  }
+  return d;
+}
+
+// Integers may arrive as 3 or 3.0; 3.5 is not an integer.
+std::optional<int64_t> get_int(const json& body, const char* name, int64_t min, int64_t max) {
+  const json* v = field(body, name);
+  if (v == nullptr) return std::nullopt;
+  int64_t i = 0;
+  if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t{1} << 62) {
+    throw invalid_request(str_cat("'", name, "' is too large"), name, "invalid_value");
+  }
+  if (v->is_number_integer()) {
+    i = v->get<int64_t>();
+  } else if (v->is_number_float()) {
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e15) {
+      wrong_type(name, "an integer", *v);
+    }
+    i = static_cast<int64_t>(d);
+  } else {
+    wrong_type(name, "an integer", *v);
+  }
+  if (i < min || i > max) {
+    throw invalid_request(str_cat("'", name, "' must be between ", min, " and ", max, ", got ", i),
+                          name, "invalid_value");
+  }
+  return i;
+}
+
+std::vector<std::string> get_stop(const json& body) {
+  const json* v = field(body, "stop");
+  if (v == nullptr) return {};
+  std::vector<std::string> out;
+  if (v->is_string()) {
+    out.push_back(v->get<std::string>());
+  } else if (v->is_array()) {
+    if (v->size() > kMaxStopStrings) {
+      throw invalid_request(
+          str_cat("'stop' holds at most ", kMaxStopStrings, " strings, got ", v->size()), "stop",
+          "invalid_value");
+    }
+    for (const json& s : *v) {
+      if (!s.is_string()) wrong_type("stop", "a string or an array of strings", *v);
+      out.push_back(s.get<std::string>());
+    }
+  } else {
+    wrong_type("stop", "a string or an array of strings", *v);
+  }
+  // An empty stop string would match everywhere; OpenAI ignores it, so do we.
+  std::erase(out, std::string());
+  return out;
+}
+
+std::string get_prompt(const json& body) {
+  const json* v = field(body, "prompt");
+  if (v == nullptr) throw invalid_request("'prompt' is required", "prompt", "missing_required");
+  if (v->is_string()) return v->get<std::string>();
+  if (v->is_array()) {
+    // One prompt per request: a batch would need n sequences (see docs: one KV cache pair).
+    if (v->size() == 1 && (*v)[0].is_string()) return (*v)[0].get<std::string>();
+    if (v->size() > 1) {
+      throw invalid_request(str_cat("only one prompt per request is supported, got ", v->size()),
+                            "prompt", "invalid_value");
+    }
+  }
+  wrong_type("prompt", "a string", *v);
+}
+
+// Message content is a string or OpenAI's array of parts; only text parts can be used.
+std::string get_content(const json& msg, size_t index) {
+  const std::string param = str_cat("messages[", index, "].content");
+  auto it = msg.find("content");
+  if (it == msg.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_array()) {
+    std::string text;
+    for (const json& part : *it) {
+      if (!part.is_object() || part.value("type", json()) != "text" || !part.contains("text") ||
+          !part["text"].is_string()) {
+        throw invalid_request(str_cat("'", param,
+                                      "' parts must be {\"type\": \"text\", \"text\": "
+                                      "string}; other part types are not supported"),
+                              param, "invalid_value");
+      }
+      text += part["text"].get<std::string>();
+    }
+    return text;
+  }
+  wrong_type(param, "a string or an array of text parts", *it);
+}
+
+std::vector<ChatMessage> get_messages(const json& body) {
+  const json* v = field(body, "messages");
+  if (v == nullptr) throw invalid_request("'messages' is required", "messages", "missing_required");
+  if (!v->is_array()) wrong_type("messages", "an array", *v);
+  if (v->empty())
+    throw invalid_request("'messages' must not be empty", "messages", "invalid_value");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& m = (*v)[i];
+    const std::string param = str_cat("messages[", i, "]");
+    if (!m.is_object()) wrong_type(param, "an object", m);
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) {
+      throw invalid_request(str_cat("'", param, ".role' must be a string"), param + ".role",
+                            "invalid_type");
+    }
+    std::string r = role->get<std::string>();
+    if (r == "developer") r = "system";  // OpenAI's newer name for the system role
+    if (r != "system" && r != "user" && r != "assistant") {
+      throw invalid_request(str_cat("'", param, ".role' must be system, user or assistant, got '",
+                                    role->get<std::string>(), "'"),
+                            param + ".role", "invalid_value");
+    }
+    out.push_back({r, get_content(m, i)});
+  }
+  return out;
+}
+
+}  // namespace
+
+CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
+  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    throw invalid_request("the request body is not valid JSON", "", "invalid_json");
+  }
+  if (!j.is_object()) wrong_type("body", "a JSON object", j);
+
+  CompletionRequest r;
+  r.endpoint = endpoint;
+  if (const json* m = field(j, "model")) {
+    if (!m->is_string()) wrong_type("model", "a string", *m);
+    r.model = m->get<std::string>();
+  }
+  if (endpoint == Endpoint::Completions) {
+    r.prompt = get_prompt(j);
+  } else {
+    r.messages = get_messages(j);
+  }
+  constexpr int64_t kMaxTokens = 1 << 24;
+  r.max_tokens = get_int(j, "max_tokens", 1, kMaxTokens);
+  if (endpoint == Endpoint::ChatCompletions) {
+    // The newer name; it wins when both are given, as in OpenAI's API.
+    if (auto m = get_int(j, "max_completion_tokens", 1, kMaxTokens)) r.max_tokens = m;
+  }
+  r.temperature = static_cast<float>(get_number(j, "temperature", 1.0, 0.0, 2.0));
+  r.top_p = static_cast<float>(get_number(j, "top_p", 1.0, 0.0, 1.0));
+  if (auto k = get_int(j, "top_k", 0, 1 << 24)) r.top_k = static_cast<int32_t>(*k);
+  r.min_p = static_cast<float>(get_number(j, "min_p", 0.0, 0.0, 1.0));
+  if (auto s = get_int(j, "seed", std::numeric_limits<int64_t>::min(),
+                       std::numeric_limits<int64_t>::max())) {
+    r.seed = static_cast<uint64_t>(*s);
+  }
+  r.stop = get_stop(j);
+  if (auto n =
+          get_int(j, "n", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+      n && *n != 1) {
+    // One sequence per request: the engine holds one KV cache pair.
+    throw invalid_request(str_cat("only n = 1 is supported, got ", *n), "n", "invalid_value");
+  }
+  get_int(j, "best_of", 1, 1);  // more candidates would need more sequences, like n
+  if (get_bool(j, "echo", false)) {
+    throw invalid_request("'echo' is not supported", "echo", "unsupported_value");
+  }
+  if (const json* lp = field(j, "logprobs"); lp != nullptr && !(lp->is_boolean() && !*lp)) {
+    throw invalid_request("'logprobs' is not supported", "logprobs", "unsupported_value");
+  }
+  r.stream = get_bool(j, "stream", false);
+  if (const json* so = field(j, "stream_options")) {
+    if (!so->is_object()) wrong_type("stream_options", "an object", *so);
+    r.include_usage = get_bool(*so, "include_usage", false);
+  }
+  r.speculative = get_bool(j, "speculative", true);
+  if (auto g = get_int(j, "draft_max", 1, kMaxDraftMax)) r.draft_max = static_cast<int32_t>(*g);
+  r.ignore_eos = get_bool(j, "ignore_eos", false);
+  return r;
+}
+
+void check_model(const std::string& requested, std::span<const std::string> ids) {
+  if (requested.empty()) return;
+  for (const auto& id : ids) {
+    if (id == requested) return;
+  }
+  throw ApiError(404,
+                 str_cat("the model '", requested, "' does not exist (this server has '",
+                         ids.empty() ? std::string() : ids.front(), "')"),
+                 "invalid_request_error", "model", "model_not_found");
+}
+
+int32_t resolve_max_tokens(const CompletionRequest& request, int32_t prompt_tokens, int32_t n_ctx) {
+  const char* what = request.endpoint == Endpoint::Completions ? "prompt" : "messages";
+  if (prompt_tokens <= 0) {
+    throw invalid_request("the prompt is empty after tokenization", what, "invalid_value");
+  }
+  if (prompt_tokens >= n_ctx) {
+    throw invalid_request(str_cat("the prompt has ", prompt_tokens,
+                                  " tokens but the context holds ", n_ctx, " tokens"),
+                          what, "context_length_exceeded");
+  }
+  if (!request.max_tokens) {
+    return request.endpoint == Endpoint::Completions ? std::min(16, n_ctx - prompt_tokens)
+                                                     : n_ctx - prompt_tokens;
+  }
+  const int64_t total = int64_t{prompt_tokens} + *request.max_tokens;
+  if (total > n_ctx) {
+    throw invalid_request(
+        str_cat("this model's context holds ", n_ctx, " tokens, but ", total, " were requested (",
+                prompt_tokens, " in the prompt + ", *request.max_tokens,
+                " max_tokens); reduce the prompt or max_tokens"),
+        "max_tokens", "context_length_exceeded");
+  }
+  return *request.max_tokens;
+}
+
+}  // namespace specdec::server

@@ -1,0 +1,57 @@
+// Validation of OpenAI-style request bodies for /v1/completions and /v1/chat/completions.
+// Every rule throws ApiError with the status OpenAI would use (400 for malformed JSON, wrong
+// types and out-of-range values, 404 for an unknown model), naming the offending parameter, so
+// nothing unchecked reaches the engine. Unknown fields are ignored, as OpenAI clients send
+// optional fields (user, penalties, ...) that do not change greedy or sampled output here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/api_error.h"
+#include "tokenizer/chat_template.h"
+
+namespace specdec::server {
+
+enum class Endpoint { Completions, ChatCompletions };
+
+struct CompletionRequest {
+  Endpoint endpoint = Endpoint::Completions;
+  std::string model;                  // "" when not given
+  std::string prompt;                 // completions
+  std::vector<ChatMessage> messages;  // chat completions
+  std::optional<int32_t> max_tokens;  // nullopt: the endpoint's default (see resolve_max_tokens)
+  // OpenAI's defaults: temperature 1, no top-p/top-k/min-p filtering.
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  int32_t top_k = 0;
+  float min_p = 0.0f;
+  std::optional<uint64_t> seed;  // nullopt: a random seed per request
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  // Extensions.
+  bool speculative = true;           // use the draft model when one is loaded
+  std::optional<int32_t> draft_max;  // γ; nullopt: the server's --draft-max
+  bool ignore_eos = false;
+};
+
+inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr int32_t kMaxDraftMax = 64;
+
+// Parses and validates a request body (JSON text). Throws ApiError.
+CompletionRequest parse_request(Endpoint endpoint, std::string_view body);
+
+// 404 unless `requested` is empty or one of `ids` (the model's file stem and the alias "specdec").
+void check_model(const std::string& requested, std::span<const std::string> ids);
+
+// The number of tokens to generate: the request's max_tokens, or the endpoint default
+// (completions: 16 as in OpenAI's API; chat: the rest of the context). 400 with the numbers
+// when the prompt plus max_tokens exceeds the context, or the prompt is empty or fills it.
+int32_t resolve_max_tokens(const CompletionRequest& request, int32_t prompt_tokens, int32_t n_ctx);
+
+}  // namespace specdec::server

@@ -1,0 +1,242 @@
+// Every validation rule of the request parser: each bad input gives an ApiError with the right
+// status, parameter and code, never another exception; good inputs give the documented values.
+#include "server/request_parsing.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace specdec::server {
+namespace {
+
+ApiError error_of(Endpoint e, const std::string& body) {
+  try {
+    parse_request(e, body);
+  } catch (const ApiError& err) {
+    return err;
+  }
+  ADD_FAILURE() << "no error for " << body;
+  return ApiError(0, "", "");
+}
+
+void expect_400(Endpoint e, const std::string& body, const std::string& param,
+                const std::string& code) {
+  const ApiError err = error_of(e, body);
+  EXPECT_EQ(err.status(), 400) << body;
+  EXPECT_EQ(err.type(), "invalid_request_error") << body;
+  EXPECT_EQ(err.param(), param) << body << ": " << err.what();
+  EXPECT_EQ(err.code(), code) << body << ": " << err.what();
+}
+
+constexpr auto kCmpl = Endpoint::Completions;
+constexpr auto kChat = Endpoint::ChatCompletions;
+
+TEST(RequestParsing, CompletionDefaultsFollowOpenAI) {
+  const CompletionRequest r = parse_request(kCmpl, R"({"model":"m","prompt":"hi"})");
+  EXPECT_EQ(r.model, "m");
+  EXPECT_EQ(r.prompt, "hi");
+  EXPECT_FALSE(r.max_tokens.has_value());
+  EXPECT_FLOAT_EQ(r.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(r.top_p, 1.0f);
+  EXPECT_EQ(r.top_k, 0);
+  EXPECT_FLOAT_EQ(r.min_p, 0.0f);
+  EXPECT_FALSE(r.seed.has_value());
+  EXPECT_TRUE(r.stop.empty());
+  EXPECT_FALSE(r.stream);
+  EXPECT_TRUE(r.speculative);
+  EXPECT_FALSE(r.draft_max.has_value());
+}
+
+TEST(RequestParsing, EveryParameterIsRead) {
+  const CompletionRequest r =
+      parse_request(kCmpl, R"({"prompt":["p"],"max_tokens":7,"temperature":0,"top_p":0.5,"top_k":3,
+                 "min_p":0.1,"seed":-5,"stop":["a","","b"],"n":1,"stream":true,
+                 "stream_options":{"include_usage":true},"speculative":false,"draft_max":4,
+                 "ignore_eos":true,"user":"ignored","frequency_penalty":0})");
+  EXPECT_EQ(r.prompt, "p");
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_FLOAT_EQ(r.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(r.top_p, 0.5f);
+  EXPECT_EQ(r.top_k, 3);
+  EXPECT_FLOAT_EQ(r.min_p, 0.1f);
+  EXPECT_EQ(r.seed, static_cast<uint64_t>(-5));
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "b"}));  // empty stop strings dropped
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_FALSE(r.speculative);
+  EXPECT_EQ(r.draft_max, 4);
+  EXPECT_TRUE(r.ignore_eos);
+}
+
+TEST(RequestParsing, NullMeansDefaultAndIntegralFloatsAreIntegers) {
+  const CompletionRequest r = parse_request(
+      kCmpl, R"({"prompt":"x","max_tokens":null,"temperature":null,"stop":null,"n":1.0,
+                 "seed":3.0})");
+  EXPECT_FALSE(r.max_tokens.has_value());
+  EXPECT_FLOAT_EQ(r.temperature, 1.0f);
+  EXPECT_EQ(r.seed, 3u);
+  EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x","stop":"END"})").stop,
+            (std::vector<std::string>{"END"}));
+}
+
+TEST(RequestParsing, ChatMessages) {
+  const CompletionRequest r =
+      parse_request(kChat, R"({"messages":[{"role":"developer","content":"be brief"},
+                             {"role":"user","content":[{"type":"text","text":"a"},
+                                                       {"type":"text","text":"b"}]},
+                             {"role":"assistant","content":null}],
+                 "max_completion_tokens":9,"max_tokens":3})");
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[1].content, "ab");
+  EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_EQ(r.max_tokens, 9);
+}
+
+TEST(RequestParsing, MalformedBodies) {
+  for (const char* body :
+       {"", "{", "not json", "{\"prompt\":\"x\",}", "\xff\xfe", "{\"prompt\":\"\xc3\x28\"}"}) {
+    expect_400(kCmpl, body, "", "invalid_json");
+  }
+  for (const char* body : {"[]", "\"x\"", "3", "null"}) {
+    expect_400(kCmpl, body, "body", "invalid_type");
+  }
+}
+
+TEST(RequestParsing, WrongTypes) {
+  struct Case {
+    Endpoint e;
+    const char* body;
+    const char* param;
+  };
+  const Case cases[] = {
+      {kCmpl, R"({"prompt":3})", "prompt"},
+      {kCmpl, R"({"prompt":[1]})", "prompt"},
+      {kCmpl, R"({"prompt":{}})", "prompt"},
+      {kCmpl, R"({"prompt":"x","model":1})", "model"},
+      {kCmpl, R"({"prompt":"x","max_tokens":"5"})", "max_tokens"},
+      {kCmpl, R"({"prompt":"x","max_tokens":2.5})", "max_tokens"},
+      {kCmpl, R"({"prompt":"x","temperature":"hot"})", "temperature"},
+      {kCmpl, R"({"prompt":"x","top_p":true})", "top_p"},
+      {kCmpl, R"({"prompt":"x","top_k":1.5})", "top_k"},
+      {kCmpl, R"({"prompt":"x","min_p":[]})", "min_p"},
+      {kCmpl, R"({"prompt":"x","seed":"1"})", "seed"},
+      {kCmpl, R"({"prompt":"x","stop":5})", "stop"},
+      {kCmpl, R"({"prompt":"x","stop":["a",1]})", "stop"},
+      {kCmpl, R"({"prompt":"x","n":"1"})", "n"},
+      {kCmpl, R"({"prompt":"x","stream":"yes"})", "stream"},
+      {kCmpl, R"({"prompt":"x","stream_options":true})", "stream_options"},
+      {kCmpl, R"({"prompt":"x","stream_options":{"include_usage":1}})", "include_usage"},
+      {kCmpl, R"({"prompt":"x","speculative":1})", "speculative"},
+      {kCmpl, R"({"prompt":"x","draft_max":"4"})", "draft_max"},
+      {kCmpl, R"({"prompt":"x","ignore_eos":0})", "ignore_eos"},
+      {kChat, R"({"messages":"hi"})", "messages"},
+      {kChat, R"({"messages":["hi"]})", "messages[0]"},
+      {kChat, R"({"messages":[{"content":"hi"}]})", "messages[0].role"},
+      {kChat, R"({"messages":[{"role":1,"content":"hi"}]})", "messages[0].role"},
+      {kChat, R"({"messages":[{"role":"user","content":5}]})", "messages[0].content"},
+      {kChat, R"({"messages":[{"role":"user","content":"a"},{"role":"user","content":{}}]})",
+       "messages[1].content"},
+  };
+  for (const Case& c : cases) expect_400(c.e, c.body, c.param, "invalid_type");
+}
+
+TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
+  struct Case {
+    Endpoint e;
+    const char* body;
+    const char* param;
+    const char* code;
+  };
+  const Case cases[] = {
+      {kCmpl, R"({"prompt":"x","max_tokens":0})", "max_tokens", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","max_tokens":-1})", "max_tokens", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","max_tokens":99999999999})", "max_tokens", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","max_tokens":18446744073709551615})", "max_tokens", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","temperature":-0.1})", "temperature", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","temperature":2.5})", "temperature", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","top_p":1.5})", "top_p", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","top_k":-1})", "top_k", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","min_p":2})", "min_p", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","n":2})", "n", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","n":0})", "n", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","best_of":3})", "best_of", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","draft_max":0})", "draft_max", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","draft_max":65})", "draft_max", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","stop":["1","2","3","4","5","6","7","8","9","10","11","12","13",
+                 "14","15","16","17"]})",
+       "stop", "invalid_value"},
+      {kCmpl, R"({"prompt":["a","b"]})", "prompt", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","echo":true})", "echo", "unsupported_value"},
+      {kCmpl, R"({"prompt":"x","logprobs":5})", "logprobs", "unsupported_value"},
+      {kChat, R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})", "logprobs",
+       "unsupported_value"},
+      {kCmpl, R"({"model":"m"})", "prompt", "missing_required"},
+      {kCmpl, R"({"prompt":null})", "prompt", "missing_required"},
+      {kChat, R"({"model":"m"})", "messages", "missing_required"},
+      {kChat, R"({"messages":[]})", "messages", "invalid_value"},
+      {kChat, R"({"messages":[{"role":"tool","content":"x"}]})", "messages[0].role",
+       "invalid_value"},
+      {kChat, R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
+       "messages[0].content", "invalid_value"},
+      {kChat, R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":0})",
+       "max_completion_tokens", "invalid_value"},
+  };
+  for (const Case& c : cases) expect_400(c.e, c.body, c.param, c.code);
+}
+
+TEST(RequestParsing, ErrorMessagesNameTheParameterAndTheValue) {
+  const ApiError err = error_of(kCmpl, R"({"prompt":"x","n":3})");
+  EXPECT_NE(std::string(err.what()).find("n = 1"), std::string::npos) << err.what();
+  EXPECT_NE(std::string(err.what()).find("3"), std::string::npos) << err.what();
+}
+
+TEST(RequestParsing, UnknownModelIs404AndTheAliasesAreAccepted) {
+  const std::vector<std::string> ids = {"SmolLM2", "specdec"};
+  EXPECT_NO_THROW(check_model("", ids));
+  EXPECT_NO_THROW(check_model("SmolLM2", ids));
+  EXPECT_NO_THROW(check_model("specdec", ids));
+  try {
+    check_model("gpt-4", ids);
+    FAIL();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 404);
+    EXPECT_EQ(e.code(), "model_not_found");
+    EXPECT_EQ(e.param(), "model");
+    EXPECT_NE(std::string(e.what()).find("gpt-4"), std::string::npos);
+  }
+}
+
+TEST(RequestParsing, ContextLimitsAndDefaults) {
+  CompletionRequest cmpl = parse_request(kCmpl, R"({"prompt":"x"})");
+  EXPECT_EQ(resolve_max_tokens(cmpl, 10, 100), 16);  // OpenAI's completions default
+  EXPECT_EQ(resolve_max_tokens(cmpl, 90, 100), 10);  // ... clipped to the room left
+  CompletionRequest chat = parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}]})");
+  EXPECT_EQ(resolve_max_tokens(chat, 10, 100), 90);  // chat: the rest of the context
+  cmpl.max_tokens = 90;
+  EXPECT_EQ(resolve_max_tokens(cmpl, 10, 100), 90);  // exactly fills the context
+
+  cmpl.max_tokens = 91;
+  try {
+    resolve_max_tokens(cmpl, 10, 100);
+    FAIL();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.code(), "context_length_exceeded");
+    const std::string m = e.what();
+    for (const char* n : {"100", "101", "10", "91"}) {
+      EXPECT_NE(m.find(n), std::string::npos) << n << " in " << m;
+    }
+  }
+  for (int32_t prompt_tokens : {0, 100, 150}) {
+    try {
+      resolve_max_tokens(chat, prompt_tokens, 100);
+      FAIL() << prompt_tokens;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace specdec::server

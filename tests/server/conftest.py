@@ -1,0 +1,151 @@
+"""Fixtures for the end-to-end tests of `specdec serve` and `specdec chat`.
+
+The binaries come from the environment CTest sets (SPECDEC_CLI, SPECDEC_WRITE_TINY_MODEL) or
+from build/. Models are tiny random-weight GGUF files written per session; every server is
+started on a free loopback port (--port 0, the port is read from its log), and always stopped
+at the end: SIGTERM, then SIGKILL if it has not exited within the grace period.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT_S = 120
+STOP_TIMEOUT_S = 30
+
+
+def _binary(env_name, default):
+    path = os.environ.get(env_name) or str(ROOT / default)
+    if not Path(path).exists():
+        pytest.fail(f"{path} not found: build it first (or set {env_name})")
+    return path
+
+
+@pytest.fixture(scope="session")
+def cli():
+    return _binary("SPECDEC_CLI", "build/specdec")
+
+
+@pytest.fixture(scope="session")
+def models(tmp_path_factory, cli):
+    """Paths of the tiny target, its 1-layer draft, and a slower (wider) target."""
+    writer = _binary("SPECDEC_WRITE_TINY_MODEL", "build/write_tiny_model")
+    d = tmp_path_factory.mktemp("models")
+    target, draft, slow = d / "tiny-target.gguf", d / "tiny-draft.gguf", d / "tiny-slow.gguf"
+    subprocess.run([writer, str(target), "512"], check=True, timeout=60, capture_output=True)
+    subprocess.run([cli, "make-draft", "-m", str(target), "--layers", "1", "-o", str(draft)],
+                   check=True, timeout=60, capture_output=True)
+    # n_ctx 4096, n_embd 256, 4 layers, n_ff 1024: slow enough that a long request keeps the
+    # worker busy while the test fills the queue.
+    subprocess.run([writer, str(slow), "4096", "256", "4", "1024"], check=True, timeout=60,
+                   capture_output=True)
+    return {"target": str(target), "draft": str(draft), "slow": str(slow)}
+
+
+class Server:
+    """A running `specdec serve` process."""
+
+    def __init__(self, cli, args):
+        self.log = []
+        self.proc = subprocess.Popen([cli, "serve", "--port", "0", *args],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        ready = threading.Event()
+        self.port = None
+
+        def drain():  # keeps reading so that the server never blocks on a full pipe
+            for line in self.proc.stderr:
+                self.log.append(line)
+                m = re.search(r"listening on http://[^:]+:(\d+)", line)
+                if m:
+                    self.port = int(m.group(1))
+                    ready.set()
+            ready.set()
+
+        self.reader = threading.Thread(target=drain, daemon=True)
+        self.reader.start()
+        if not ready.wait(STARTUP_TIMEOUT_S) or self.port is None:
+            self.stop()
+            pytest.fail("server did not start:\n" + "".join(self.log))
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def stop(self):
+        """Stops the server; returns its exit code (0 after a clean shutdown)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                return "killed: did not stop within %d s" % STOP_TIMEOUT_S
+        self.reader.join(10)
+        return self.proc.returncode
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def get(self, path, timeout=30, headers=None):
+        req = urllib.request.Request(self.base + path, headers=headers or {})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.read().decode()
+
+    def metrics(self, headers=None):
+        """The /metrics samples as {series: value}."""
+        out = {}
+        for line in self.get("/metrics", headers=headers).splitlines():
+            if line and not line.startswith("#"):
+                series, value = line.rsplit(" ", 1)
+                out[series] = float(value)
+        return out
+
+    def wait_idle(self, timeout=60, headers=None):
+        """Waits until no generation request is queued or running; returns the metrics."""
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self.metrics(headers)
+            if m["specdec_requests_in_flight"] == 0 and m["specdec_queue_length"] == 0:
+                return m
+            if time.monotonic() > deadline:
+                pytest.fail(f"server still busy after {timeout} s: {m}")
+            time.sleep(0.05)
+
+
+def start_server(cli, args):
+    return Server(cli, args)
+
+
+@pytest.fixture(scope="module")
+def server(cli, models):
+    """Tiny target with its draft: the server most tests use."""
+    s = Server(cli, ["-m", models["target"], "-md", models["draft"], "--draft-max", "3",
+                     "-t", "2", "-c", "512"])
+    yield s
+    code = s.stop()
+    assert code == 0, f"server exit: {code}\n" + "".join(s.log[-30:])
+
+
+def post_json(base, path, body, headers=None, timeout=60):
+    """(status, parsed JSON or raw text) of a POST with a JSON or raw body."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    req = urllib.request.Request(base + path, data=data, method="POST",
+                                 headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            status, text = r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        status, text = e.code, e.read().decode()
+    try:
+        return status, json.loads(text)
+    except json.JSONDecodeError:
+        return status, text
