@@ -74,7 +74,7 @@ int serve_command(const std::vector<std::string>& args) {
                "draft model (GGUF) sharing the target's vocabulary", draft_model);
   p.add_int({"--draft-max", "--draft"}, "N", "default tokens drafted per round (gamma)", draft_max,
             1, 64);
-  p.add_string({"--host"}, "ADDR", "address to listen on (default 127.0.0.1)", config.host);
+  p.add_string({"--host"}, "ADDR", "address to listen on (0.0.0.0: every interface)", config.host);
   p.add_int({"--port"}, "N", "port to listen on (0: any free port, printed at start)", port, 0,
             65535);
   p.add_string({"--api-key"}, "KEY",

@@ -279,7 +279,9 @@ void HttpServer::Impl::routes() {
       [this](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
         std::string message = str_cat("HTTP ", res.status);
-        if (res.status == 413) {
+        if (res.status == 400) {
+          message = "malformed HTTP request (request line, headers or body framing)";
+        } else if (res.status == 413) {
           message = str_cat("the request body exceeds the limit of ", config.max_body_bytes,
                             " bytes (--max-body-bytes)");
         }
