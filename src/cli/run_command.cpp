@@ -19,11 +19,13 @@ namespace {
 
 struct RunOptions {
   std::string model, draft_model, prompt, prompt_file, system_prompt, stats_json;
-  bool chat = false, ignore_eos = false, quiet = false;
+  bool chat = false, ignore_eos = false, quiet = false, draft_ngram = false;
   std::vector<std::string> stop;
   int32_t n_predict = 128, n_ctx = 4096, threads = 0, draft_max = 5;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int32_t top_k = 40;
+  NgramParams ngram;
+  bool ngram_given = false;  // --ngram-max or --ngram-min
   int64_t seed = -1;
 };
 
@@ -39,14 +41,40 @@ std::string read_file(const std::string& path) {
 
 int run_command(const std::vector<std::string>& args) {
   RunOptions o;
-  ArgParser p("specdec run -m MODEL [-md DRAFT] -p PROMPT [options]",
+  ArgParser p("specdec run -m MODEL [-md DRAFT | --draft-ngram] -p PROMPT [options]",
               "Generates text from a prompt and streams it to stdout. With -md, a draft model\n"
               "proposes tokens that the target verifies in one pass (lossless speculative\n"
-              "decoding): the output distribution is exactly the target's. Without -md it is\n"
-              "plain target-only decoding.");
+              "decoding): the output distribution is exactly the target's. With --draft-ngram,\n"
+              "the proposals are copied from earlier text instead (prompt lookup: no draft\n"
+              "model; pays off when the output repeats the prompt). Otherwise it is plain\n"
+              "target-only decoding.");
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF)", o.model);
   p.add_string({"-md", "--model-draft"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", o.draft_model);
+  p.add_flag({"--draft-ngram"},
+             "draft by prompt lookup (no draft model): copy what followed the latest earlier "
+             "occurrence of the last n tokens",
+             o.draft_ngram);
+  // Parsed by hand rather than add_int, to know whether they were given (they need
+  // --draft-ngram) while the help shows the real defaults.
+  const auto ngram_flag = [&o](const char* name, int32_t& out) {
+    return [&o, name, target = &out](const std::string& v) {
+      const int64_t n = parse_int(v, name);
+      if (n < 1 || n > NgramDrafter::kMaxN) {
+        fail(name, " must be in [1, ", NgramDrafter::kMaxN, "], got ", n);
+      }
+      *target = static_cast<int32_t>(n);
+      o.ngram_given = true;
+    };
+  };
+  p.add_value({"--ngram-max"}, "N",
+              "longest suffix looked up with --draft-ngram (default: " +
+                  std::to_string(NgramParams{}.n_max) + ")",
+              ngram_flag("--ngram-max", o.ngram.n_max));
+  p.add_value({"--ngram-min"}, "N",
+              "shortest suffix looked up with --draft-ngram (default: " +
+                  std::to_string(NgramParams{}.n_min) + ")",
+              ngram_flag("--ngram-min", o.ngram.n_min));
   p.add_int({"--draft-max", "--draft"}, "N", "tokens drafted per round (gamma)", o.draft_max, 1,
             64);
   p.add_string({"-p", "--prompt"}, "TEXT", "prompt", o.prompt);
@@ -86,6 +114,14 @@ int run_command(const std::vector<std::string>& args) {
   if (!o.prompt.empty() && !o.prompt_file.empty()) fail("give either -p or -f, not both");
   std::string prompt = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
   if (prompt.empty()) fail("a prompt is required: -p TEXT or -f FILE");
+  // Checked before any model is loaded, so that a bad combination fails at once.
+  if (o.draft_ngram && !o.draft_model.empty()) {
+    fail("--draft-ngram and -md are mutually exclusive: draft with a model or by prompt lookup");
+  }
+  if (!o.draft_ngram && o.ngram_given) fail("--ngram-max/--ngram-min need --draft-ngram");
+  if (o.ngram.n_min > o.ngram.n_max) {
+    fail("--ngram-min (", o.ngram.n_min, ") must not exceed --ngram-max (", o.ngram.n_max, ")");
+  }
 
   const auto load_start = std::chrono::steady_clock::now();
   LoadedModel target = LoadedModel::load(o.model);
@@ -123,6 +159,10 @@ int run_command(const std::vector<std::string>& args) {
   go.stop = o.stop;
   go.ignore_eos = o.ignore_eos;
   go.draft_max = o.draft_max;
+  if (o.draft_ngram) {
+    go.drafter = DrafterKind::Ngram;
+    go.ngram = o.ngram;
+  }
 
   GenerationResult result = engine.generate(tokens, go, [](std::string_view text) {
     std::cout << text << std::flush;

@@ -2,6 +2,7 @@
 
 #include <iomanip>
 #include <sstream>
+#include <string_view>
 
 namespace specdec::cli {
 namespace {
@@ -42,8 +43,15 @@ std::string format_summary(const GenerationResult& r, double load_ms, uint64_t s
         << std::setprecision(2) << mean_accepted << " accepted/round, "
         << d.tokens_per_target_call() << " tokens/target pass\n"
         << std::setprecision(1);
-    out << "             draft " << d.draft_seconds * 1000.0 << " ms, verify "
-        << d.verify_seconds * 1000.0 << " ms; accepted per round:";
+    // The drafter goes on the second line: scripts and tests parse "speculative: gamma N".
+    out << "             drafter " << s.drafter;
+    if (std::string_view(s.drafter) == "ngram") {
+      out << " (n " << s.ngram.n_min << ".." << s.ngram.n_max << ")";
+    }
+    out << ", " << d.baseline_steps << " target-only steps";
+    if (std::string_view(s.drafter) == "ngram") out << " (no match or no room to draft)";
+    out << "; draft " << d.draft_seconds * 1000.0 << " ms, verify " << d.verify_seconds * 1000.0
+        << " ms; accepted per round:";
     for (size_t a = 0; a < d.accepted_hist.size(); ++a)
       out << " " << a << ":" << d.accepted_hist[a];
     out << "\n";
@@ -70,6 +78,10 @@ nlohmann::json stats_to_json(const GenerationResult& r, const GenerationOptions&
   if (s.speculative) {
     const DecodeStats& d = s.spec;
     nlohmann::json spec;
+    spec["drafter"] = s.drafter;
+    if (std::string_view(s.drafter) == "ngram") {
+      spec["ngram"] = {{"n_max", s.ngram.n_max}, {"n_min", s.ngram.n_min}};
+    }
     spec["gamma"] = s.draft_max;
     spec["rounds"] = d.rounds;
     spec["baseline_steps"] = d.baseline_steps;

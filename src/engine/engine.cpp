@@ -27,6 +27,16 @@ const char* finish_reason_name(FinishReason r) {
   return "?";
 }
 
+const char* drafter_kind_name(DrafterKind kind) {
+  switch (kind) {
+    case DrafterKind::Model:
+      return "model";
+    case DrafterKind::Ngram:
+      return "ngram";
+  }
+  return "?";
+}
+
 // The KV caches of one sequence, plus the tokens they were filled from, so that a following
 // request sharing a prefix (the next chat turn) does not recompute it.
 struct Engine::Sequences {
@@ -65,7 +75,10 @@ GenerationResult Engine::generate(std::span<const int32_t> prompt, const Generat
     if (id < 0 || id >= target_.model->config().n_vocab)
       fail("prompt token id ", id, " is out of range");
   }
-  const bool speculative = draft_ != nullptr && opts.speculative && opts.draft_max > 0;
+  const bool want_spec = opts.speculative && opts.draft_max > 0;
+  const bool use_model = want_spec && opts.drafter == DrafterKind::Model && draft_ != nullptr;
+  const bool use_ngram = want_spec && opts.drafter == DrafterKind::Ngram;
+  const bool speculative = use_model || use_ngram;
 
   // Room left after the prompt: the last committed token still has to go through the target.
   const int32_t room = options_.n_ctx - n_prompt + 1;
@@ -75,21 +88,30 @@ GenerationResult Engine::generate(std::span<const int32_t> prompt, const Generat
   // pending, hence at most n_prompt - 1).
   Sequences& s = *seq_;
   int32_t n_cached = 0;
-  const int32_t limit =
-      std::min({static_cast<int32_t>(s.history.size()), s.target.length(),
-                speculative ? s.draft->length() : s.target.length(), n_prompt - 1});
+  const int32_t limit = std::min({static_cast<int32_t>(s.history.size()), s.target.length(),
+                                  use_model ? s.draft->length() : s.target.length(), n_prompt - 1});
   while (n_cached < limit && s.history[n_cached] == prompt[n_cached]) ++n_cached;
-  if (!speculative && s.draft) s.draft->truncate(std::min(s.draft->length(), n_cached));
+  // An unused draft cache must still hold only a prefix of the history recorded below.
+  if (!use_model && s.draft) s.draft->truncate(std::min(s.draft->length(), n_cached));
 
+  std::unique_ptr<Drafter> drafter;
+  if (use_model) {
+    drafter = std::make_unique<ModelDrafter>(*s.draft);
+  } else if (use_ngram) {
+    drafter = std::make_unique<NgramDrafter>(s.target.n_vocab(), opts.ngram);
+  }
   Rng rng(opts.sampling.seed);
-  SpeculativeDecoder decoder(s.target, speculative ? s.draft.get() : nullptr, opts.sampling,
-                             speculative ? opts.draft_max : 0, rng);
+  SpeculativeDecoder decoder =
+      drafter ? SpeculativeDecoder(s.target, *drafter, opts.sampling, opts.draft_max, rng)
+              : SpeculativeDecoder(s.target, nullptr, opts.sampling, 0, rng);
   const Tokenizer& tok = tokenizer();
   auto is_end = [&tok, &opts](int32_t id) { return !opts.ignore_eos && tok.is_eog(id); };
 
   GenerationResult result;
   result.stats.prompt_tokens = n_prompt;
   result.stats.speculative = speculative;
+  result.stats.drafter = drafter ? drafter->kind() : "";
+  if (use_ngram) result.stats.ngram = opts.ngram;
   result.stats.draft_max = speculative ? opts.draft_max : 0;
 
   const auto t0 = Clock::now();

@@ -1,6 +1,7 @@
 // A generation session over a target model and an optional draft model: prefill, the decode
-// loop (speculative rounds when a draft is present, plain target steps otherwise), stop
-// conditions and streaming of complete UTF-8 text.
+// loop (speculative rounds when a drafter is available: the draft model, or prompt lookup over
+// the text so far; plain target steps otherwise), stop conditions and streaming of complete
+// UTF-8 text.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "engine/loaded_model.h"
 #include "sampling/distribution.h"
+#include "speculative/ngram_drafter.h"
 #include "speculative/speculative_decoder.h"
 
 namespace specdec {
@@ -24,13 +26,23 @@ struct EngineOptions {
   int n_threads = 1;
 };
 
+// Where a request's drafts come from. The choice is per request (not per Engine) so that one
+// engine, e.g. a server's, can serve prompt-lookup and draft-model requests side by side.
+enum class DrafterKind {
+  Model,  // the draft model given to the Engine; without one, target-only decoding
+  Ngram,  // prompt lookup (NgramDrafter): needs no draft model
+};
+const char* drafter_kind_name(DrafterKind kind);  // "model" / "ngram"
+
 struct GenerationOptions {
   int32_t max_tokens = 128;  // < 0: until end of generation or a full context
   SamplingParams sampling;
   std::vector<std::string> stop;
   bool ignore_eos = false;
-  bool speculative = true;  // with a draft model loaded
-  int32_t draft_max = 5;    // γ
+  bool speculative = true;  // when the chosen drafter is available
+  DrafterKind drafter = DrafterKind::Model;
+  NgramParams ngram;      // for DrafterKind::Ngram
+  int32_t draft_max = 5;  // γ
 };
 
 enum class FinishReason { Length, Stop, EndOfGeneration, ContextFull, Cancelled };
@@ -42,6 +54,8 @@ struct GenerationStats {
   double prefill_ms = 0;
   double decode_ms = 0;
   bool speculative = false;
+  const char* drafter = "";  // drafter_kind_name of the drafter used; "" when not speculative
+  NgramParams ngram;         // when drafter is "ngram"
   int32_t draft_max = 0;
   DecodeStats spec;  // rounds, drafted, accepted, histogram, per-round log
 };
@@ -65,7 +79,7 @@ class Engine {
   const Tokenizer& tokenizer() const { return *target_.tokenizer; }
   const ChatTemplate& chat_template() const { return *target_.chat_template; }
   int32_t n_ctx() const { return options_.n_ctx; }
-  bool has_draft() const { return draft_ != nullptr; }
+  bool has_draft() const { return draft_ != nullptr; }  // a draft *model* was given
 
   // Tokenizes a prompt the way llama.cpp does (BOS per the vocabulary, special tokens parsed);
   // a chat-formatted prompt that already starts with the BOS text gets no second BOS.

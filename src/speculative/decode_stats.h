@@ -7,7 +7,9 @@
 namespace specdec {
 
 struct RoundLog {
-  int32_t gamma = 0;     // drafts proposed this round (after budget/context shrinking); 0: baseline
+  // Drafts proposed this round: m <= γ after budget/context shrinking (prompt lookup may propose
+  // fewer); 0: a target-only step, including one whose drafter had nothing to propose.
+  int32_t gamma = 0;
   int32_t accepted = 0;  // drafts accepted
   int32_t emitted = 0;   // tokens committed (accepted + correction/bonus, minus budget/stop cuts)
   // Entropy (nats) of the target's filtered distribution at each position the verifier looked at
@@ -20,12 +22,12 @@ struct RoundLog {
 };
 
 struct DecodeStats {
-  int64_t rounds = 0;          // speculative rounds (gamma >= 1)
-  int64_t baseline_steps = 0;  // target-only steps
-  int64_t drafted = 0;         // draft tokens proposed
+  int64_t rounds = 0;          // speculative rounds (m >= 1 drafts)
+  int64_t baseline_steps = 0;  // target-only steps (no room to draft, or nothing proposed)
+  int64_t drafted = 0;         // draft tokens proposed: the sum of m over rounds
   int64_t accepted = 0;        // draft tokens accepted
   int64_t emitted = 0;         // tokens committed
-  // accepted_hist[a]: rounds that accepted exactly a drafts, a = 0..gamma.
+  // accepted_hist[a]: rounds that accepted exactly a drafts, a = 0..γ (the configured γ).
   std::vector<int64_t> accepted_hist;
   double draft_seconds = 0;   // draft forwards + draft distributions + draft sampling
   double verify_seconds = 0;  // target forwards + target distributions + accept/reject

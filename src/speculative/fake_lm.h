@@ -66,9 +66,11 @@ class FakeLM : public CausalLM {
     const float amp = base_ ? noise_ : scale_;
     uint64_t h = mix(salt_);
     for (int32_t t : context) h = mix(h ^ static_cast<uint64_t>(t + 1));
+    const int32_t successor = context.empty() ? -1 : (context.back() + 1) % vocab_;
     for (int32_t v = 0; v < vocab_; ++v) {
       const uint64_t x = mix(h + static_cast<uint64_t>(v) * 0x9e3779b97f4a7c15ULL);
       out[v] += amp * (static_cast<float>(x >> 40) / static_cast<float>(1 << 24) * 2.0f - 1.0f);
+      if (v == successor) out[v] += successor_bias_;
       if (round_) out[v] = std::round(out[v]);  // integer logits: frequent exact ties
     }
   }
@@ -82,6 +84,10 @@ class FakeLM : public CausalLM {
   const std::vector<Call>& calls() const { return calls_; }
   void set_recording(bool on) { record_ = on; }
   void set_rounding(bool on) { round_ = on; }
+  // Adds b to the logit of (last token + 1) mod vocab: the text then tends to cycle
+  // 0 1 2 .. V-1 0 1 .., so it repeats itself and prompt lookup finds matches, while the rest of
+  // the logits still depend on the whole context.
+  void set_successor_bias(float b) { successor_bias_ = b; }
   void clear_calls() { calls_.clear(); }
   int64_t forwards() const { return forwards_; }
 
@@ -102,6 +108,7 @@ class FakeLM : public CausalLM {
   std::vector<Call> calls_;
   bool record_ = false;
   bool round_ = false;
+  float successor_bias_ = 0.0f;
   int64_t forwards_ = 0;
 };
 

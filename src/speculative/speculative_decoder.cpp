@@ -33,11 +33,27 @@ std::span<const float> row(const std::vector<float>& logits, int32_t n_vocab, si
 
 SpeculativeDecoder::SpeculativeDecoder(CausalLM& target, CausalLM* draft,
                                        const SamplingParams& params, int32_t gamma, Rng& rng)
-    : target_(target), draft_(draft), params_(params), gamma_(gamma), rng_(rng) {
+    : target_(target), params_(params), gamma_(gamma), rng_(rng) {
   if (gamma < 0) fail("speculative decoder: gamma must be >= 0, got ", gamma);
   if (draft && draft->n_vocab() != target.n_vocab()) {
     fail("speculative decoder: draft vocabulary (", draft->n_vocab(), ") differs from target's (",
          target.n_vocab(), ")");
+  }
+  if (draft) {
+    model_drafter_ = std::make_unique<ModelDrafter>(*draft);
+    drafter_ = model_drafter_.get();
+    model_view_ = model_drafter_.get();
+  }
+}
+
+SpeculativeDecoder::SpeculativeDecoder(CausalLM& target, Drafter& drafter,
+                                       const SamplingParams& params, int32_t gamma, Rng& rng)
+    : target_(target), drafter_(&drafter), params_(params), gamma_(gamma), rng_(rng) {
+  if (gamma < 0) fail("speculative decoder: gamma must be >= 0, got ", gamma);
+  model_view_ = dynamic_cast<const ModelDrafter*>(drafter_);
+  if (model_view_ && model_view_->model().n_vocab() != target.n_vocab()) {
+    fail("speculative decoder: draft vocabulary (", model_view_->model().n_vocab(),
+         ") differs from target's (", target.n_vocab(), ")");
   }
 }
 
@@ -48,10 +64,11 @@ void SpeculativeDecoder::start(std::span<const int32_t> prompt, int32_t max_new_
   if (n > target_.capacity()) {
     fail("prompt of ", n, " tokens does not fit the context of ", target_.capacity());
   }
-  if (n_cached < 0 || n_cached > n - 1 || n_cached > target_.length() ||
-      (draft_ && n_cached > draft_->length())) {
+  if (n_cached < 0 || n_cached > n - 1 || n_cached > target_.length()) {
     fail("speculative decoder: invalid cached prefix length ", n_cached);
   }
+  // Before anything changes: the drafter validates n_cached against its own state and throws.
+  if (drafter_) drafter_->start(prompt, n_cached);
   tokens_.assign(prompt.begin(), prompt.end());
   prompt_len_ = prompt.size();
   max_new_ = max_new_tokens;
@@ -66,8 +83,6 @@ void SpeculativeDecoder::start(std::span<const int32_t> prompt, int32_t max_new_
         prompt.subspan(static_cast<size_t>(n_cached), static_cast<size_t>(n - 1 - n_cached)),
         logits_);
   }
-  if (draft_) draft_->truncate(n_cached);
-  draft_len_ = n_cached;
   reason_ = max_new_tokens > 0 ? StopReason::None : StopReason::MaxTokens;
 }
 
@@ -93,12 +108,12 @@ bool SpeculativeDecoder::target_full() {
 }
 
 int32_t SpeculativeDecoder::effective_gamma() const {
-  if (!draft_) return 0;
+  if (!drafter_) return 0;
   const auto n = static_cast<int64_t>(tokens_.size());
   int64_t g = gamma_;
-  g = std::min<int64_t>(g, max_new_ - generated_ - 1);   // a round emits up to γ + 1 tokens
-  g = std::min<int64_t>(g, target_.capacity() - n);      // verify writes positions n-1..n+γ-1
-  g = std::min<int64_t>(g, draft_->capacity() - n + 1);  // draft writes positions up to n+γ-2
+  g = std::min<int64_t>(g, max_new_ - generated_ - 1);  // a round emits up to γ + 1 tokens
+  g = std::min<int64_t>(g, target_.capacity() - n);     // verify writes positions n-1..n+γ-1
+  g = std::min<int64_t>(g, drafter_->max_drafts(static_cast<int32_t>(n)));
   return static_cast<int32_t>(std::max<int64_t>(g, 0));
 }
 
@@ -112,10 +127,10 @@ int32_t SpeculativeDecoder::step_baseline() {
   const int32_t token = params_.greedy() ? p_[0].argmax() : sample(p_[0], rng_);
   stats_.verify_seconds += seconds_since(t0);
   ++stats_.baseline_steps;
-  stats_.log.push_back(RoundLog{0, 0, 1, {entropy(p_[0])}});
+  stats_.log.push_back(RoundLog{0, 0, 1, {entropy(p_[0])}, {}});
   commit(token);
-  // Target now holds t[0..n) = all but the new pending token; the draft (if any) is unchanged and
-  // still a committed prefix.
+  // Target now holds t[0..n) = all but the new pending token; the drafter's state (a draft
+  // model's cache) is unchanged and still a committed prefix.
   return 1;
 }
 
@@ -127,67 +142,60 @@ int32_t SpeculativeDecoder::step() {
   const auto n = static_cast<int32_t>(tokens_.size());
   const int32_t v = target_.n_vocab();
   const bool greedy = params_.greedy();
-  if (q_.size() < static_cast<size_t>(g)) q_.resize(static_cast<size_t>(g));
-  if (p_.size() < static_cast<size_t>(g) + 1) p_.resize(static_cast<size_t>(g) + 1);
-  drafts_.resize(static_cast<size_t>(g));
 
-  // 1. Draft: catch up on committed tokens the draft has not seen (at least the pending one),
-  //    then propose y_1..y_γ autoregressively.
+  // 1. Draft: m <= γ proposals with their distributions.
   auto t0 = Clock::now();
-  draft_->forward(std::span<const int32_t>(tokens_).subspan(static_cast<size_t>(draft_len_)),
-                  logits_);
-  size_t last_row = static_cast<size_t>(n - draft_len_) - 1;
-  draft_len_ = n;
-  for (int32_t i = 0; i < g; ++i) {
-    Distribution& q = q_[static_cast<size_t>(i)];
-    make_distribution(row(logits_, v, last_row), params_, q);
-    drafts_[static_cast<size_t>(i)] = greedy ? q.argmax() : sample(q, rng_);
-    if (i + 1 < g) {
-      draft_->forward(std::span<const int32_t>(&drafts_[static_cast<size_t>(i)], 1), logits_);
-      last_row = 0;
-    }
-  }
+  const int32_t m = drafter_->propose(tokens_, g, params_, rng_, drafts_, q_);
   stats_.draft_seconds += seconds_since(t0);
+  if (m < 0 || m > g || drafts_.size() < static_cast<size_t>(m) ||
+      q_.size() < static_cast<size_t>(m)) {
+    fail("speculative decoder: drafter proposed ", m, " tokens for gamma ", g);
+  }
+  // Nothing proposed (prompt lookup found no match): a plain target step. It consumes the stream
+  // exactly like a round with zero drafts would (one draw for the "bonus"), and is counted as a
+  // baseline step, so rounds/drafted/accepted describe real speculation only.
+  if (m == 0) return step_baseline();
 
-  // 2. Verify all drafts in one target call.
+  // 2. Verify all m drafts in one target call over m + 1 positions.
   t0 = Clock::now();
+  if (p_.size() < static_cast<size_t>(m) + 1) p_.resize(static_cast<size_t>(m) + 1);
+  const std::span<const int32_t> drafts(drafts_.data(), static_cast<size_t>(m));
   inputs_.assign(1, tokens_.back());
-  inputs_.insert(inputs_.end(), drafts_.begin(), drafts_.end());
+  inputs_.insert(inputs_.end(), drafts.begin(), drafts.end());
   target_.forward(inputs_, logits_);
-  for (int32_t j = 0; j <= g; ++j) {
+  for (int32_t j = 0; j <= m; ++j) {
     make_distribution(row(logits_, v, static_cast<size_t>(j)), params_, p_[static_cast<size_t>(j)]);
   }
-  const std::span<const Distribution> q(q_.data(), static_cast<size_t>(g));
-  const std::span<const Distribution> p(p_.data(), static_cast<size_t>(g) + 1);
-  const VerifyResult r = verify_(drafts_, q, p, greedy, rng_);
+  const std::span<const Distribution> q(q_.data(), static_cast<size_t>(m));
+  const std::span<const Distribution> p(p_.data(), static_cast<size_t>(m) + 1);
+  const VerifyResult r = verify_(drafts, q, p, greedy, rng_);
   stats_.verify_seconds += seconds_since(t0);
 
-  RoundLog log{g, r.n_accepted, 0, {}};
-  for (int32_t j = 0; j <= r.n_accepted && j <= g; ++j) {
+  RoundLog log{m, r.n_accepted, 0, {}, {}};
+  for (int32_t j = 0; j <= r.n_accepted && j <= m; ++j) {
     log.target_entropy.push_back(entropy(p_[static_cast<size_t>(j)]));
-    if (j < g) {
+    if (j < m) {
       log.overlap.push_back(
           static_cast<float>(overlap(p_[static_cast<size_t>(j)], q_[static_cast<size_t>(j)])));
     }
   }
   ++stats_.rounds;
-  stats_.drafted += g;
+  stats_.drafted += m;
   stats_.accepted += r.n_accepted;
   ++stats_.accepted_hist[static_cast<size_t>(r.n_accepted)];
 
   // 3. Commit y_1..y_a then z, stopping early on the budget or a stop token.
   bool open = true;
-  for (int32_t i = 0; i < r.n_accepted && open; ++i) open = commit(drafts_[static_cast<size_t>(i)]);
+  for (int32_t i = 0; i < r.n_accepted && open; ++i) open = commit(drafts[static_cast<size_t>(i)]);
   if (open) commit(r.next_token);
   const auto n_new = static_cast<int32_t>(tokens_.size());
   log.emitted = n_new - n;
   stats_.log.push_back(std::move(log));
 
-  // 4. Roll back to the protocol's invariant. The draft holds t[0..n) y_1..y_{γ-1}; of that, the
-  //    committed part is t[0..n) y_1..y_min(a, γ-1), further capped by the pending-token rule.
+  // 4. Roll back to the protocol's invariant: the target to the committed prefix minus the
+  //    pending token; the drafter drops what it computed for rejected drafts.
   target_.truncate(n_new - 1);
-  draft_len_ = std::min(n + std::min(r.n_accepted, g - 1), n_new - 1);
-  draft_->truncate(draft_len_);
+  drafter_->finish_round(tokens_, n, m, r.n_accepted);
   return n_new - n;
 }
 

@@ -1,31 +1,39 @@
-// The generation loop: speculative rounds over a draft and a target CausalLM, plus plain
-// target-only decoding through the same distribution code.
+// The generation loop: speculative rounds over a target CausalLM and a Drafter (a draft model, or
+// prompt lookup), plus plain target-only decoding through the same distribution code.
 //
 // Protocol (the invariant between calls). Let t[0..n) be the committed tokens (prompt followed by
 // generated tokens; n >= 1). Then
 //   * the target's cache holds exactly t[0..n-1): every committed token but the last;
-//   * the draft's cache holds t[0..d) for some d <= n-1 (the decoder tracks d): usually d = n-1,
-//     d = n-2 after a round that accepted every draft (the draft never ran the last draft token),
-//     and it lags further after target-only steps;
+//   * with a draft model (ModelDrafter), the draft's cache holds t[0..d) for some d <= n-1 (the
+//     drafter tracks d): usually d = n-1, d = n-2 after a round that accepted every draft (the
+//     draft never ran the last draft token), and it lags further after target-only steps;
 //   * the last committed token t[n-1] is pending: it is the first input of the next step.
-// A round with γ drafts:
-//   1. draft: feed t[d..n) in one call (catch-up, ending with t[n-1]); its last row gives q_1 and
-//      y_1 ~ q_1; then feed y_i alone to get q_{i+1}, for i < γ. Draft cache: t[0..n) y_1..y_{γ-1}.
-//   2. verify: one target call on [t[n-1], y_1..y_γ] gives p_1..p_{γ+1} (row j conditions on
-//      t[0..n) y_1..y_j). Target cache: t[0..n) y_1..y_γ.
+// A round with up to γ drafts:
+//   1. draft: the drafter proposes m <= γ tokens y_1..y_m with distributions q_1..q_m. A draft
+//      model feeds t[d..n) in one call (catch-up, ending with t[n-1]); its last row gives q_1 and
+//      y_1 ~ q_1; then it feeds y_i alone to get q_{i+1}, for i < m (m = γ always). Draft cache:
+//      t[0..n) y_1..y_{m-1}. Prompt lookup proposes a copy of earlier text with one-hot q_i (and
+//      may propose m < γ, or m = 0: then the step is target-only, step_baseline()).
+//   2. verify: one target call on [t[n-1], y_1..y_m] gives p_1..p_{m+1} (row j conditions on
+//      t[0..n) y_1..y_j). Target cache: t[0..n) y_1..y_m.
 //   3. verify_drafts -> a accepted and a next token z; commit y_1..y_a z (cut short by the token
 //      budget or the stop predicate, in which case later tokens are not committed).
-//   4. roll back: target to n'-1 entries (n' = new committed length); draft to the committed part
-//      of what it holds, min(n + min(a, γ-1), n'-1). Rows of rejected tokens are never used again:
-//      the next round recomputes everything past the committed prefix.
+//   4. roll back: target to n'-1 entries (n' = new committed length); a draft model to the
+//      committed part of what it holds, min(n + min(a, m-1), n'-1). Rows of rejected tokens are
+//      never used again: the next round recomputes everything past the committed prefix.
 // γ shrinks to fit the token budget (γ <= remaining - 1: the round emits up to γ + 1 tokens) and
-// the contexts (target: n + γ <= capacity; draft: n + γ - 1 <= capacity); at γ = 0 the round is a
-// target-only step. Generation ends when the budget is spent, the stop predicate fires (the stop
-// token itself is committed; nothing after it is), or the target cannot take the pending token.
+// the contexts (target: n + γ <= capacity; draft model: n + γ - 1 <= capacity); at γ = 0 the
+// round is a target-only step. Generation ends when the budget is spent, the stop predicate fires
+// (the stop token itself is committed; nothing after it is), or the target cannot take the
+// pending token.
+//
+// Randomness: one stream (rng) serves, in order, the drafter's own draws (a sampling draft model)
+// and the accept tests, corrections and bonuses, so a run is reproducible from its seed.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -33,6 +41,7 @@
 #include "sampling/rng.h"
 #include "speculative/causal_lm.h"
 #include "speculative/decode_stats.h"
+#include "speculative/drafter.h"
 #include "speculative/rejection_rules.h"
 
 namespace specdec {
@@ -43,14 +52,18 @@ class SpeculativeDecoder {
  public:
   using StopPredicate = std::function<bool(int32_t token)>;
 
-  // draft may be null (target-only decoding); gamma >= 0. The models, and rng, must outlive the
-  // decoder; rng is the run's single random stream (draft sampling, accept tests, corrections).
+  // draft may be null (target-only decoding); otherwise the decoder drafts with a ModelDrafter
+  // over it. gamma >= 0. The models, and rng, must outlive the decoder; rng is the run's single
+  // random stream (draft sampling, accept tests, corrections).
   SpeculativeDecoder(CausalLM& target, CausalLM* draft, const SamplingParams& params, int32_t gamma,
                      Rng& rng);
+  // Any drafter (e.g. NgramDrafter); it must outlive the decoder.
+  SpeculativeDecoder(CausalLM& target, Drafter& drafter, const SamplingParams& params,
+                     int32_t gamma, Rng& rng);
 
   // Establishes the protocol's invariant for a non-empty prompt. prompt[0..n_cached) must already
   // be in both caches (the engine's prompt cache; 0 clears them). The target is prefilled with
-  // prompt[n_cached..n-1) now; the draft catches up lazily in its first round. Resets stats.
+  // prompt[n_cached..n-1) now; a draft model catches up lazily in its first round. Resets stats.
   void start(std::span<const int32_t> prompt, int32_t max_new_tokens, StopPredicate stop = {},
              int32_t n_cached = 0);
 
@@ -67,7 +80,9 @@ class SpeculativeDecoder {
   std::span<const int32_t> generated() const {
     return std::span<const int32_t>(tokens_).subspan(prompt_len_);
   }
-  int32_t draft_committed() const { return draft_len_; }  // d in the protocol above
+  // d in the protocol above (0 without a draft model).
+  int32_t draft_committed() const { return model_view_ ? model_view_->committed() : 0; }
+  const Drafter* drafter() const { return drafter_; }  // null: target-only
   const DecodeStats& stats() const { return stats_; }
 
   // Tests only: run a deliberately broken accept/reject rule (see rejection_rules.h).
@@ -79,7 +94,9 @@ class SpeculativeDecoder {
   bool target_full();
 
   CausalLM& target_;
-  CausalLM* draft_;
+  std::unique_ptr<ModelDrafter> model_drafter_;  // owned when built from a CausalLM*
+  Drafter* drafter_ = nullptr;
+  const ModelDrafter* model_view_ = nullptr;  // drafter_ when it is a ModelDrafter
   SamplingParams params_;
   int32_t gamma_;
   Rng& rng_;
@@ -89,12 +106,11 @@ class SpeculativeDecoder {
   std::vector<int32_t> tokens_;
   size_t prompt_len_ = 0;
   int32_t max_new_ = 0, generated_ = 0;
-  int32_t draft_len_ = 0;
   StopReason reason_ = StopReason::MaxTokens;  // nothing to do before start()
 
   // Per-round buffers, reused.
   std::vector<float> logits_;
-  std::vector<int32_t> drafts_, inputs_;
+  std::vector<int32_t> drafts_, inputs_;  // drafts_ may be longer than this round's m
   std::vector<Distribution> q_, p_;
   DecodeStats stats_;
 };

@@ -1,0 +1,66 @@
+#include "speculative/drafter.h"
+
+#include <algorithm>
+
+#include "common/error.h"
+
+namespace specdec {
+
+namespace {
+
+std::span<const float> row(const std::vector<float>& logits, int32_t n_vocab, size_t i) {
+  return std::span<const float>(logits).subspan(i * static_cast<size_t>(n_vocab),
+                                                static_cast<size_t>(n_vocab));
+}
+
+}  // namespace
+
+void ModelDrafter::start(std::span<const int32_t> /*prompt*/, int32_t n_cached) {
+  if (n_cached < 0 || n_cached > draft_.length()) {
+    fail("speculative decoder: invalid cached prefix length ", n_cached);
+  }
+  // The draft catches up on the rest of the prompt lazily, in its first round.
+  draft_.truncate(n_cached);
+  draft_len_ = n_cached;
+}
+
+int32_t ModelDrafter::max_drafts(int32_t n) const {
+  // The draft writes positions up to n+γ-2 (it never runs y_γ), which needs n+γ-1 <= capacity.
+  return std::max(0, draft_.capacity() - n + 1);
+}
+
+int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
+                              const SamplingParams& params, Rng& rng, std::vector<int32_t>& drafts,
+                              std::vector<Distribution>& q) {
+  const auto n = static_cast<int32_t>(committed.size());
+  const int32_t v = draft_.n_vocab();
+  if (drafts.size() < static_cast<size_t>(gamma)) drafts.resize(static_cast<size_t>(gamma));
+  if (q.size() < static_cast<size_t>(gamma)) q.resize(static_cast<size_t>(gamma));
+  // Catch up on committed tokens the draft has not seen (at least the pending one), then propose
+  // y_1..y_γ autoregressively. Draft cache afterwards: t[0..n) y_1..y_{γ-1}.
+  draft_.forward(committed.subspan(static_cast<size_t>(draft_len_)), logits_);
+  size_t last_row = static_cast<size_t>(n - draft_len_) - 1;
+  draft_len_ = n;
+  const bool greedy = params.greedy();
+  for (int32_t i = 0; i < gamma; ++i) {
+    Distribution& qi = q[static_cast<size_t>(i)];
+    make_distribution(row(logits_, v, last_row), params, qi);
+    drafts[static_cast<size_t>(i)] = greedy ? qi.argmax() : sample(qi, rng);
+    if (i + 1 < gamma) {
+      draft_.forward(std::span<const int32_t>(&drafts[static_cast<size_t>(i)], 1), logits_);
+      last_row = 0;
+    }
+  }
+  return gamma;
+}
+
+void ModelDrafter::finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
+                                int32_t accepted) {
+  // The draft holds t[0..n) y_1..y_{m-1}; of that, the committed part is t[0..n) y_1..y_min(a,
+  // m-1), further capped by the pending-token rule (t[n'-1] is fed at the next round).
+  const auto n_new = static_cast<int32_t>(committed.size());
+  draft_len_ = std::min(n_before + std::min(accepted, m - 1), n_new - 1);
+  draft_.truncate(draft_len_);
+}
+
+}  // namespace specdec

@@ -1,0 +1,78 @@
+// The draft side of speculative decoding: whatever proposes the tokens y_1..y_m that the target
+// verifies in one pass, together with the distributions q_1..q_m they were drawn from.
+//
+// The accept/reject rule (rejection_sampler.h) is exact for ANY proposal mechanism, as long as
+// y_i really is a draw from q_i and q_i depends only on the committed context and y_1..y_{i-1}:
+// the proof P(emit x) = min(p, q)(x) + max(0, p - q)(x) = p(x) never uses where q came from. So
+// a draft language model (ModelDrafter) and a deterministic prompt-lookup proposer (NgramDrafter,
+// whose q_i is one-hot on y_i) plug into the same loop and the same rule.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sampling/distribution.h"
+#include "sampling/rng.h"
+#include "speculative/causal_lm.h"
+
+namespace specdec {
+
+class Drafter {
+ public:
+  virtual ~Drafter() = default;
+
+  // "model" or "ngram": how reports label the run.
+  virtual const char* kind() const = 0;
+
+  // A new sequence whose first n_cached prompt tokens are already in the caches the drafter may
+  // keep (see SpeculativeDecoder::start). Throws specdec::Error, before changing anything, when
+  // the drafter cannot honour n_cached.
+  virtual void start(std::span<const int32_t> prompt, int32_t n_cached) = 0;
+
+  // The most drafts this drafter can propose when n tokens are committed (e.g. a draft model's
+  // context), before the decoder's own budget and target-context limits.
+  virtual int32_t max_drafts(int32_t n) const = 0;
+
+  // Proposes m <= gamma drafts (gamma >= 1) after the committed tokens t[0..n) into drafts[0..m)
+  // and their distributions into q[0..m) (both resized to at least m); returns m. m = 0 means no
+  // proposal: the decoder runs a plain target-only step. Sampling drafters draw from rng, the
+  // run's single stream, so a run stays reproducible from its seed.
+  virtual int32_t propose(std::span<const int32_t> committed, int32_t gamma,
+                          const SamplingParams& params, Rng& rng, std::vector<int32_t>& drafts,
+                          std::vector<Distribution>& q) = 0;
+
+  // After a round that proposed m >= 1 drafts of which `accepted` were accepted: committed is the
+  // new history t[0..n'), n_before the length it had when propose ran. Lets a stateful drafter
+  // drop what it computed for rejected drafts.
+  virtual void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
+                            int32_t accepted) = 0;
+};
+
+// Drafts by sampling a smaller CausalLM autoregressively, with a lazy catch-up cache protocol
+// (see the protocol comment in speculative_decoder.h): the draft's cache holds a committed prefix
+// t[0..d) with d <= n-1, and each propose() first feeds it t[d..n) in one call.
+class ModelDrafter : public Drafter {
+ public:
+  // draft must outlive the drafter.
+  explicit ModelDrafter(CausalLM& draft) : draft_(draft) {}
+
+  const char* kind() const override { return "model"; }
+  void start(std::span<const int32_t> prompt, int32_t n_cached) override;
+  int32_t max_drafts(int32_t n) const override;
+  int32_t propose(std::span<const int32_t> committed, int32_t gamma, const SamplingParams& params,
+                  Rng& rng, std::vector<int32_t>& drafts, std::vector<Distribution>& q) override;
+  void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
+                    int32_t accepted) override;
+
+  CausalLM& model() { return draft_; }
+  const CausalLM& model() const { return draft_; }
+  int32_t committed() const { return draft_len_; }  // d in the protocol
+
+ private:
+  CausalLM& draft_;
+  int32_t draft_len_ = 0;
+  std::vector<float> logits_;
+};
+
+}  // namespace specdec
