@@ -19,6 +19,7 @@ constexpr const char* kUsage =
     "  make-draft  write a draft made of a target's first N layers (self-speculation)\n"
     "  serve   OpenAI-compatible HTTP server (speculative with -md DRAFT)\n"
     "  chat    interactive chat in the terminal (reads lines from stdin)\n"
+    "  bench   speculative vs target-only speed and acceptance over gammas, prompts, temperatures\n"
     "\n"
     "'specdec <command> --help' documents every option of a command.\n";
 
@@ -39,6 +40,7 @@ int main_entry(int argc, char** argv) {
     if (command == "make-draft") return make_draft_command(args);
     if (command == "serve") return serve_command(args);
     if (command == "chat") return chat_command(args);
+    if (command == "bench") return bench_command(args);
     std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 1;
   } catch (const Error& e) {
