@@ -29,7 +29,7 @@ GreedyTiming greedy_with_cache(Model& model, std::span<const int32_t> prompt, in
   GreedyTiming r;
   std::vector<float> logits;
   const auto t0 = Clock::now();
-  lm.prefill(prompt, &logits);
+  lm.forward_last(prompt, &logits);
   r.tokens.push_back(argmax(logits));
   while (static_cast<int32_t>(r.tokens.size()) < n) {
     lm.forward(std::span<const int32_t>(&r.tokens.back(), 1), logits);
@@ -51,7 +51,7 @@ GreedyTiming greedy_without_cache(Model& model, std::span<const int32_t> prompt,
     // Forget everything and recompute K/V for the whole sequence: only the last row's logits
     // are needed, which is also all a cache-less decoder uses.
     lm.truncate(0);
-    lm.prefill(sequence, &logits);
+    lm.forward_last(sequence, &logits);
     r.tokens.push_back(argmax(logits));
     sequence.push_back(r.tokens.back());
   }

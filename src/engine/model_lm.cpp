@@ -17,7 +17,7 @@ void ModelLM::forward(std::span<const int32_t> tokens, std::vector<float>& logit
   model_.forward(tokens, positions_, cache_, rows_, logits.data(), pool_);
 }
 
-void ModelLM::prefill(std::span<const int32_t> tokens, std::vector<float>* last_logits) {
+void ModelLM::forward_last(std::span<const int32_t> tokens, std::vector<float>* last_logits) {
   // Long prompts go through in chunks so scratch memory stays bounded; chunking cannot change
   // any result because the forward pass is batch invariant.
   constexpr size_t kChunk = 256;

@@ -21,8 +21,8 @@ class ModelLM final : public CausalLM {
   int32_t capacity() const override { return cache_.capacity(); }
   void truncate(int32_t n) override { cache_.truncate(n); }
   void forward(std::span<const int32_t> tokens, std::vector<float>& logits) override;
-  // Prefill: appends tokens but computes logits only for the last one (or none).
-  void prefill(std::span<const int32_t> tokens, std::vector<float>* last_logits);
+  // Appends tokens but computes logits only for the last one (or none), in bounded chunks.
+  void forward_last(std::span<const int32_t> tokens, std::vector<float>* last_logits) override;
 
   const KvCache& cache() const { return cache_; }
 

@@ -38,8 +38,8 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
   if (q.size() < static_cast<size_t>(gamma)) q.resize(static_cast<size_t>(gamma));
   // Catch up on committed tokens the draft has not seen (at least the pending one), then propose
   // y_1..y_γ autoregressively. Draft cache afterwards: t[0..n) y_1..y_{γ-1}.
-  draft_.forward(committed.subspan(static_cast<size_t>(draft_len_)), logits_);
-  size_t last_row = static_cast<size_t>(n - draft_len_) - 1;
+  draft_.forward_last(committed.subspan(static_cast<size_t>(draft_len_)), &logits_);
+  size_t last_row = 0;
   draft_len_ = n;
   const bool greedy = params.greedy();
   for (int32_t i = 0; i < gamma; ++i) {

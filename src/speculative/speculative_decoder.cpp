@@ -79,9 +79,9 @@ void SpeculativeDecoder::start(std::span<const int32_t> prompt, int32_t max_new_
 
   target_.truncate(n_cached);
   if (n_cached < n - 1) {
-    target_.forward(
+    target_.forward_last(
         prompt.subspan(static_cast<size_t>(n_cached), static_cast<size_t>(n - 1 - n_cached)),
-        logits_);
+        nullptr);
   }
   reason_ = max_new_tokens > 0 ? StopReason::None : StopReason::MaxTokens;
 }
