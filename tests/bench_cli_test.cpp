@@ -9,42 +9,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "support/cli_runner.h"
 #include "support/tiny_model.h"
 
 namespace specdec {
 namespace {
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-CliResult run_cli(const std::vector<std::string>& args) {
-  const char* cli = std::getenv("SPECDEC_CLI");
-  std::string cmd = quote(cli != nullptr ? cli : "build/specdec");
-  for (const auto& a : args) cmd.append(" ").append(quote(a));
-  const std::string out = testing::temp_path("out.txt"), err = testing::temp_path("err.txt");
-  cmd.append(" >").append(quote(out)).append(" 2>").append(quote(err)).append(" </dev/null");
-  const int status = std::system(cmd.c_str());
-  CliResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+using testing::CliResult;
+using testing::run_cli;
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
   std::filesystem::create_directories(path.parent_path());
@@ -95,7 +67,7 @@ TEST_F(BenchCli, DraftModelTableAndRawJson) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
 
-  const nlohmann::json j = nlohmann::json::parse(slurp(json_path));
+  const nlohmann::json j = nlohmann::json::parse(testing::read_file(json_path));
   EXPECT_EQ(j["meta"]["drafter"], "model");
   EXPECT_EQ(j["meta"]["prompts"].size(), 3u);  // notes.md is not a prompt
   // 3 prompts x 1 temperature x 1 repeat x (baseline + 2 gammas).
@@ -152,7 +124,7 @@ TEST_F(BenchCli, NgramDrafterSeveralTemperaturesAndRepeats) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("category facts, T 0.5"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("KV cache ablation"), std::string::npos) << r.out;
-  const nlohmann::json j = nlohmann::json::parse(slurp(json_path));
+  const nlohmann::json j = nlohmann::json::parse(testing::read_file(json_path));
   EXPECT_EQ(j["meta"]["drafter"], "ngram");
   EXPECT_EQ(j["runs"].size(), 2u * 2u * 2u * 3u);  // prompts x temps x repeats x configs
   EXPECT_FALSE(j.contains("cache_check"));

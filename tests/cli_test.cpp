@@ -7,42 +7,14 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/cli_runner.h"
 #include "support/tiny_model.h"
 
 namespace specdec {
 namespace {
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-CliResult run_cli(const std::vector<std::string>& args) {
-  const char* cli = std::getenv("SPECDEC_CLI");
-  std::string cmd = quote(cli != nullptr ? cli : "build/specdec");
-  for (const auto& a : args) cmd += " " + quote(a);
-  const std::string out = testing::temp_path("out.txt"), err = testing::temp_path("err.txt");
-  cmd += " >" + quote(out) + " 2>" + quote(err) + " </dev/null";
-  const int status = std::system(cmd.c_str());
-  CliResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+using testing::CliResult;
+using testing::run_cli;
 
 // Exit 1 with one line "error: ..." containing fragment; anything else (a crash is 128+signal,
 // an internal error 2) fails.
@@ -128,7 +100,7 @@ TEST_F(Cli, StatsJsonHoldsThePerRoundLog) {
                          "0.7", "--ignore-eos", "--stats-json", path, "-q"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;  // -q
-  const std::string json = slurp(path);
+  const std::string json = testing::read_file(path);
   for (const char* key :
        {"\"speculative_stats\"", "\"per_round\"", "\"accepted_histogram\"", "\"target_entropy\"",
         "\"acceptance_rate\"", "\"draft_ms\"", "\"verify_ms\"", "\"generated_tokens\": 12"}) {
@@ -156,7 +128,7 @@ TEST_F(Cli, BadModelFilesGiveOneLineErrors) {
   std::ofstream(garbage) << "this is not a gguf file at all";
   expect_clean_error(run_cli({"run", "-m", garbage, "-p", "x"}), "magic");
   // A truncated copy of a valid model.
-  const std::string whole = slurp(*target_);
+  const std::string whole = testing::read_file(*target_);
   const std::string cut = testing::temp_path("cut.gguf");
   std::ofstream(cut, std::ios::binary) << whole.substr(0, whole.size() / 2);
   expect_clean_error(run_cli({"run", "-m", cut, "-p", "x"}), "cut.gguf");

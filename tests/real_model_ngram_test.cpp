@@ -10,11 +10,15 @@
 
 #include "engine/engine.h"
 #include "engine/layer_draft.h"
+#include "support/cli_runner.h"
 #include "support/real_models.h"
 #include "support/tiny_model.h"
 
 namespace specdec {
 namespace {
+
+using testing::CliResult;
+using testing::run_cli;
 
 constexpr const char* kSmolLM2 = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
@@ -142,42 +146,6 @@ TEST_F(RealModelNgram, OneEngineSwitchesBetweenDraftersPerRequest) {
   }
 }
 
-struct CliResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-CliResult run_cli(const std::vector<std::string>& args) {
-  const char* cli = std::getenv("SPECDEC_CLI");
-  std::string cmd = quote(cli != nullptr ? cli : "build/specdec");
-  for (const auto& a : args) {
-    cmd += ' ';  // not `" " + quote(a)`: GCC 12 raises a false -Wrestrict there
-    cmd += quote(a);
-  }
-  const std::string out = testing::temp_path("ngram_out.txt");
-  const std::string err = testing::temp_path("ngram_err.txt");
-  cmd += " >" + quote(out) + " 2>" + quote(err) + " </dev/null";
-  const int status = std::system(cmd.c_str());
-  CliResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
 TEST_F(RealModelNgram, CliDraftNgramMatchesPlainGreedyAndRejectsMd) {
   const std::vector<std::string> base{"run",    "-m", *path_, "-p", prompts()[2], "-n", "24",
                                       "--temp", "0",  "-t",   "2",  "-c",         "256"};
@@ -195,7 +163,7 @@ TEST_F(RealModelNgram, CliDraftNgramMatchesPlainGreedyAndRejectsMd) {
   EXPECT_EQ(got.out, plain.out);
   EXPECT_NE(got.err.find("speculative: gamma 4"), std::string::npos) << got.err;
   EXPECT_NE(got.err.find("drafter ngram (n 2..4)"), std::string::npos) << got.err;
-  const std::string json = slurp(json_path);
+  const std::string json = testing::read_file(json_path);
   EXPECT_NE(json.find("\"drafter\": \"ngram\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"n_max\": 4"), std::string::npos) << json;
 
