@@ -82,7 +82,8 @@ GenerationResult Engine::generate(std::span<const int32_t> prompt, const Generat
 
   // Room left after the prompt: the last committed token still has to go through the target.
   const int32_t room = options_.n_ctx - n_prompt + 1;
-  int32_t budget = opts.max_tokens < 0 ? room : std::min(opts.max_tokens, room);
+  const bool budget_is_context = opts.max_tokens < 0 || room < opts.max_tokens;
+  const int32_t budget = budget_is_context ? room : opts.max_tokens;
 
   // Reuse the longest prefix both caches still hold (the protocol needs the last prompt token
   // pending, hence at most n_prompt - 1).
@@ -149,9 +150,7 @@ GenerationResult Engine::generate(std::span<const int32_t> prompt, const Generat
   } else if (decoder.stop_reason() == StopReason::StopToken) {
     result.finish = FinishReason::EndOfGeneration;
   } else if (decoder.stop_reason() == StopReason::ContextFull ||
-             (decoder.stop_reason() == StopReason::MaxTokens && opts.max_tokens >= 0 &&
-              budget < opts.max_tokens && static_cast<int32_t>(result.tokens.size()) >= budget) ||
-             (opts.max_tokens < 0 && decoder.stop_reason() == StopReason::MaxTokens)) {
+             (decoder.stop_reason() == StopReason::MaxTokens && budget_is_context)) {
     result.finish = FinishReason::ContextFull;
   } else {
     result.finish = FinishReason::Length;
