@@ -86,7 +86,10 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
   // Owned from the start, so ~GgufFile unmaps if parsing throws.
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
-  Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: opening a FIFO (or a device) for reading would otherwise block until a writer
+  // appears, hanging the program; the S_ISREG check below then rejects it. For regular files
+  // the flag changes nothing, and mmap ignores it.
+  Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (fd.fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd.fd, &st) != 0) fail(path, ": cannot stat: ", std::strerror(errno));
