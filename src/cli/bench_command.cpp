@@ -14,6 +14,7 @@
 #include "cli/arg_parser.h"
 #include "cli/bench_report.h"
 #include "cli/commands.h"
+#include "cli/engine_setup.h"
 #include "cli/progress.h"
 #include "common/error.h"
 #include "engine/cache_ablation.h"
@@ -193,14 +194,10 @@ int bench_command(const std::vector<std::string>& args) {
   std::vector<BenchPrompt> prompts = load_prompts(o);
 
   LoadedModel target = LoadedModel::load(o.model);
-  std::unique_ptr<LoadedModel> draft;
-  if (!o.draft_model.empty())
-    draft = std::make_unique<LoadedModel>(LoadedModel::load(o.draft_model));
+  std::unique_ptr<LoadedModel> draft = load_draft(o.draft_model);
   EngineOptions eo;
   eo.n_ctx = o.n_ctx;
-  eo.n_threads = o.threads > 0
-                     ? o.threads
-                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  eo.n_threads = thread_count(o.threads);
   auto engine = std::make_unique<Engine>(target, draft.get(), eo);
 
   const int32_t max_gamma = *std::max_element(o.gammas.begin(), o.gammas.end());

@@ -15,6 +15,7 @@
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
+#include "cli/engine_setup.h"
 #include "common/error.h"
 #include "engine/engine.h"
 
@@ -85,12 +86,10 @@ int chat_command(const std::vector<std::string>& args) {
   if (model.empty()) fail("-m MODEL is required (see specdec chat --help)");
 
   LoadedModel target = LoadedModel::load(model);
-  std::unique_ptr<LoadedModel> draft;
-  if (!draft_model.empty()) draft = std::make_unique<LoadedModel>(LoadedModel::load(draft_model));
+  std::unique_ptr<LoadedModel> draft = load_draft(draft_model);
   EngineOptions eo;
   eo.n_ctx = n_ctx;
-  eo.n_threads =
-      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  eo.n_threads = thread_count(threads);
   Engine engine(target, draft.get(), eo);
 
   const bool interactive = isatty(STDIN_FILENO) != 0;

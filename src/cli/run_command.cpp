@@ -10,6 +10,7 @@
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
+#include "cli/engine_setup.h"
 #include "cli/stats_report.h"
 #include "common/error.h"
 #include "engine/engine.h"
@@ -125,18 +126,14 @@ int run_command(const std::vector<std::string>& args) {
 
   const auto load_start = std::chrono::steady_clock::now();
   LoadedModel target = LoadedModel::load(o.model);
-  std::unique_ptr<LoadedModel> draft;
-  if (!o.draft_model.empty())
-    draft = std::make_unique<LoadedModel>(LoadedModel::load(o.draft_model));
+  std::unique_ptr<LoadedModel> draft = load_draft(o.draft_model);
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
           .count();
 
   EngineOptions eo;
   eo.n_ctx = o.n_ctx;
-  eo.n_threads = o.threads > 0
-                     ? o.threads
-                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  eo.n_threads = thread_count(o.threads);
   Engine engine(target, draft.get(), eo);
 
   if (o.chat) {

@@ -10,6 +10,7 @@
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
+#include "cli/engine_setup.h"
 #include "common/error.h"
 #include "engine/engine.h"
 #include "server/http_server.h"
@@ -100,12 +101,10 @@ int serve_command(const std::vector<std::string>& args) {
   const sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   LoadedModel target = LoadedModel::load(model);
-  std::unique_ptr<LoadedModel> draft;
-  if (!draft_model.empty()) draft = std::make_unique<LoadedModel>(LoadedModel::load(draft_model));
+  std::unique_ptr<LoadedModel> draft = load_draft(draft_model);
   EngineOptions eo;
   eo.n_ctx = n_ctx;
-  eo.n_threads =
-      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  eo.n_threads = thread_count(threads);
   Engine engine(target, draft.get(), eo);
 
   // A client that disconnects mid-write must cost an error return, not the process.

@@ -5,6 +5,7 @@
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
+#include "cli/engine_setup.h"
 #include "cli/progress.h"
 #include "common/error.h"
 #include "engine/self_check.h"
@@ -49,8 +50,7 @@ int verify_command(const std::vector<std::string>& args) {
   LoadedModel draft = LoadedModel::load(draft_model);
   EngineOptions eo;
   eo.n_ctx = n_ctx;
-  eo.n_threads =
-      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  eo.n_threads = thread_count(threads);
   Engine engine(target, &draft, eo);
 
   SelfCheckOptions o;
