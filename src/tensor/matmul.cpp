@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "tensor/dequant.h"
+#include "tensor/packed_blocks.h"
 #include "tensor/thread_pool.h"
 #include "tensor/vec_dot.h"
 
@@ -20,9 +21,10 @@ namespace {
 constexpr size_t kActTileBytes = 256 * 1024;
 // Below this many activation elements, quantizing on the caller is cheaper than a hand-off.
 constexpr int64_t kParallelQuantizeElems = 1 << 15;
-// Weight rows per chunk at least: a claim is an atomic compare-exchange on a shared line, so a
-// chunk should carry a few microseconds of work even for the narrowest matrices (k = 1).
-constexpr int64_t kMinRowsPerChunk = 16;
+// Threads claim units of kPackRows weight rows (a packed group, or the same number of plain
+// rows), at least this many units per claim: a claim is an atomic compare-exchange on a shared
+// line, so a chunk should carry a few microseconds of work even for the narrowest matrices.
+constexpr int64_t kMinUnitsPerChunk = 2;
 
 // Per-calling-thread scratch for quantized activations; grows, never shrinks.
 std::vector<uint8_t>& act_scratch() {
@@ -69,9 +71,22 @@ Activations prepare_activations(const DotKernel& kern, int64_t cols, const float
   return {dst, stride};
 }
 
-// Rows [r0, r1) of w against all k activation rows, in tiles of `tile` activation rows.
+// Rows [r0, r1) of w against all k activation rows, in tiles of `tile` activation rows. r0 is
+// a multiple of kPackRows, so packed groups are never split.
 void rows_times_tiles(const DotKernel& kern, const WeightMatrix& w, Activations act, int64_t k,
                       int64_t tile, int64_t r0, int64_t r1, float* out) {
+  if (w.packed != nullptr && kern.packed != nullptr) {
+    const int64_t packed_end = std::min(r1, w.rows / kPackRows * kPackRows);
+    const size_t group_bytes = kPackRows * w.row_stride;
+    for (; r0 < packed_end; r0 += kPackRows) {
+      const uint8_t* wg = w.packed + static_cast<size_t>(r0 / kPackRows) * group_bytes;
+      for (int64_t t0 = 0; t0 < k; t0 += tile) {
+        kern.packed(w.cols, wg, act.data + static_cast<size_t>(t0) * act.stride, act.stride,
+                    std::min(tile, k - t0), out + t0 * w.rows + r0, w.rows);
+      }
+    }
+    if (r0 >= r1) return;
+  }
   if (k == 1 && kern.dot_rows != nullptr) {  // matrix-vector: one call for the whole range
     kern.dot_rows(w.cols, w.data + static_cast<size_t>(r0) * w.row_stride, w.row_stride, r1 - r0,
                   act.data, out + r0, 1);
@@ -85,6 +100,10 @@ void rows_times_tiles(const DotKernel& kern, const WeightMatrix& w, Activations 
                out + t0 * w.rows + r, w.rows);
     }
   }
+}
+
+int64_t units(const WeightMatrix& w) {
+  return (std::max<int64_t>(0, w.rows) + kPackRows - 1) / kPackRows;
 }
 
 int64_t tile_rows(Activations act, int64_t k) {
@@ -102,32 +121,35 @@ void matmul_group(std::span<const MatmulTarget> targets, const float* x, int64_t
                   ThreadPool& pool) {
   if (k <= 0 || targets.empty()) return;
   const WeightMatrix& w0 = *targets[0].w;
-  int64_t total_rows = 0;
+  int64_t total_units = 0;
   for (const MatmulTarget& t : targets) {
     check_shape(*t.w);
     if (t.w->type != w0.type || t.w->cols != w0.cols) {
       fail("matmul_group: all matrices must share type and column count (", type_name(w0.type),
            " x ", w0.cols, " vs ", type_name(t.w->type), " x ", t.w->cols, ")");
     }
-    total_rows += std::max<int64_t>(0, t.w->rows);
+    total_units += units(*t.w);
   }
-  if (total_rows == 0) return;
+  if (total_units == 0) return;
   const DotKernel& kern = dot_kernel(w0.type, active_isa());
   const Activations act = prepare_activations(kern, w0.cols, x, k, pool);
   const int64_t tile = tile_rows(act, k);
 
-  // Global row g runs over the targets' rows back to back; a chunk may straddle targets.
-  auto rows_fn = [&](int64_t g0, int64_t g1) {
+  // Global unit u runs over the targets' units back to back; a chunk may straddle targets.
+  auto units_fn = [&](int64_t u0, int64_t u1) {
     int64_t base = 0;
     for (const MatmulTarget& t : targets) {
-      const int64_t rows = std::max<int64_t>(0, t.w->rows);
-      const int64_t r0 = std::max<int64_t>(g0 - base, 0), r1 = std::min(g1 - base, rows);
-      if (r0 < r1) rows_times_tiles(kern, *t.w, act, k, tile, r0, r1, t.out);
-      base += rows;
-      if (base >= g1) break;
+      const int64_t n = units(*t.w);
+      const int64_t a = std::max<int64_t>(u0 - base, 0), b = std::min(u1 - base, n);
+      if (a < b) {
+        rows_times_tiles(kern, *t.w, act, k, tile, a * kPackRows,
+                         std::min(b * kPackRows, t.w->rows), t.out);
+      }
+      base += n;
+      if (base >= u1) break;
     }
   };
-  pool.parallel_for(total_rows, rows_fn, kMinRowsPerChunk);
+  pool.parallel_for(total_units, units_fn, kMinUnitsPerChunk);
 }
 
 void dequantize_row(const WeightMatrix& w, int64_t r, float* dst) {

@@ -23,6 +23,10 @@ struct WeightMatrix {
   int64_t cols = 0;
   const uint8_t* data = nullptr;
   size_t row_stride = 0;  // bytes
+  // Optional row-interleaved copy of the full groups of 8 rows (packed_weights.h); when set,
+  // matmul computes those rows from it on every path. data stays the source of truth for
+  // embedding lookups and for the rows past the last full group.
+  const uint8_t* packed = nullptr;
 };
 
 // out[t * w.rows + r] = sum_c W[r][c] * x[t * w.cols + c], for t in [0, k), r in [0, w.rows).

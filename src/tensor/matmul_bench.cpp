@@ -10,6 +10,7 @@
 
 #include "tensor/cpu_features.h"
 #include "tensor/matmul.h"
+#include "tensor/packed_weights.h"
 #include "tensor/quantize.h"
 #include "tensor/thread_pool.h"
 
@@ -19,7 +20,8 @@ namespace {
 struct Shape {
   int64_t rows, cols;
 };
-const Shape kShapes[] = {{1536, 576}, {576, 1536}, {2048, 8192}};
+// SmolLM2 FFN up and down, a larger FFN, and SmolLM2's tied vocabulary projection.
+const Shape kShapes[] = {{1536, 576}, {576, 1536}, {2048, 8192}, {49152, 576}};
 const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
                            GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
@@ -32,14 +34,25 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   return v;
 }
 
-// args: shape index, k, threads. Reports weight bytes/s (weights are read once per call).
+// args: shape index, k, threads, packed (use the row-interleaved copy where the type has one).
+// Reports weight bytes/s (weights are read once per call).
 void BM_Matmul(benchmark::State& state, GgmlType type) {
   const Shape s = kShapes[state.range(0)];
   const int64_t k = state.range(1);
   ThreadPool pool(static_cast<int>(state.range(2)));
   const std::vector<float> wf = random_floats(static_cast<size_t>(s.rows * s.cols), 1);
   const std::vector<uint8_t> wq = quantize_matrix(type, wf.data(), s.rows, s.cols);
-  const WeightMatrix w{type, s.rows, s.cols, wq.data(), row_bytes(type, s.cols)};
+  WeightMatrix w{type, s.rows, s.cols, wq.data(), row_bytes(type, s.cols)};
+  std::vector<uint8_t> packed;
+  if (state.range(3) != 0) {
+    if (packed_bytes(w) == 0) {
+      state.SkipWithError("type not packable");
+      return;
+    }
+    packed.resize(packed_bytes(w));
+    pack_weights(w, packed.data());
+    w.packed = packed.data();
+  }
   const std::vector<float> x = random_floats(static_cast<size_t>(k * s.cols), 2);
   std::vector<float> out(static_cast<size_t>(k * s.rows));
   for (auto _ : state) {
@@ -48,16 +61,17 @@ void BM_Matmul(benchmark::State& state, GgmlType type) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
                           static_cast<int64_t>(wq.size()));
-  state.SetLabel(std::string(type_name(type)) + (active_isa() == Isa::kAvx2 ? " avx2" : " scalar"));
+  state.SetLabel(std::string(type_name(type)) + (active_isa() == Isa::kAvx2 ? " avx2" : " scalar") +
+                 (w.packed != nullptr ? " packed" : ""));
 }
 
-void matmul_args(benchmark::internal::Benchmark* b) {
-  for (int shape = 0; shape < 3; ++shape) {
-    for (int k : {1, 2, 3, 4, 5, 6, 7, 8}) b->Args({shape, k, 1});
-    b->Args({shape, 1, 2});
-    b->Args({shape, 5, 2});
+void matmul_args(benchmark::internal::Benchmark* b, bool pack) {
+  for (int shape = 0; shape < 4; ++shape) {
+    for (int k : {1, 2, 3, 4, 5, 6, 7, 8}) b->Args({shape, k, 1, pack});
+    b->Args({shape, 1, 2, pack});
+    b->Args({shape, 5, 2, pack});
   }
-  b->ArgNames({"shape", "k", "threads"});
+  b->ArgNames({"shape", "k", "threads", "packed"});
 }
 
 // Sums a large buffer (well past the last-level cache) with wide loads: an upper bound for
@@ -83,8 +97,14 @@ const bool kRegistered = [] {
   for (GgmlType t : kTypes) {
     benchmark::RegisterBenchmark((std::string("Matmul/") + std::string(type_name(t))).c_str(),
                                  BM_Matmul, t)
-        ->Apply(matmul_args)
+        ->Apply([](benchmark::internal::Benchmark* b) { matmul_args(b, false); })
         ->Unit(benchmark::kMicrosecond);
+    if (packable(t)) {
+      benchmark::RegisterBenchmark(
+          (std::string("MatmulPacked/") + std::string(type_name(t))).c_str(), BM_Matmul, t)
+          ->Apply([](benchmark::internal::Benchmark* b) { matmul_args(b, true); })
+          ->Unit(benchmark::kMicrosecond);
+    }
   }
   return true;
 }();

@@ -9,6 +9,7 @@
 
 #include "tensor/cpu_features.h"
 #include "tensor/dequant.h"
+#include "tensor/packed_weights.h"
 #include "tensor/quantize.h"
 #include "tensor/thread_pool.h"
 #include "tensor/vec_dot.h"
@@ -42,16 +43,27 @@ std::vector<Isa> paths() {
 }
 
 struct Matrix {
-  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> bytes, packed;
   WeightMatrix w;
 };
 
-Matrix make_weights(GgmlType t, int64_t rows, int64_t cols, uint32_t seed) {
+// pack: also build the row-interleaved copy where the type and shape allow one.
+Matrix make_weights(GgmlType t, int64_t rows, int64_t cols, uint32_t seed, bool pack = false) {
   Matrix m;
   const std::vector<float> f = random_floats(static_cast<size_t>(rows * cols), seed);
   m.bytes = quantize_matrix(t, f.data(), rows, cols);
   m.w = WeightMatrix{t, rows, cols, m.bytes.data(), row_bytes(t, cols)};
+  if (pack && packed_bytes(m.w) > 0) {
+    m.packed.resize(packed_bytes(m.w));
+    pack_weights(m.w, m.packed.data());
+    m.w.packed = m.packed.data();
+  }
   return m;
+}
+
+// Plain and (for the packable types) packed variants of the same matrix.
+std::vector<bool> layouts(GgmlType t) {
+  return packable(t) ? std::vector<bool>{false, true} : std::vector<bool>{false};
 }
 
 // Reference: double-precision dot of the dequantized weights with the activations as the
@@ -107,18 +119,21 @@ TEST(Matmul, MatchesDoublePrecisionReference) {
                   : std::vector<int64_t>{bs, 2 * bs, 3 * bs, 4 * bs, 5 * bs};
       for (int64_t rows : {1, 3, 17, 100}) {
         for (int64_t cols : col_choices) {
-          const int64_t k = 1 + (rows + cols) % 9;
-          const Matrix m = make_weights(t, rows, cols, static_cast<uint32_t>(rows * 31 + cols));
-          const std::vector<float> x = random_floats(static_cast<size_t>(k * cols), 99);
-          std::vector<float> out(static_cast<size_t>(k * rows));
-          matmul(m.w, x.data(), k, out.data(), pool);
-          std::vector<double> ref, abs_sum;
-          reference(m.w, x.data(), k, &ref, &abs_sum);
-          for (size_t i = 0; i < out.size(); ++i) {
-            // Float accumulation: a few ulps of the sum of |terms| per block plus one rounding.
-            ASSERT_NEAR(out[i], ref[i], 2e-6 * abs_sum[i] + 1e-6)
-                << type_name(t) << " isa " << static_cast<int>(isa) << " rows " << rows << " cols "
-                << cols << " k " << k << " i " << i;
+          for (bool pack : layouts(t)) {
+            const int64_t k = 1 + (rows + cols) % 9;
+            const Matrix m =
+                make_weights(t, rows, cols, static_cast<uint32_t>(rows * 31 + cols), pack);
+            const std::vector<float> x = random_floats(static_cast<size_t>(k * cols), 99);
+            std::vector<float> out(static_cast<size_t>(k * rows));
+            matmul(m.w, x.data(), k, out.data(), pool);
+            std::vector<double> ref, abs_sum;
+            reference(m.w, x.data(), k, &ref, &abs_sum);
+            for (size_t i = 0; i < out.size(); ++i) {
+              // Float accumulation: a few ulps of the sum of |terms| per block plus one rounding.
+              ASSERT_NEAR(out[i], ref[i], 2e-6 * abs_sum[i] + 1e-6)
+                  << type_name(t) << " isa " << static_cast<int>(isa) << " rows " << rows
+                  << " cols " << cols << " k " << k << " i " << i << " packed " << pack;
+            }
           }
         }
       }
@@ -156,23 +171,25 @@ TEST(Matmul, BatchInvariant) {
   for (Isa isa : paths()) {
     IsaScope scope(isa);
     for (GgmlType t : kWeightTypes) {
-      const int64_t rows = 37, cols = 512, kmax = 9;
-      const Matrix m = make_weights(t, rows, cols, 17);
-      const std::vector<float> x = random_floats(static_cast<size_t>(kmax * cols), 18);
-      std::vector<float> single(static_cast<size_t>(kmax * rows));
-      for (int64_t t0 = 0; t0 < kmax; ++t0) {
-        matmul(m.w, x.data() + t0 * cols, 1, single.data() + t0 * rows, pools[0]);
-      }
-      for (ThreadPool& pool : pools) {
-        for (int64_t k = 1; k <= kmax; ++k) {
-          for (int64_t start = 0; start + k <= kmax; start += 4) {
-            std::vector<float> out(static_cast<size_t>(k * rows), -1.0f);
-            matmul(m.w, x.data() + start * cols, k, out.data(), pool);
-            ASSERT_EQ(
-                std::memcmp(out.data(), single.data() + start * rows, sizeof(float) * out.size()),
-                0)
-                << type_name(t) << " isa " << static_cast<int>(isa) << " k " << k << " threads "
-                << pool.size() << " start " << start;
+      for (bool pack : layouts(t)) {
+        const int64_t rows = 37, cols = 512, kmax = 9;
+        const Matrix m = make_weights(t, rows, cols, 17, pack);
+        const std::vector<float> x = random_floats(static_cast<size_t>(kmax * cols), 18);
+        std::vector<float> single(static_cast<size_t>(kmax * rows));
+        for (int64_t t0 = 0; t0 < kmax; ++t0) {
+          matmul(m.w, x.data() + t0 * cols, 1, single.data() + t0 * rows, pools[0]);
+        }
+        for (ThreadPool& pool : pools) {
+          for (int64_t k = 1; k <= kmax; ++k) {
+            for (int64_t start = 0; start + k <= kmax; start += 4) {
+              std::vector<float> out(static_cast<size_t>(k * rows), -1.0f);
+              matmul(m.w, x.data() + start * cols, k, out.data(), pool);
+              ASSERT_EQ(
+                  std::memcmp(out.data(), single.data() + start * rows, sizeof(float) * out.size()),
+                  0)
+                  << type_name(t) << " isa " << static_cast<int>(isa) << " k " << k << " threads "
+                  << pool.size() << " start " << start << " packed " << pack;
+            }
           }
         }
       }
@@ -187,30 +204,107 @@ TEST(Matmul, GroupEqualsSeparateMatmuls) {
   for (Isa isa : paths()) {
     IsaScope scope(isa);
     for (GgmlType t : kWeightTypes) {
-      const int64_t cols = 256, kmax = 6;
-      const Matrix a = make_weights(t, 37, cols, 21), b = make_weights(t, 5, cols, 22),
-                   c = make_weights(t, 70, cols, 23);
-      const std::vector<float> x = random_floats(static_cast<size_t>(kmax * cols), 24);
-      for (ThreadPool& pool : pools) {
-        for (int64_t k : {int64_t{1}, int64_t{2}, kmax}) {
-          std::vector<float> ea(static_cast<size_t>(k * 37)), eb(static_cast<size_t>(k * 5)),
-              ec(static_cast<size_t>(k * 70));
-          matmul(a.w, x.data(), k, ea.data(), pools[0]);
-          matmul(b.w, x.data(), k, eb.data(), pools[0]);
-          matmul(c.w, x.data(), k, ec.data(), pools[0]);
-          std::vector<float> ga(ea.size(), -1.0f), gb(eb.size(), -1.0f), gc(ec.size(), -1.0f);
-          const MatmulTarget targets[] = {{&a.w, ga.data()}, {&b.w, gb.data()}, {&c.w, gc.data()}};
-          matmul_group(targets, x.data(), k, pool);
-          const auto same = [](const std::vector<float>& u, const std::vector<float>& v) {
-            return std::memcmp(u.data(), v.data(), sizeof(float) * u.size()) == 0;
-          };
-          ASSERT_TRUE(same(ga, ea) && same(gb, eb) && same(gc, ec))
-              << type_name(t) << " isa " << static_cast<int>(isa) << " k " << k << " threads "
-              << pool.size();
+      for (bool pack : layouts(t)) {
+        const int64_t cols = 256, kmax = 6;
+        const Matrix a = make_weights(t, 37, cols, 21, pack),
+                     b = make_weights(t, 5, cols, 22, pack),
+                     c = make_weights(t, 70, cols, 23, pack);
+        const std::vector<float> x = random_floats(static_cast<size_t>(kmax * cols), 24);
+        for (ThreadPool& pool : pools) {
+          for (int64_t k : {int64_t{1}, int64_t{2}, kmax}) {
+            std::vector<float> ea(static_cast<size_t>(k * 37)), eb(static_cast<size_t>(k * 5)),
+                ec(static_cast<size_t>(k * 70));
+            matmul(a.w, x.data(), k, ea.data(), pools[0]);
+            matmul(b.w, x.data(), k, eb.data(), pools[0]);
+            matmul(c.w, x.data(), k, ec.data(), pools[0]);
+            std::vector<float> ga(ea.size(), -1.0f), gb(eb.size(), -1.0f), gc(ec.size(), -1.0f);
+            const MatmulTarget targets[] = {
+                {&a.w, ga.data()}, {&b.w, gb.data()}, {&c.w, gc.data()}};
+            matmul_group(targets, x.data(), k, pool);
+            const auto same = [](const std::vector<float>& u, const std::vector<float>& v) {
+              return std::memcmp(u.data(), v.data(), sizeof(float) * u.size()) == 0;
+            };
+            ASSERT_TRUE(same(ga, ea) && same(gb, eb) && same(gc, ec))
+                << type_name(t) << " isa " << static_cast<int>(isa) << " k " << k << " threads "
+                << pool.size() << " packed " << pack;
+          }
         }
       }
     }
   }
+}
+
+// The packed kernels mirror their scalar reference operation for operation, so the two paths
+// give the same bits (unlike the plain kernels, whose float summation orders differ).
+TEST(Matmul, PackedScalarAndAvx2Bitwise) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2";
+  ThreadPool pool(2);
+  for (GgmlType t : kWeightTypes) {
+    if (!packable(t)) continue;
+    for (int64_t cols : {32, 96, 576}) {
+      const int64_t rows = 24, k = 7;
+      const Matrix m = make_weights(t, rows, cols, static_cast<uint32_t>(cols), true);
+      const std::vector<float> x = random_floats(static_cast<size_t>(k * cols), 7);
+      std::vector<float> a(static_cast<size_t>(k * rows)), b(a.size());
+      {
+        IsaScope s(Isa::kScalar);
+        matmul(m.w, x.data(), k, a.data(), pool);
+      }
+      {
+        IsaScope s(Isa::kAvx2);
+        matmul(m.w, x.data(), k, b.data(), pool);
+      }
+      ASSERT_EQ(std::memcmp(a.data(), b.data(), sizeof(float) * a.size()), 0)
+          << type_name(t) << " cols " << cols;
+    }
+  }
+}
+
+// Q8_0 weights of -128 (never produced by quantizing, but legal in a file) and extreme
+// activations: the sign trick and the int16 bounds of every packed kind must still hold.
+TEST(Matmul, PackedExtremeValues) {
+  ThreadPool pool(1);
+  const int64_t rows = 8, cols = 64;
+  for (GgmlType t : kWeightTypes) {
+    if (!packable(t)) continue;
+    for (Isa isa : paths()) {
+      IsaScope scope(isa);
+      Matrix m = make_weights(t, rows, cols, 3);
+      // All-ones payload bytes: Q8_0 -> -1, 4-bit -> 15, Q5_0 high bits set -> 31; then Q8_0's
+      // first value of every block set to -128.
+      const size_t bs = traits(t).type_size;
+      const size_t hdr = t == GgmlType::Q4_1 ? 4 : 2;
+      for (size_t blk = 0; blk < m.bytes.size() / bs; ++blk) {
+        std::memset(m.bytes.data() + blk * bs + hdr, 0xff, bs - hdr);
+        if (t == GgmlType::Q8_0) m.bytes[blk * bs + 2] = 0x80;
+      }
+      std::vector<float> x(static_cast<size_t>(cols));
+      for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>(c)] = c % 2 ? -1.0f : 1.0f;
+      x[0] = -1.0f;
+      std::vector<float> plain(static_cast<size_t>(rows)), packed(plain.size());
+      matmul(m.w, x.data(), 1, plain.data(), pool);
+      m.packed.resize(packed_bytes(m.w));
+      pack_weights(m.w, m.packed.data());
+      m.w.packed = m.packed.data();
+      matmul(m.w, x.data(), 1, packed.data(), pool);
+      std::vector<double> ref, abs_sum;
+      reference(m.w, x.data(), 1, &ref, &abs_sum);
+      for (size_t i = 0; i < plain.size(); ++i) {
+        EXPECT_NEAR(packed[i], ref[i], 2e-6 * abs_sum[i] + 1e-6) << type_name(t) << " " << i;
+        EXPECT_NEAR(plain[i], ref[i], 2e-6 * abs_sum[i] + 1e-6) << type_name(t) << " " << i;
+      }
+    }
+  }
+}
+
+TEST(Matmul, PackedBytesOnlyForPackableShapes) {
+  std::vector<uint8_t> bytes(100000);
+  EXPECT_EQ(packed_bytes(WeightMatrix{GgmlType::Q4_1, 7, 64, bytes.data(), 40}), 0u);
+  EXPECT_EQ(packed_bytes(WeightMatrix{GgmlType::Q4_K, 16, 256, bytes.data(), 144}), 0u);
+  EXPECT_EQ(packed_bytes(WeightMatrix{GgmlType::Q4_1, 17, 64, bytes.data(), 40}), 16u * 40u);
+  EXPECT_EQ(packed_bytes(WeightMatrix{GgmlType::Q8_0, 8, 32, bytes.data(), 34}), 8u * 34u);
+  EXPECT_ANY_THROW(
+      pack_weights(WeightMatrix{GgmlType::F16, 8, 32, bytes.data(), 64}, bytes.data()));
 }
 
 TEST(Matmul, GroupRejectsMixedShapes) {

@@ -45,6 +45,11 @@ Tables build_tables() {
       by[static_cast<size_t>(GgmlType::Q5_1)].dot_rows = r.q5_1;
       by[static_cast<size_t>(GgmlType::Q8_0)].dot_rows = r.q8_0;
     }
+    const PackedKernelTable& pk = avx2 ? packed_kernels_avx2() : packed_kernels_scalar();
+    by[static_cast<size_t>(GgmlType::Q4_0)].packed = pk.q4_0;
+    by[static_cast<size_t>(GgmlType::Q4_1)].packed = pk.q4_1;
+    by[static_cast<size_t>(GgmlType::Q5_0)].packed = pk.q5_0;
+    by[static_cast<size_t>(GgmlType::Q8_0)].packed = pk.q8_0;
     set(GgmlType::Q4_K, GgmlType::Q8_K, q8_k, k.q4_k);
     set(GgmlType::Q5_K, GgmlType::Q8_K, q8_k, k.q5_k);
     set(GgmlType::Q6_K, GgmlType::Q8_K, q8_k, k.q6_k);

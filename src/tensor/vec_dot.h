@@ -20,6 +20,7 @@ struct DotKernel {
   ActQuantFn quantize;  // nullptr: F32 activations are used in place
   DotFn dot;
   DotRowsFn dot_rows = nullptr;  // optional matrix-vector form of dot (one activation row)
+  PackedDotFn packed = nullptr;  // kernel for the packed layout, where the type has one
 };
 
 // The kernel pair for a weight type on one path. Throws for unsupported weight types;

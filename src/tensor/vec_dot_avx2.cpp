@@ -11,17 +11,12 @@
 
 #include "tensor/kernel_types.h"
 #include "tensor/quant_blocks.h"
+#include "tensor/simd_avx2.h"
 
 namespace specdec {
 namespace {
 
 inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
-
-inline __m128 hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_add_ss(s, _mm_movehdup_ps(s));
-}
 
 inline __m256i ones16() { return _mm256_set1_epi16(1); }
 
@@ -48,17 +43,11 @@ void multi(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_t nx,
 
 // ---- legacy 32-element formats ----
 
-// 32 bits -> 32 bytes, byte j = 0x10 if bit j is set.
+// The 4 high-bit bytes of a Q5 block -> 32 bytes, byte j = 0x10 if bit j is set.
 inline __m256i bits_to_0x10(const uint8_t* qh4) {
   uint32_t bits;
   __builtin_memcpy(&bits, qh4, 4);
-  const __m256i b = _mm256_set1_epi32(static_cast<int>(bits));
-  const __m256i spread =
-      _mm256_shuffle_epi8(b, _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2,
-                                              2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i mask = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask);
-  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+  return bits_to_0x10(bits);
 }
 
 // 16 bytes of nibbles -> 32 bytes: low nibbles are elements 0..15, high nibbles 16..31.
@@ -103,15 +92,6 @@ struct UnpackQ8_0 {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
   }
 };
-
-// The two fp16 fields at the start of a legacy block (d, then m for Q4_1/Q5_1 weights or s for
-// Q8_1 activations) as floats in lanes 0 and 1, with one load and one conversion. For the
-// formats without a second field lane 1 holds converted payload bytes and is never used.
-inline __m128 h2f_pair(const void* block) {
-  int bits;
-  __builtin_memcpy(&bits, block, 4);
-  return _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
-}
 
 template <typename U>
 struct Legacy {

@@ -1,0 +1,171 @@
+// AVX2 kernels for the packed layouts (packed_blocks.h). Per block and activation row, each
+// 4-column chunk costs one broadcast load and one maddubs (plus a sign for the signed formats)
+// for all 8 weight rows; the block's int -> float conversion, scale multiply and accumulate are
+// done for the 8 rows at once. Compiled with -mavx2 -mfma -mf16c; raw intrinsics, no STL.
+//
+// Every float operation is an explicit intrinsic in the order of packed_dot_scalar.cpp, so the
+// two give identical bits, and an output never depends on how many activation rows share a
+// call (the NR rows of a call keep separate accumulators).
+#include <immintrin.h>
+
+#include "tensor/kernel_types.h"
+#include "tensor/packed_blocks.h"
+#include "tensor/simd_avx2.h"
+
+namespace specdec {
+namespace {
+
+// Integer block sums, per kind. Bounds that let the 4-bit and 5-bit kinds accumulate a whole
+// block in int16: each lane adds 8 maddubs results of two products each, |q| <= 16 and
+// |y| <= 127 give at most 8 * 2 * 16 * 127 = 32512 (Q4_1: 8 * 2 * 15 * 127). Q8_0 (|q| <= 128)
+// widens to int32 after every chunk.
+
+struct KindQ4_1 {
+  using P = PackedQ4_1x8;
+  using X = BlockQ8_1;
+  static constexpr bool kMin = true;
+  template <int NR>
+  static void block_sums(const P& b, const X* const* xb, int64_t i, __m256i* sum) {
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    __m256i s16[NR];
+    for (int t = 0; t < NR; ++t) s16[t] = _mm256_setzero_si256();
+    for (int p = 0; p < 4; ++p) {
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
+      const __m256i lo = _mm256_and_si256(raw, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+      for (int t = 0; t < NR; ++t) {
+        const int8_t* y = xb[t][i].qs;
+        s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(lo, broadcast4(y + 4 * p)));
+        s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(hi, broadcast4(y + 16 + 4 * p)));
+      }
+    }
+    for (int t = 0; t < NR; ++t) sum[t] = _mm256_madd_epi16(s16[t], _mm256_set1_epi16(1));
+  }
+};
+
+// Q4_0 and Q5_0: q - offset is signed, multiplied through the sign trick |q| * (y * sign(q)).
+template <typename PackedBlock, bool kFive>
+struct KindSmallSigned {
+  using P = PackedBlock;
+  using X = BlockQ8_0;
+  static constexpr bool kMin = false;
+  template <int NR>
+  static void block_sums(const P& b, const X* const* xb, int64_t i, __m256i* sum) {
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const __m256i offset = _mm256_set1_epi8(kFive ? 16 : 8);
+    __m256i s16[NR];
+    for (int t = 0; t < NR; ++t) s16[t] = _mm256_setzero_si256();
+    for (int p = 0; p < 4; ++p) {
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
+      __m256i lo = _mm256_and_si256(raw, low4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+      if constexpr (kFive) {
+        lo = _mm256_or_si256(lo, bits_to_0x10(b.qh[p]));
+        hi = _mm256_or_si256(hi, bits_to_0x10(b.qh[p + 4]));
+      }
+      lo = _mm256_sub_epi8(lo, offset);
+      hi = _mm256_sub_epi8(hi, offset);
+      const __m256i alo = _mm256_sign_epi8(lo, lo), ahi = _mm256_sign_epi8(hi, hi);
+      for (int t = 0; t < NR; ++t) {
+        const int8_t* y = xb[t][i].qs;
+        const __m256i ylo = _mm256_sign_epi8(broadcast4(y + 4 * p), lo);
+        const __m256i yhi = _mm256_sign_epi8(broadcast4(y + 16 + 4 * p), hi);
+        s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(alo, ylo));
+        s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(ahi, yhi));
+      }
+    }
+    for (int t = 0; t < NR; ++t) sum[t] = _mm256_madd_epi16(s16[t], _mm256_set1_epi16(1));
+  }
+};
+
+struct KindQ8_0 {
+  using P = PackedQ8_0x8;
+  using X = BlockQ8_0;
+  static constexpr bool kMin = false;
+  template <int NR>
+  static void block_sums(const P& b, const X* const* xb, int64_t i, __m256i* sum) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int t = 0; t < NR; ++t) sum[t] = _mm256_setzero_si256();
+    for (int p = 0; p < 8; ++p) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
+      const __m256i aq = _mm256_sign_epi8(q, q);
+      for (int t = 0; t < NR; ++t) {
+        const __m256i y = _mm256_sign_epi8(broadcast4(xb[t][i].qs + 4 * p), q);
+        sum[t] = _mm256_add_epi32(sum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aq, y), ones));
+      }
+    }
+  }
+};
+
+template <typename K>
+struct Packed {
+  template <int NR>
+  static void run(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, float* out,
+                  int64_t os) {
+    using P = typename K::P;
+    using X = typename K::X;
+    const auto* wb = reinterpret_cast<const P*>(w);
+    const X* xb[NR];
+    __m256 acc[NR], accm[NR];
+    for (int t = 0; t < NR; ++t) {
+      xb[t] = reinterpret_cast<const X*>(x + static_cast<size_t>(t) * xs);
+      acc[t] = _mm256_setzero_ps();
+      accm[t] = _mm256_setzero_ps();
+    }
+    const int64_t nb = n / kQK;
+    for (int64_t i = 0; i < nb; ++i) {
+      __m256i sum[NR];
+      K::template block_sums<NR>(wb[i], xb, i, sum);
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[i].d)));
+      for (int t = 0; t < NR; ++t) {
+        const __m128 xds = h2f_pair(&xb[t][i]);  // [d_x, s_x (Q8_1 only)]
+        const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcastss_ps(xds));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[t]), scale, acc[t]);
+      }
+      if constexpr (K::kMin) {
+        const __m256 mw =
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[i].m)));
+        for (int t = 0; t < NR; ++t) {
+          const __m256 xs_ = _mm256_broadcastss_ps(_mm_movehdup_ps(h2f_pair(&xb[t][i])));
+          accm[t] = _mm256_fmadd_ps(mw, xs_, accm[t]);
+        }
+      }
+    }
+    for (int t = 0; t < NR; ++t) {
+      const __m256 r = K::kMin ? _mm256_add_ps(acc[t], accm[t]) : acc[t];
+      _mm256_storeu_ps(out + t * os, r);
+    }
+  }
+};
+
+// Activation rows in groups of at most 4 (the register budget), split evenly (5 = 3 + 2, not
+// 4 + 1) so the weight unpacking is shared as widely as possible.
+template <typename K>
+void multi_packed(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_t nx, float* out,
+                  int64_t os) {
+  int64_t t = 0;
+  while (t < nx) {
+    const int64_t left = nx - t, groups = (left + 3) / 4, nr = (left + groups - 1) / groups;
+    const uint8_t* xt = x + static_cast<size_t>(t) * xs;
+    float* ot = out + t * os;
+    if (nr == 4) Packed<K>::template run<4>(n, w, xt, xs, ot, os);
+    if (nr == 3) Packed<K>::template run<3>(n, w, xt, xs, ot, os);
+    if (nr == 2) Packed<K>::template run<2>(n, w, xt, xs, ot, os);
+    if (nr == 1) Packed<K>::template run<1>(n, w, xt, xs, ot, os);
+    t += nr;
+  }
+}
+
+}  // namespace
+
+const PackedKernelTable& packed_kernels_avx2() {
+  static constexpr PackedKernelTable kTable = {
+      multi_packed<KindSmallSigned<PackedQ4_0x8, false>>,
+      multi_packed<KindQ4_1>,
+      multi_packed<KindSmallSigned<PackedQ5_0x8, true>>,
+      multi_packed<KindQ8_0>,
+  };
+  return kTable;
+}
+
+}  // namespace specdec

@@ -1,0 +1,25 @@
+// Packing weight matrices into the row-interleaved layouts of packed_blocks.h, done once at
+// model load. matmul uses a matrix's packed copy (WeightMatrix::packed) for its full groups of
+// 8 rows on every path and thread count, so results stay batch invariant: a given row is
+// always computed by the same kernel.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/ggml_type.h"
+#include "tensor/matmul.h"
+
+namespace specdec {
+
+// Whether matmul has packed kernels for this weight type (Q4_0, Q4_1, Q5_0, Q8_0).
+bool packable(GgmlType type);
+
+// Bytes of w's packed copy: its full groups of 8 rows; 0 when the type is not packable or w
+// has fewer than 8 rows.
+size_t packed_bytes(const WeightMatrix& w);
+
+// Writes w's packed copy into dst (packed_bytes(w) bytes, any alignment).
+void pack_weights(const WeightMatrix& w, uint8_t* dst);
+
+}  // namespace specdec

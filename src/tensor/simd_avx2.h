@@ -1,0 +1,47 @@
+// Small AVX2/F16C helpers shared by the *_avx2.cpp kernel files, and only by them (they are
+// compiled with -mavx2 -mfma -mf16c). Everything is in an unnamed namespace, so each
+// translation unit gets its own copy and none can leak into baseline code through the linker.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace specdec {
+namespace {
+
+inline __m128 hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_add_ss(s, _mm_movehdup_ps(s));
+}
+
+// 32 bits -> 32 bytes, byte j = 0x10 if bit j is set.
+inline __m256i bits_to_0x10(uint32_t bits) {
+  const __m256i b = _mm256_set1_epi32(static_cast<int>(bits));
+  const __m256i spread =
+      _mm256_shuffle_epi8(b, _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2,
+                                              2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i mask = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+// The two fp16 fields at the start of a legacy block (d, then m for Q4_1/Q5_1 weights or s for
+// Q8_1 activations) as floats in lanes 0 and 1, with one load and one conversion. For the
+// formats without a second field lane 1 holds converted payload bytes and is never used.
+inline __m128 h2f_pair(const void* block) {
+  int bits;
+  __builtin_memcpy(&bits, block, 4);
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
+}
+
+// 4 bytes at p repeated in all 8 lanes (one broadcast load).
+inline __m256i broadcast4(const void* p) {
+  int v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+}  // namespace
+}  // namespace specdec
