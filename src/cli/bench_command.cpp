@@ -27,6 +27,8 @@ namespace {
 struct BenchOptions {
   std::string model, draft_model, prompts_dir = "bench/prompts", json;
   bool draft_ngram = false, no_cache_check = false, no_chat = false;
+  NgramParams ngram;
+  bool ngram_given = false;  // any --ngram-* option
   std::vector<int32_t> gammas = {1, 2, 3, 4, 5, 6, 7, 8};
   std::vector<float> temps = {0.0f, 0.3f, 0.7f};
   std::vector<std::string> categories = {"summary", "opinion", "code"};
@@ -98,7 +100,11 @@ void add_options(ArgParser& p, BenchOptions& o) {
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF)", o.model);
   p.add_string({"-md", "--model-draft"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", o.draft_model);
-  p.add_flag({"--draft-ngram"}, "draft by prompt lookup instead of a draft model", o.draft_ngram);
+  p.add_flag({"--draft-ngram"},
+             "draft by prompt lookup instead of a draft model (gammas are then the most a round "
+             "drafts; see --ngram-policy)",
+             o.draft_ngram);
+  add_ngram_options(p, o.ngram, o.ngram_given);
   p.add_value({"--gammas"}, "LIST", "comma-separated gammas, 1..64 (default 1,2,3,4,5,6,7,8)",
               [&o](const std::string& v) {
                 o.gammas.clear();
@@ -191,6 +197,7 @@ int bench_command(const std::vector<std::string>& args) {
     fail(o.draft_ngram ? "--draft-ngram and -md are mutually exclusive"
                        : "bench needs a drafter: -md DRAFT or --draft-ngram");
   }
+  check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram);
   std::vector<BenchPrompt> prompts = load_prompts(o);
 
   LoadedModel target = LoadedModel::load(o.model);
@@ -228,6 +235,7 @@ int bench_command(const std::vector<std::string>& args) {
     go.speculative = gamma > 0;
     go.draft_max = gamma > 0 ? gamma : 1;
     go.drafter = o.draft_ngram ? DrafterKind::Ngram : DrafterKind::Model;
+    go.ngram = o.ngram;
     return go;
   };
   // Warm-up (not recorded): page in the weights and size every buffer before timing anything.
@@ -273,7 +281,10 @@ int bench_command(const std::vector<std::string>& args) {
 
   const std::vector<BenchRow> rows = summarize_runs(runs);
   std::cout << "target: " << o.model << "\n"
-            << "drafter: " << (o.draft_ngram ? "n-gram prompt lookup" : o.draft_model) << "\n"
+            << "drafter: "
+            << (o.draft_ngram ? "n-gram prompt lookup (" + describe_ngram(o.ngram) + ")"
+                              : o.draft_model)
+            << "\n"
             << "threads " << eo.n_threads << ", " << o.n_predict << " tokens per run, " << o.repeats
             << " repeats, top-p " << o.top_p << ", " << prompts.size() << " prompts ("
             << (o.no_chat ? "raw" : "chat-formatted") << ")\n\n";
@@ -292,19 +303,26 @@ int bench_command(const std::vector<std::string>& args) {
       prompt_list.push_back(
           {{"category", bp.category}, {"id", bp.id}, {"tokens", bp.tokens.size()}});
     }
-    j["meta"] = {{"target", o.model},
-                 {"draft", o.draft_model},
-                 {"drafter", o.draft_ngram ? "ngram" : "model"},
-                 {"threads", eo.n_threads},
-                 {"n_ctx", o.n_ctx},
-                 {"n_predict", o.n_predict},
-                 {"repeats", o.repeats},
-                 {"gammas", o.gammas},
-                 {"temperatures", o.temps},
-                 {"top_p", o.top_p},
-                 {"seed", o.seed},
-                 {"chat", !o.no_chat},
-                 {"prompts", prompt_list}};
+    j["meta"] = {
+        {"target", o.model},
+        {"draft", o.draft_model},
+        {"drafter", o.draft_ngram ? "ngram" : "model"},
+        {"ngram", o.draft_ngram ? nlohmann::json{{"n_max", o.ngram.n_max},
+                                                 {"n_min", o.ngram.n_min},
+                                                 {"policy", ngram_policy_name(o.ngram.policy)},
+                                                 {"verify_cost", o.ngram.verify_cost},
+                                                 {"adapt_rate", o.ngram.adapt_rate}}
+                                : nlohmann::json()},
+        {"threads", eo.n_threads},
+        {"n_ctx", o.n_ctx},
+        {"n_predict", o.n_predict},
+        {"repeats", o.repeats},
+        {"gammas", o.gammas},
+        {"temperatures", o.temps},
+        {"top_p", o.top_p},
+        {"seed", o.seed},
+        {"chat", !o.no_chat},
+        {"prompts", prompt_list}};
     nlohmann::json summary = nlohmann::json::array();
     for (const BenchRow& r : rows) summary.push_back(row_to_json(r));
     j["summary"] = std::move(summary);

@@ -1,7 +1,10 @@
 #include "cli/engine_setup.h"
 
 #include <algorithm>
+#include <sstream>
 #include <thread>
+
+#include "common/error.h"
 
 namespace specdec::cli {
 
@@ -13,6 +16,87 @@ int thread_count(int32_t requested) {
 std::unique_ptr<LoadedModel> load_draft(const std::string& path) {
   if (path.empty()) return nullptr;
   return std::make_unique<LoadedModel>(LoadedModel::load(path));
+}
+
+void add_ngram_options(ArgParser& p, NgramParams& params, bool& given) {
+  const NgramParams defaults;
+  // Parsed by hand rather than with add_int/add_float, to know whether they were given while the
+  // help still shows the defaults.
+  const auto int_flag = [&given](const char* name, int32_t& out) {
+    return [&given, name, target = &out](const std::string& v) {
+      const int64_t n = parse_int(v, name);
+      if (n < 1 || n > NgramDrafter::kMaxN) {
+        fail(name, " must be in [1, ", NgramDrafter::kMaxN, "], got ", n);
+      }
+      *target = static_cast<int32_t>(n);
+      given = true;
+    };
+  };
+  const auto float_flag = [&given](const char* name, float& out, double max) {
+    return [&given, name, target = &out, max](const std::string& v) {
+      const double x = parse_float(v, name);
+      if (!(x >= 0 && x <= max)) fail(name, " must be in [0, ", max, "], got ", v);
+      *target = static_cast<float>(x);
+      given = true;
+    };
+  };
+  const auto text = [](float x) {
+    std::ostringstream s;
+    s << x;
+    return s.str();
+  };
+  p.add_value({"--ngram-max"}, "N",
+              "longest suffix looked up with --draft-ngram (default: " +
+                  std::to_string(defaults.n_max) + ")",
+              int_flag("--ngram-max", params.n_max));
+  p.add_value({"--ngram-min"}, "N",
+              "shortest suffix looked up with --draft-ngram (default: " +
+                  std::to_string(defaults.n_min) + ")",
+              int_flag("--ngram-min", params.n_min));
+  p.add_value({"--ngram-policy"}, "adaptive|fixed",
+              std::string("how many looked-up tokens a round proposes. adaptive: only as many as "
+                          "are likely enough to be accepted to pay for their verification "
+                          "(judged by how far the match reaches back and by how earlier drafts "
+                          "fared), often none; fixed: every match copies up to --draft-max "
+                          "tokens (default: ") +
+                  ngram_policy_name(defaults.policy) + ")",
+              [&given, &params](const std::string& v) {
+                if (v == "adaptive") {
+                  params.policy = NgramPolicy::Adaptive;
+                } else if (v == "fixed") {
+                  params.policy = NgramPolicy::Fixed;
+                } else {
+                  fail("--ngram-policy must be adaptive or fixed, got '", v, "'");
+                }
+                given = true;
+              });
+  p.add_value({"--ngram-verify-cost"}, "C",
+              "adaptive policy: extra cost of one more drafted token in a verify pass, in target "
+              "decode steps; a k-th draft is proposed only while P(drafts 1..k accepted) > 1.2 C. "
+              "Lower it when batched verification is cheap, e.g. 0.1 (default: " +
+                  text(defaults.verify_cost) + ")",
+              float_flag("--ngram-verify-cost", params.verify_cost, 10.0));
+  p.add_value({"--ngram-adapt-rate"}, "R",
+              "adaptive policy: how fast the acceptance estimate follows the run's own rounds "
+              "(0: the built-in prior only) (default: " +
+                  text(defaults.adapt_rate) + ")",
+              float_flag("--ngram-adapt-rate", params.adapt_rate, 1.0));
+}
+
+void check_ngram_options(const NgramParams& params, bool given, bool draft_ngram) {
+  if (!draft_ngram && given) fail("the --ngram-* options need --draft-ngram");
+  if (params.n_min > params.n_max) {
+    fail("--ngram-min (", params.n_min, ") must not exceed --ngram-max (", params.n_max, ")");
+  }
+}
+
+std::string describe_ngram(const NgramParams& params) {
+  std::ostringstream s;
+  s << "n " << params.n_min << ".." << params.n_max << ", " << ngram_policy_name(params.policy);
+  if (params.policy == NgramPolicy::Adaptive) {
+    s << ", verify cost " << params.verify_cost << ", adapt rate " << params.adapt_rate;
+  }
+  return s.str();
 }
 
 }  // namespace specdec::cli

@@ -1,11 +1,14 @@
-// What every model-running command does the same way: how -t and -md are resolved.
+// What every model-running command does the same way: how -t and -md are resolved, and the
+// prompt-lookup (--draft-ngram) options.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "cli/arg_parser.h"
 #include "engine/loaded_model.h"
+#include "speculative/ngram_drafter.h"
 
 namespace specdec::cli {
 
@@ -14,5 +17,13 @@ int thread_count(int32_t requested);
 
 // The -md model, or nullptr when no draft was given (empty path).
 std::unique_ptr<LoadedModel> load_draft(const std::string& path);
+
+// --ngram-max, --ngram-min, --ngram-policy, --ngram-verify-cost and --ngram-adapt-rate into
+// params; `given` is set when any of them appears (they only make sense with --draft-ngram).
+void add_ngram_options(ArgParser& p, NgramParams& params, bool& given);
+// After parsing, before any model is loaded: throws specdec::Error on a bad combination.
+void check_ngram_options(const NgramParams& params, bool given, bool draft_ngram);
+// "n 1..3, adaptive, verify cost 0.36" / "n 1..3, fixed": how summaries describe the drafter.
+std::string describe_ngram(const NgramParams& params);
 
 }  // namespace specdec::cli

@@ -26,7 +26,7 @@ struct RunOptions {
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int32_t top_k = 40;
   NgramParams ngram;
-  bool ngram_given = false;  // --ngram-max or --ngram-min
+  bool ngram_given = false;  // any --ngram-* option
   int64_t seed = -1;
 };
 
@@ -54,30 +54,12 @@ int run_command(const std::vector<std::string>& args) {
                "draft model (GGUF) sharing the target's vocabulary", o.draft_model);
   p.add_flag({"--draft-ngram"},
              "draft by prompt lookup (no draft model): copy what followed the latest earlier "
-             "occurrence of the last n tokens",
+             "occurrence of the last n tokens (see --ngram-policy)",
              o.draft_ngram);
-  // Parsed by hand rather than add_int, to know whether they were given (they need
-  // --draft-ngram) while the help shows the real defaults.
-  const auto ngram_flag = [&o](const char* name, int32_t& out) {
-    return [&o, name, target = &out](const std::string& v) {
-      const int64_t n = parse_int(v, name);
-      if (n < 1 || n > NgramDrafter::kMaxN) {
-        fail(name, " must be in [1, ", NgramDrafter::kMaxN, "], got ", n);
-      }
-      *target = static_cast<int32_t>(n);
-      o.ngram_given = true;
-    };
-  };
-  p.add_value({"--ngram-max"}, "N",
-              "longest suffix looked up with --draft-ngram (default: " +
-                  std::to_string(NgramParams{}.n_max) + ")",
-              ngram_flag("--ngram-max", o.ngram.n_max));
-  p.add_value({"--ngram-min"}, "N",
-              "shortest suffix looked up with --draft-ngram (default: " +
-                  std::to_string(NgramParams{}.n_min) + ")",
-              ngram_flag("--ngram-min", o.ngram.n_min));
-  p.add_int({"--draft-max", "--draft"}, "N", "tokens drafted per round (gamma)", o.draft_max, 1,
-            64);
+  add_ngram_options(p, o.ngram, o.ngram_given);
+  p.add_int({"--draft-max", "--draft"}, "N",
+            "tokens drafted per round (gamma; with --draft-ngram's adaptive policy the most)",
+            o.draft_max, 1, 64);
   p.add_string({"-p", "--prompt"}, "TEXT", "prompt", o.prompt);
   p.add_string({"-f", "--file"}, "FILE", "read the prompt from a file", o.prompt_file);
   p.add_flag({"--chat", "-cnv"},
@@ -119,10 +101,7 @@ int run_command(const std::vector<std::string>& args) {
   if (o.draft_ngram && !o.draft_model.empty()) {
     fail("--draft-ngram and -md are mutually exclusive: draft with a model or by prompt lookup");
   }
-  if (!o.draft_ngram && o.ngram_given) fail("--ngram-max/--ngram-min need --draft-ngram");
-  if (o.ngram.n_min > o.ngram.n_max) {
-    fail("--ngram-min (", o.ngram.n_min, ") must not exceed --ngram-max (", o.ngram.n_max, ")");
-  }
+  check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram);
 
   const auto load_start = std::chrono::steady_clock::now();
   LoadedModel target = LoadedModel::load(o.model);
@@ -173,7 +152,12 @@ int run_command(const std::vector<std::string>& args) {
   if (!o.stats_json.empty()) {
     std::ofstream out(o.stats_json);
     if (!out) fail("cannot write --stats-json file '", o.stats_json, "'");
-    out << stats_to_json(result, go, eo.n_threads).dump(2) << "\n";
+    nlohmann::json j = stats_to_json(result, go, eo.n_threads);
+    // The token ids let drafting policies be replayed offline: at T = 0 the committed text does
+    // not depend on the drafter, so any prompt-lookup policy can be simulated on it exactly.
+    j["prompt_token_ids"] = tokens;
+    j["token_ids"] = result.tokens;
+    out << j.dump(2) << "\n";
   }
   return 0;
 }

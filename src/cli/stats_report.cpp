@@ -46,7 +46,12 @@ std::string format_summary(const GenerationResult& r, double load_ms, uint64_t s
     // The drafter goes on the second line: scripts and tests parse "speculative: gamma N".
     out << "             drafter " << s.drafter;
     if (std::string_view(s.drafter) == "ngram") {
-      out << " (n " << s.ngram.n_min << ".." << s.ngram.n_max << ")";
+      out << " (n " << s.ngram.n_min << ".." << s.ngram.n_max << ") "
+          << ngram_policy_name(s.ngram.policy);
+      if (s.ngram.policy == NgramPolicy::Adaptive) {
+        out << " (verify cost " << std::setprecision(2) << s.ngram.verify_cost << ", adapt rate "
+            << s.ngram.adapt_rate << std::setprecision(1) << ")";
+      }
     }
     out << ", " << d.baseline_steps << " target-only steps";
     if (std::string_view(s.drafter) == "ngram") out << " (no match or no room to draft)";
@@ -80,7 +85,11 @@ nlohmann::json stats_to_json(const GenerationResult& r, const GenerationOptions&
     nlohmann::json spec;
     spec["drafter"] = s.drafter;
     if (std::string_view(s.drafter) == "ngram") {
-      spec["ngram"] = {{"n_max", s.ngram.n_max}, {"n_min", s.ngram.n_min}};
+      spec["ngram"] = {{"n_max", s.ngram.n_max},
+                       {"n_min", s.ngram.n_min},
+                       {"policy", ngram_policy_name(s.ngram.policy)},
+                       {"verify_cost", s.ngram.verify_cost},
+                       {"adapt_rate", s.ngram.adapt_rate}};
     }
     spec["gamma"] = s.draft_max;
     spec["rounds"] = d.rounds;
