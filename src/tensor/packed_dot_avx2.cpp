@@ -26,20 +26,25 @@ struct KindQ4_1 {
   static constexpr bool kMin = true;
   template <int NR>
   static void block_sums(const P& b, const X* const* xb, int64_t i, __m256i* sum) {
+    // All 8 chunks unpacked first, then one activation row at a time: a short dependent chain
+    // per row keeps the compiler from reassociating the int16 adds into a tree of spilled
+    // temporaries (which it did when the rows were interleaved per chunk).
     const __m256i low4 = _mm256_set1_epi8(0x0f);
-    __m256i s16[NR];
-    for (int t = 0; t < NR; ++t) s16[t] = _mm256_setzero_si256();
+    __m256i q[8];
     for (int p = 0; p < 4; ++p) {
       const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
-      const __m256i lo = _mm256_and_si256(raw, low4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-      for (int t = 0; t < NR; ++t) {
-        const int8_t* y = xb[t][i].qs;
-        s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(lo, broadcast4(y + 4 * p)));
-        s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(hi, broadcast4(y + 16 + 4 * p)));
-      }
+      q[p] = _mm256_and_si256(raw, low4);
+      q[p + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
     }
-    for (int t = 0; t < NR; ++t) sum[t] = _mm256_madd_epi16(s16[t], _mm256_set1_epi16(1));
+    for (int t = 0; t < NR; ++t) {
+      const int8_t* y = xb[t][i].qs;
+      __m256i s16 = _mm256_maddubs_epi16(q[0], broadcast4(y));
+      for (int c = 1; c < 8; ++c) {
+        s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(q[c], broadcast4(y + 4 * c)));
+        pin(s16);
+      }
+      sum[t] = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+    }
   }
 };
 

@@ -43,5 +43,10 @@ inline __m256i broadcast4(const void* p) {
   return _mm256_set1_epi32(v);
 }
 
+// An empty asm that claims to modify v: the compiler must materialize v here and cannot
+// reassociate a chain of integer adds across it. Without it GCC turns a per-row chain of adds
+// into a wide tree whose temporaries spill to the stack.
+inline void pin(__m256i& v) { asm("" : "+x"(v)); }
+
 }  // namespace
 }  // namespace specdec
