@@ -1,7 +1,9 @@
-// Prompt-lookup drafting: the lookup on hand-made sequences and against a brute-force search, and
-// the full speculative loop with it: exact output distribution (chi-square against the target's
-// enumerated joint distribution), detection of broken rules, greedy equivalence, zero-draft
-// rounds, the one-stream reproducibility and the statistics.
+// Prompt-lookup drafting: the lookup on hand-made sequences and against a brute-force search, the
+// adaptive draft-length policy (lengths for given matches, adaptation to outcomes), and the full
+// speculative loop with both policies: exact output distribution (chi-square against the
+// target's enumerated joint distribution; harness in exactness_harness_test_util.h), detection
+// of broken rules, greedy equivalence, zero-draft rounds, the one-stream reproducibility and the
+// statistics.
 #include "speculative/ngram_drafter.h"
 
 #include <gtest/gtest.h>
@@ -13,26 +15,32 @@
 
 #include "common/error.h"
 #include "sampling/chi_square.h"
+#include "speculative/exactness_harness_test_util.h"
 #include "speculative/fake_lm.h"
 #include "speculative/speculative_decoder.h"
 
 namespace specdec {
 namespace {
 
+using testing::exact_joint;
 using testing::FakeLM;
+using testing::greedy_reference;
+using testing::joint_counts;
+using testing::params;
 
-SamplingParams params(float temperature, float top_p = 1.0f, int top_k = 0, float min_p = 0.0f) {
-  SamplingParams sp;
-  sp.temperature = temperature;
-  sp.top_p = top_p;
-  sp.top_k = top_k;
-  sp.min_p = min_p;
-  return sp;
+NgramParams fixed_policy(int32_t n_max = 3, int32_t n_min = 1) {
+  return {n_max, n_min, NgramPolicy::Fixed};
+}
+// Adaptive with a cheap verify pass and a fast-moving estimate, so that the learned state really
+// changes which tokens are proposed from round to round (the case the exactness tests must see).
+NgramParams eager_adaptive(int32_t n_max = 3, int32_t n_min = 1) {
+  return {n_max, n_min, NgramPolicy::Adaptive, 0.05f, 0.5f};
 }
 
-// What NgramDrafter proposes for `history` with a fresh index.
+// What NgramDrafter proposes for `history` with a fresh index (by default with the fixed
+// policy: the lookup's own semantics).
 std::vector<int32_t> proposal(const std::vector<int32_t>& history, int32_t gamma,
-                              NgramParams np = {}) {
+                              NgramParams np = fixed_policy()) {
   NgramDrafter d(64, np);
   d.start(history, 0);
   Rng rng(0);
@@ -54,7 +62,7 @@ TEST(NgramDrafter, LongestMatchWins) {
   const std::vector<int32_t> h{1, 2, 3, 10, 5, 2, 3, 11, 1, 2, 3};
   EXPECT_EQ(proposal(h, 4), (std::vector<int32_t>{10, 5, 2, 3}));
   // With n_max = 2 only the 2-gram can match: its most recent occurrence wins.
-  EXPECT_EQ(proposal(h, 4, {2, 1}), (std::vector<int32_t>{11, 1, 2, 3}));
+  EXPECT_EQ(proposal(h, 4, fixed_policy(2, 1)), (std::vector<int32_t>{11, 1, 2, 3}));
 }
 
 TEST(NgramDrafter, MostRecentOccurrenceAndTruncationAtHistoryEnd) {
@@ -78,7 +86,7 @@ TEST(NgramDrafter, NoMatchMeansNoDrafts) {
   EXPECT_TRUE(proposal({5}, 4).empty());  // a single token has nothing earlier to match
   // Token 1 recurs, but n_min = 2 demands two tokens of context.
   EXPECT_EQ(proposal({5, 1, 6, 1}, 4), (std::vector<int32_t>{6, 1}));
-  EXPECT_TRUE(proposal({5, 1, 6, 1}, 4, {3, 2}).empty());
+  EXPECT_TRUE(proposal({5, 1, 6, 1}, 4, fixed_policy(3, 2)).empty());
 }
 
 TEST(NgramDrafter, RejectsBadParameters) {
@@ -88,13 +96,155 @@ TEST(NgramDrafter, RejectsBadParameters) {
   EXPECT_THROW(NgramDrafter(0, {}), Error);
 }
 
+TEST(NgramDrafter, MatchLengthReachesBackPastTheLookedUpSuffix) {
+  // Suffix 3 4 5 (n = 3) last occurred after 9 1 2; the agreement reaches back over 1 2 too.
+  const std::vector<int32_t> h{9, 1, 2, 3, 4, 5, 7, 0, 1, 2, 3, 4, 5};
+  NgramDrafter d(16, fixed_policy());
+  d.start(h, 0);
+  const NgramDrafter::Match m = d.lookup(h);
+  EXPECT_EQ(m.pos, 6);
+  EXPECT_EQ(m.n, 3);
+  EXPECT_EQ(m.len, 5);
+  // A long quoted span: the measured length stops at kMaxMatch.
+  std::vector<int32_t> quoted;
+  for (int32_t i = 0; i < 50; ++i) quoted.push_back(i);
+  quoted.push_back(60);
+  for (int32_t i = 0; i < 45; ++i) quoted.push_back(i);
+  NgramDrafter d2(64, fixed_policy());
+  d2.start(quoted, 0);
+  EXPECT_EQ(d2.lookup(quoted).len, NgramDrafter::kMaxMatch);
+  EXPECT_EQ(d2.lookup(quoted).pos, 45);
+}
+
+TEST(NgramPolicy, DraftLengthGrowsWithTheMatchAndShrinksWithTheVerifyCost) {
+  // Prior acceptance by match length 1..8+: 0.2 0.5 0.65 0.7 0.75 0.75 0.75 0.85. Draft k is
+  // proposed while the product of the first k estimates is >= 1.2 x verify cost.
+  NgramDrafter today(64);  // verify cost 0.36: threshold 0.432
+  EXPECT_NEAR(today.threshold(), 0.432, 1e-6);
+  EXPECT_NEAR(today.acceptance_estimate(1), 0.2, 1e-9);
+  EXPECT_NEAR(today.acceptance_estimate(100), 0.85, 1e-9);
+  EXPECT_EQ(today.draft_length(1, 8), 0);   // one shared token: not worth a wider pass
+  EXPECT_EQ(today.draft_length(2, 8), 1);   // 0.5, then 0.5 * 0.65 = 0.33
+  EXPECT_EQ(today.draft_length(3, 8), 2);   // 0.65, 0.455, then 0.34
+  EXPECT_EQ(today.draft_length(5, 8), 2);   // 0.75, 0.5625, then 0.42
+  EXPECT_EQ(today.draft_length(6, 8), 3);   // 0.75, 0.5625, 0.478, then 0.41
+  EXPECT_EQ(today.draft_length(8, 8), 5);   // 0.85^5 = 0.44, 0.85^6 = 0.38
+  EXPECT_EQ(today.draft_length(32, 3), 3);  // never more than is available (γ, continuation)
+  EXPECT_EQ(today.draft_length(32, 0), 0);
+
+  NgramDrafter cheap(64, {3, 1, NgramPolicy::Adaptive, 0.1f});  // threshold 0.12
+  EXPECT_EQ(cheap.draft_length(1, 8), 1);                       // 0.2, then 0.1
+  EXPECT_EQ(cheap.draft_length(2, 8), 5);  // 0.5 0.325 0.23 0.17 0.128, then 0.096
+  NgramDrafter free_verify(64, {3, 1, NgramPolicy::Adaptive, 0.0f});
+  EXPECT_EQ(free_verify.draft_length(1, 7), 7);
+}
+
+TEST(NgramPolicy, ProposalsFollowThePolicy) {
+  const NgramParams adaptive{};
+  // A one-token match (token 1): the fixed policy copies, the adaptive one declines.
+  EXPECT_EQ(proposal({5, 1, 6, 1}, 4), (std::vector<int32_t>{6, 1}));
+  EXPECT_TRUE(proposal({5, 1, 6, 1}, 4, adaptive).empty());
+  // A quoted span whose match reaches back 6 tokens: 3 drafts (see above), not γ = 8.
+  std::vector<int32_t> h;
+  for (int32_t i = 1; i <= 12; ++i) h.push_back(i);
+  h.push_back(40);
+  for (int32_t i = 1; i <= 6; ++i) h.push_back(i);
+  EXPECT_EQ(proposal(h, 8), (std::vector<int32_t>{7, 8, 9, 10, 11, 12, 40, 1}));
+  EXPECT_EQ(proposal(h, 8, adaptive), (std::vector<int32_t>{7, 8, 9}));
+  EXPECT_EQ(proposal(h, 2, adaptive), (std::vector<int32_t>{7, 8}));  // γ still caps
+  // The draft stops where the earlier occurrence's continuation runs out (the history's end).
+  NgramParams cheap = adaptive;
+  cheap.verify_cost = 0.0f;
+  EXPECT_EQ(proposal({1, 2, 3, 4, 1, 2, 3}, 8, cheap), (std::vector<int32_t>{4, 1, 2, 3}));
+}
+
+TEST(NgramPolicy, TrimsAfterFailuresGrowsAfterSuccessesAndForgets) {
+  NgramDrafter d(64);
+  const std::vector<int32_t> h{1, 2, 3, 9, 1, 2, 3};  // match of length 3
+  d.start(h, 0);
+  EXPECT_EQ(d.draft_length(8, 8), 5);
+  // Rounds whose first draft keeps failing lower every estimate, so drafts get shorter and then
+  // stop altogether.
+  const double before = d.acceptance_estimate(3);
+  d.observe(3, 2, 0);
+  EXPECT_LT(d.acceptance_estimate(3), before);
+  EXPECT_LT(d.acceptance_estimate(8), 0.85);  // shared: other lengths learn too
+  for (int i = 0; i < 10; ++i) d.observe(3, 2, 0);
+  EXPECT_LT(d.draft_length(8, 8), 5);
+  for (int i = 0; i < 200; ++i) d.observe(3, 2, 0);
+  EXPECT_EQ(d.adapt_offset(), -3.0);  // clamped
+  EXPECT_EQ(d.draft_length(32, 8), 0);
+  // A declined match shrinks the offset towards the prior, so drafting resumes eventually.
+  std::vector<int32_t> drafts;
+  std::vector<Distribution> q;
+  Rng rng(0);
+  int declined = 0;
+  while (d.propose(h, 8, params(0.0f), rng, drafts, q) == 0) ++declined;
+  EXPECT_GT(declined, 10);
+  EXPECT_LT(declined, 200);
+  // Rounds that keep passing push the estimates above the prior: longer drafts than the prior's.
+  for (int i = 0; i < 40; ++i) d.observe(3, 4, 4);
+  EXPECT_GT(d.adapt_offset(), 0.0);
+  EXPECT_GT(d.draft_length(3, 8), 2);
+  EXPECT_GT(d.draft_length(1, 8), 0);
+  // Only tested drafts count: 2 accepted of 4 tested 3 (the 4th was never judged).
+  NgramDrafter e(64), f(64);
+  e.observe(3, 4, 2);
+  f.observe(3, 3, 2);
+  EXPECT_EQ(e.adapt_offset(), f.adapt_offset());
+  // A new sequence starts from the prior.
+  d.start(h, 0);
+  EXPECT_EQ(d.adapt_offset(), 0.0);
+  // Rate 0: the prior alone.
+  NgramDrafter frozen(64, {3, 1, NgramPolicy::Adaptive, 0.36f, 0.0f});
+  frozen.observe(3, 2, 0);
+  EXPECT_EQ(frozen.adapt_offset(), 0.0);
+}
+
+TEST(NgramPolicy, FinishRoundLearnsFromTheRoundsMatch) {
+  const std::vector<int32_t> h{1, 2, 3, 9, 1, 2, 3};
+  std::vector<int32_t> drafts;
+  std::vector<Distribution> q;
+  Rng rng(0);
+  for (const NgramPolicy policy : {NgramPolicy::Adaptive, NgramPolicy::Fixed}) {
+    NgramDrafter d(64, {3, 1, policy});
+    d.start(h, 0);
+    const int32_t m = d.propose(h, 8, params(0.0f), rng, drafts, q);
+    ASSERT_EQ(m, policy == NgramPolicy::Adaptive ? 2 : 4);  // match length 3: 0.65, 0.455
+    d.finish_round(h, 7, m, 0);
+    if (policy == NgramPolicy::Adaptive) {
+      NgramDrafter ref(64);
+      ref.observe(3, m, 0);
+      EXPECT_EQ(d.adapt_offset(), ref.adapt_offset());
+      EXPECT_LT(d.adapt_offset(), 0.0);
+    } else {
+      EXPECT_EQ(d.adapt_offset(), 0.0);  // the fixed policy learns nothing
+    }
+  }
+}
+
+TEST(NgramPolicy, RejectsBadParameters) {
+  EXPECT_THROW(NgramDrafter(10, {3, 1, NgramPolicy::Adaptive, -0.1f}), Error);
+  EXPECT_THROW(NgramDrafter(10, {3, 1, NgramPolicy::Adaptive, 0.3f, 1.5f}), Error);
+  EXPECT_THROW(NgramDrafter(10, {3, 1, NgramPolicy::Adaptive, 0.3f, -1.0f}), Error);
+  EXPECT_STREQ(ngram_policy_name(NgramPolicy::Adaptive), "adaptive");
+  EXPECT_STREQ(ngram_policy_name(NgramPolicy::Fixed), "fixed");
+}
+
 // The definition, searched by brute force: the latest j < len - n with t[j..j+n) equal to the
-// suffix, for n = n_max down to n_min; the continuation starts at j + n.
+// suffix, for n = n_max down to n_min; the continuation starts at j + n, and the match length
+// counts the tokens before t[j + n] that agree with the history's tail.
 NgramDrafter::Match brute_force(const std::vector<int32_t>& t, const NgramParams& np) {
   const auto len = static_cast<int32_t>(t.size());
   for (int32_t n = std::min(np.n_max, len - 1); n >= np.n_min; --n) {
     for (int32_t j = len - n - 1; j >= 0; --j) {
-      if (std::equal(t.begin() + j, t.begin() + j + n, t.end() - n)) return {j + n, n};
+      if (!std::equal(t.begin() + j, t.begin() + j + n, t.end() - n)) continue;
+      int32_t l = n;  // then extend the agreement backwards
+      while (l < NgramDrafter::kMaxMatch && j + n - l - 1 >= 0 &&
+             t[size_t(j + n - l - 1)] == t[size_t(len - l - 1)]) {
+        ++l;
+      }
+      return {j + n, n, l};
     }
   }
   return {};
@@ -115,6 +265,7 @@ TEST(NgramDrafter, IncrementalIndexAgreesWithBruteForce) {
         const NgramDrafter::Match want = brute_force(t, np);
         ASSERT_EQ(got.pos, want.pos) << "len " << t.size() << " trial " << trial;
         ASSERT_EQ(got.n, want.n);
+        ASSERT_EQ(got.len, want.len);
         const int add = 1 + static_cast<int>(rng.uniform() * 4);
         for (int i = 0; i < add; ++i) t.push_back(static_cast<int32_t>(rng.uniform() * vocab));
       }
@@ -134,31 +285,6 @@ FakeLM cycling_target(int32_t vocab, float bias = 2.0f, float scale = 1.5f) {
   return t;
 }
 
-// P(continuation = x_1..x_L | prompt) under the target, for every sequence (index base vocab).
-std::vector<double> exact_joint(const FakeLM& target, const SamplingParams& sp,
-                                const std::vector<int32_t>& prompt, int length) {
-  const int32_t v = target.n_vocab();
-  std::vector<double> out(static_cast<size_t>(std::pow(v, length)), 0.0);
-  const auto recurse = [&](auto&& self, std::vector<int32_t>& ctx, int depth, double prob,
-                           size_t index) -> void {
-    if (depth == length) {
-      out[index] = prob;
-      return;
-    }
-    Distribution d;
-    make_distribution(target.logits_for(ctx), sp, d);
-    for (size_t i = 0; i < d.size(); ++i) {
-      ctx.push_back(d.ids[i]);
-      self(self, ctx, depth + 1, prob * d.probs[i],
-           index * static_cast<size_t>(v) + static_cast<size_t>(d.ids[i]));
-      ctx.pop_back();
-    }
-  };
-  std::vector<int32_t> ctx = prompt;
-  recurse(recurse, ctx, 0, 1.0, 0);
-  return out;
-}
-
 struct JointRun {
   ChiSquareResult fit;
   int64_t drafted = 0, accepted = 0, rounds = 0, baseline_steps = 0;
@@ -166,25 +292,19 @@ struct JointRun {
 
 JointRun ngram_joint(FakeLM& target, const SamplingParams& sp, int gamma,
                      const std::vector<int32_t>& prompt, int length, int trials, uint64_t seed,
-                     RuleVariant rule = RuleVariant::Correct, NgramParams np = {}) {
+                     RuleVariant rule = RuleVariant::Correct, NgramParams np = fixed_policy()) {
   Rng rng(seed);
   NgramDrafter drafter(target.n_vocab(), np);
   SpeculativeDecoder dec(target, drafter, sp, gamma, rng);
   dec.set_verifier(verifier_for(rule));
-  const int32_t v = target.n_vocab();
-  std::vector<int64_t> counts(static_cast<size_t>(std::pow(v, length)), 0);
   JointRun run;
-  for (int t = 0; t < trials; ++t) {
-    dec.start(prompt, length);
-    dec.run();
-    size_t index = 0;
-    for (int32_t tok : dec.generated()) index = index * static_cast<size_t>(v) + size_t(tok);
-    ++counts[index];
-    run.drafted += dec.stats().drafted;
-    run.accepted += dec.stats().accepted;
-    run.rounds += dec.stats().rounds;
-    run.baseline_steps += dec.stats().baseline_steps;
-  }
+  const std::vector<int64_t> counts =
+      joint_counts(dec, target.n_vocab(), prompt, length, trials, [&run](const DecodeStats& s) {
+        run.drafted += s.drafted;
+        run.accepted += s.accepted;
+        run.rounds += s.rounds;
+        run.baseline_steps += s.baseline_steps;
+      });
   run.fit = chi_square_test(counts, exact_joint(target, sp, prompt, length));
   return run;
 }
@@ -192,29 +312,46 @@ JointRun ngram_joint(FakeLM& target, const SamplingParams& sp, int gamma,
 TEST(NgramSpeculation, JointDistributionMatchesTarget) {
   // 3-token continuations over 5 tokens (125 cells) after prompts that contain the cycle, so most
   // rounds draft (and a good share of drafts is rejected: p(successor) ~ 0.5-0.8). Fixed seeds,
-  // level 1e-4 per fit.
+  // level 1e-4 per fit (27 fits: family-wise ~0.3%). Policies: fixed; adaptive with a cheap
+  // verify (long drafts, lengths set by the match); adaptive on a knife edge (threshold 0.6, near
+  // the estimates, with a fast estimate), where whether the second round drafts at all depends
+  // on how the first round's drafts fared.
   FakeLM target = cycling_target(5);
   const std::vector<std::vector<int32_t>> prompts{{0, 1, 2, 3, 4, 0, 1}, {3, 4, 0, 2, 3, 4}};
+  const NgramParams knife_edge{3, 1, NgramPolicy::Adaptive, 0.5f, 0.5f};
   int config = 0;
-  int64_t drafted = 0, accepted = 0;
-  for (int gamma : {1, 2, 4}) {
-    for (const SamplingParams& sp : {params(1.0f), params(0.7f, 0.9f), params(1.3f, 1.0f, 3)}) {
-      const std::vector<int32_t>& prompt = prompts[size_t(config) % prompts.size()];
-      const JointRun r = ngram_joint(target, sp, gamma, prompt, 3, 40000, 500 + config);
-      EXPECT_EQ(r.fit.impossible, 0) << "gamma " << gamma;
-      EXPECT_GT(r.fit.p_value, 1e-4) << "gamma " << gamma << " T " << sp.temperature << " stat "
-                                     << r.fit.stat << " dof " << r.fit.dof;
-      EXPECT_GE(r.rounds, 40000) << "every trial should draft at least once";
-      drafted += r.drafted;
-      accepted += r.accepted;
-      ++config;
+  for (const NgramParams& np : {fixed_policy(), eager_adaptive(), knife_edge}) {
+    int64_t drafted = 0, accepted = 0;
+    for (int gamma : {1, 2, 4}) {
+      for (const SamplingParams& sp : {params(1.0f), params(0.7f, 0.9f), params(1.3f, 1.0f, 3)}) {
+        const std::vector<int32_t>& prompt = prompts[size_t(config) % prompts.size()];
+        const JointRun r = ngram_joint(target, sp, gamma, prompt, 3, 40000, 500 + config,
+                                       RuleVariant::Correct, np);
+        const char* policy = ngram_policy_name(np.policy);
+        EXPECT_EQ(r.fit.impossible, 0) << policy << " gamma " << gamma;
+        EXPECT_GT(r.fit.p_value, 1e-4) << policy << " gamma " << gamma << " T " << sp.temperature
+                                       << " stat " << r.fit.stat << " dof " << r.fit.dof;
+        if (np.policy == NgramPolicy::Fixed) {
+          EXPECT_GE(r.rounds, 40000) << "every trial should draft at least once";
+        } else {
+          EXPECT_GE(r.rounds, 40000 / 4) << policy << " gamma " << gamma;
+        }
+        if (np.verify_cost == knife_edge.verify_cost) {
+          EXPECT_GT(r.baseline_steps, 40000 / 4) << "the knife edge should decline many matches";
+        }
+        drafted += r.drafted;
+        accepted += r.accepted;
+        ++config;
+      }
     }
+    // The fits mean something only if drafts were both accepted and rejected often.
+    EXPECT_GT(accepted, drafted / 5) << ngram_policy_name(np.policy);
+    EXPECT_LT(accepted, drafted * 9 / 10) << ngram_policy_name(np.policy);
+    std::printf("n-gram joint fits (%s, cost %.2f): %lld drafted, %.3f accepted\n",
+                ngram_policy_name(np.policy), static_cast<double>(np.verify_cost),
+                static_cast<long long>(drafted),
+                static_cast<double>(accepted) / static_cast<double>(drafted));
   }
-  // The fits mean something only if drafts were both accepted and rejected often.
-  EXPECT_GT(accepted, drafted / 5);
-  EXPECT_LT(accepted, drafted * 9 / 10);
-  std::printf("n-gram joint fits: %lld drafted, %.3f accepted\n", static_cast<long long>(drafted),
-              static_cast<double>(accepted) / static_cast<double>(drafted));
 }
 
 TEST(NgramSpeculation, TwoTokenJointWithLargeSampleAndLongerNgrams) {
@@ -244,6 +381,12 @@ TEST(NgramSpeculation, BrokenRulesFailTheJointTest) {
                 static_cast<long long>(r.fit.impossible));
     EXPECT_TRUE(r.fit.p_value < 1e-6 || r.fit.impossible > 0) << rule_name(rule);
   }
+  // The same with the adaptive policy choosing the draft lengths.
+  for (const RuleVariant rule : {RuleVariant::AcceptAlways, RuleVariant::ResampleFromP}) {
+    const JointRun r =
+        ngram_joint(target, params(1.0f), 2, prompt, 3, 20000, 4243, rule, eager_adaptive());
+    EXPECT_TRUE(r.fit.p_value < 1e-6 || r.fit.impossible > 0) << "adaptive " << rule_name(rule);
+  }
   // IgnoreRatio accepts with probability p(y) instead of min(1, p(y)/q(y)); with q(y) = 1 these
   // are the same rule, so it must pass here: a check that the harness is not simply rejecting
   // everything.
@@ -252,18 +395,6 @@ TEST(NgramSpeculation, BrokenRulesFailTheJointTest) {
   EXPECT_GT(same.fit.p_value, 1e-4);
   const JointRun ok = ngram_joint(target, params(1.0f), 2, prompt, 3, 20000, 4242);
   EXPECT_GT(ok.fit.p_value, 1e-4);
-}
-
-// Target-only greedy decoding by hand: argmax with ties to the lowest id at each step.
-std::vector<int32_t> greedy_reference(const FakeLM& target, std::vector<int32_t> ctx, int n) {
-  std::vector<int32_t> out;
-  for (int i = 0; i < n; ++i) {
-    const std::vector<float> l = target.logits_for(ctx);
-    const auto best = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
-    out.push_back(best);
-    ctx.push_back(best);
-  }
-  return out;
 }
 
 TEST(NgramSpeculation, GreedyEqualsTargetGreedy) {
@@ -277,7 +408,8 @@ TEST(NgramSpeculation, GreedyEqualsTargetGreedy) {
     const int len = 1 + trial % 9;
     for (int i = 0; i < len; ++i) prompt.push_back(static_cast<int32_t>(prompts.uniform() * 7));
     const std::vector<int32_t> want = greedy_reference(target, prompt, 30);
-    for (const NgramParams np : {NgramParams{3, 1}, NgramParams{2, 2}}) {
+    for (const NgramParams np :
+         {fixed_policy(3, 1), fixed_policy(2, 2), NgramParams{}, eager_adaptive(2, 1)}) {
       for (int gamma = 1; gamma <= 8; ++gamma) {
         Rng rng(1);
         NgramDrafter drafter(7, np);
@@ -334,8 +466,8 @@ TEST(NgramSpeculation, ShortProposalsVerifyOverMPlusOnePositions) {
   target.set_recording(true);
   Rng rng(8);
   const int gamma = 6;
-  NgramDrafter drafter(6);
-  NgramDrafter mirror(6);  // the same lookup, run independently on the same history
+  NgramDrafter drafter(6, fixed_policy());
+  NgramDrafter mirror(6, fixed_policy());  // the same lookup, run independently
   SpeculativeDecoder dec(target, drafter, params(1.0f), gamma, rng);
   const std::vector<int32_t> prompt{0, 1, 2, 3};
   dec.start(prompt, 80);

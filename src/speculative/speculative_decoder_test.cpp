@@ -1,6 +1,6 @@
 // The full loop with fake models: exact distribution of the output (chi-square against the
-// target's joint distribution, enumerated), detection of broken rules, greedy equivalence, and the
-// cache protocol.
+// target's joint distribution, enumerated; harness in exactness_harness_test_util.h), detection
+// of broken rules, greedy equivalence, and the cache protocol.
 #include "speculative/speculative_decoder.h"
 
 #include <gtest/gtest.h>
@@ -13,21 +13,17 @@
 
 #include "common/error.h"
 #include "sampling/chi_square.h"
+#include "speculative/exactness_harness_test_util.h"
 #include "speculative/fake_lm.h"
 
 namespace specdec {
 namespace {
 
+using testing::exact_joint;
 using testing::FakeLM;
-
-SamplingParams params(float temperature, float top_p = 1.0f, int top_k = 0, float min_p = 0.0f) {
-  SamplingParams sp;
-  sp.temperature = temperature;
-  sp.top_p = top_p;
-  sp.top_k = top_k;
-  sp.min_p = min_p;
-  return sp;
-}
+using testing::greedy_reference;
+using testing::joint_counts;
+using testing::params;
 
 // A target and a draft that agrees with it only partly (acceptance ~0.6-0.8).
 struct Models {
@@ -37,32 +33,6 @@ struct Models {
   FakeLM target;
   FakeLM draft;
 };
-
-// P(continuation = x_1..x_L | prompt) under the target, for every sequence (index base vocab).
-std::vector<double> exact_joint(const FakeLM& target, const SamplingParams& sp,
-                                const std::vector<int32_t>& prompt, int length) {
-  const int32_t v = target.n_vocab();
-  std::vector<double> out(static_cast<size_t>(std::pow(v, length)), 0.0);
-  Distribution d;
-  const auto recurse = [&](auto&& self, std::vector<int32_t>& ctx, int depth, double prob,
-                           size_t index) -> void {
-    if (depth == length) {
-      out[index] = prob;
-      return;
-    }
-    make_distribution(target.logits_for(ctx), sp, d);
-    const Distribution here = d;
-    for (size_t i = 0; i < here.size(); ++i) {
-      ctx.push_back(here.ids[i]);
-      self(self, ctx, depth + 1, prob * here.probs[i],
-           index * static_cast<size_t>(v) + static_cast<size_t>(here.ids[i]));
-      ctx.pop_back();
-    }
-  };
-  std::vector<int32_t> ctx = prompt;
-  recurse(recurse, ctx, 0, 1.0, 0);
-  return out;
-}
 
 struct JointRun {
   std::vector<int64_t> counts;
@@ -75,16 +45,8 @@ JointRun speculative_joint(Models& m, const SamplingParams& sp, int gamma,
   Rng rng(seed);
   SpeculativeDecoder dec(m.target, &m.draft, sp, gamma, rng);
   dec.set_verifier(verifier_for(rule));
-  const int32_t v = m.target.n_vocab();
   JointRun run;
-  run.counts.assign(static_cast<size_t>(std::pow(v, length)), 0);
-  for (int t = 0; t < trials; ++t) {
-    dec.start(prompt, length);
-    dec.run();
-    size_t index = 0;
-    for (int32_t tok : dec.generated()) index = index * static_cast<size_t>(v) + size_t(tok);
-    ++run.counts[index];
-  }
+  run.counts = joint_counts(dec, m.target.n_vocab(), prompt, length, trials);
   run.last_stats = dec.stats();
   return run;
 }
@@ -205,18 +167,6 @@ TEST(SpeculativeDecoder, AcceptanceRateMatchesOverlap) {
   EXPECT_NEAR(r1, beta1, 4 * std::sqrt(beta1 * (1 - beta1) / double(reached1)));
   EXPECT_NEAR(r2, beta2, 4 * std::sqrt(beta2 * (1 - beta2) / double(acc1)));
   std::printf("acceptance: pos1 %.4f (exact %.4f), pos2 %.4f (exact %.4f)\n", r1, beta1, r2, beta2);
-}
-
-// Target-only greedy decoding by hand: argmax with ties to the lowest id at each step.
-std::vector<int32_t> greedy_reference(const FakeLM& target, std::vector<int32_t> ctx, int n) {
-  std::vector<int32_t> out;
-  for (int i = 0; i < n; ++i) {
-    const std::vector<float> l = target.logits_for(ctx);
-    const auto best = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
-    out.push_back(best);
-    ctx.push_back(best);
-  }
-  return out;
 }
 
 TEST(SpeculativeDecoder, GreedyEqualsTargetGreedy) {

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Prompt-lookup drafting policies compared by deterministic counts, not wall-clock time.
+
+Each run is one `specdec run --draft-ngram ... --stats-json` on a bench prompt (chat template,
+--ignore-eos, top-k and min-p off, as `specdec bench` does). From the per-round log we take the
+tokens committed, the speculative rounds, the tokens drafted per round, and a modelled cost
+
+    cost = sum over target passes of (1 + c * drafted)   (a target-only step drafts 0)
+
+for the verify-cost slopes c given by --costs (0.36: a pass over g+1 tokens on today's 2-core
+kernels; 0.1: the hoped-for batched kernels). Modelled speedup = tokens / cost, against 1 for
+target-only decoding. At T = 0 the committed text does not depend on the drafter (greedy
+equality), so the numbers are exact; at T > 0 they are averaged over --seeds.
+
+--replay instead reads the token ids of T = 0 runs and prints, per effective match length, how
+often a prompt-lookup copy is accepted: the prior table of NgramDrafter (ngram_drafter.cpp).
+
+usage:
+  python3 scripts/ngram_policy_eval.py --cli build-ngram/specdec \\
+      [--model M.gguf] [--categories summary,opinion,code] [--temps 0,0.7] [--seeds 1,2,3] \\
+      [-n 128] [--jobs 1] [--json-out FILE] \\
+      [--policy NAME='FLAGS' ...]          # default: fixed g=1,2,4 and adaptive (c 0.36, 0.1)
+  python3 scripts/ngram_policy_eval.py --cli build-ngram/specdec --replay
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_MODEL = Path.home() / ".cache/specdec/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_POLICIES = [
+    ("fixed-g1", "--ngram-policy fixed --draft-max 1"),
+    ("fixed-g2", "--ngram-policy fixed --draft-max 2"),
+    ("fixed-g4", "--ngram-policy fixed --draft-max 4"),
+    ("adaptive-c0.36", "--ngram-policy adaptive --ngram-verify-cost 0.36 --draft-max 8"),
+    ("adaptive-c0.1", "--ngram-policy adaptive --ngram-verify-cost 0.1 --draft-max 8"),
+]
+
+
+def prompts(categories: list[str]) -> list[tuple[str, str, str]]:
+    out = []
+    for cat in categories:
+        for f in sorted((ROOT / "bench" / "prompts" / cat).glob("*.txt")):
+            # Trailing blanks stripped as `specdec bench` does, so the token ids match its runs.
+            out.append((cat, f.stem, f.read_text().rstrip(" \n\r")))
+    return out
+
+
+def run_one(cli: str, model: str, text: str, flags: list[str], temp: float, seed: int, n: int,
+            threads: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        stats = os.path.join(tmp, "stats.json")
+        cmd = [cli, "run", "-m", model, "-p", text, "--chat", "-n", str(n), "--temp", str(temp),
+               "--top-p", "0.9", "--top-k", "0", "--min-p", "0", "-s", str(seed), "-t",
+               str(threads), "-c", "2048", "--ignore-eos", "-q", "--stats-json", stats] + flags
+        r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            sys.exit(f"ngram_policy_eval: {shlex.join(cmd)} failed: {r.stderr.strip()}")
+        with open(stats) as f:
+            return json.load(f)
+
+
+def counts(stats: dict, costs: list[float]) -> dict:
+    s = stats.get("speculative_stats")
+    log = s["per_round"] if s else [{"gamma": 0}] * stats["generated_tokens"]
+    drafted = [r["gamma"] for r in log]
+    return {
+        "tokens": stats["generated_tokens"],
+        "passes": len(drafted),
+        "rounds": sum(1 for g in drafted if g > 0),
+        "drafted": sum(drafted),
+        "accepted": s["accepted"] if s else 0,
+        "cost": {str(c): sum(1 + c * g for g in drafted) for c in costs},
+    }
+
+
+# --- replay (T = 0): the same lookup as NgramDrafter::lookup, by brute force -------------------
+def lookup(t: list[int], n_max: int = 3, n_min: int = 1, max_match: int = 32):
+    size = len(t)
+    for n in range(min(n_max, size - 1), n_min - 1, -1):
+        suffix = t[size - n:]
+        for e in range(size - 1, n - 1, -1):  # most recent occurrence first
+            if t[e - n:e] == suffix:
+                length = n
+                while length < max_match and e - length - 1 >= 0 and \
+                        t[e - length - 1] == t[size - length - 1]:
+                    length += 1
+                return e, length
+    return -1, 0
+
+
+def replay_table(runs: list[dict], gamma: int = 16) -> dict[int, list[int]]:
+    """Fixed-policy prompt lookup replayed on greedy output: per effective match length (the
+    match length plus the drafts before it, all accepted), [tested, accepted]."""
+    table: dict[int, list[int]] = collections.defaultdict(lambda: [0, 0])
+    for stats in runs:
+        t, gen = list(stats["prompt_token_ids"]), stats["token_ids"]
+        i = 0
+        while i < len(gen):
+            g = min(gamma, len(gen) - i - 1)
+            e, length = lookup(t) if g > 0 else (-1, 0)
+            drafts = t[e:e + min(g, len(t) - e)] if e >= 0 else []
+            a = 0
+            while a < len(drafts) and drafts[a] == gen[i + a]:
+                a += 1
+            for k in range(min(a + 1, len(drafts))):
+                cell = table[min(length + k, 12)]
+                cell[0] += 1
+                cell[1] += k < a
+            take = min(a + 1, len(gen) - i)
+            t.extend(gen[i:i + take])
+            i += take
+    return table
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cli", default=str(ROOT / "build" / "specdec"))
+    ap.add_argument("--model", default=str(DEFAULT_MODEL))
+    ap.add_argument("--categories", default="summary,opinion,code")
+    ap.add_argument("--temps", default="0,0.7")
+    ap.add_argument("--seeds", default="1,2,3", help="seeds for T > 0 (T = 0 runs once)")
+    ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=1, help="runs in parallel (counts do not care)")
+    ap.add_argument("--costs", default="0.36,0.1")
+    ap.add_argument("--policy", action="append", default=[],
+                    help="NAME='specdec run flags' (repeatable; replaces the defaults)")
+    ap.add_argument("--replay", action="store_true",
+                    help="print the acceptance-by-match-length table from greedy runs")
+    ap.add_argument("--json-out")
+    args = ap.parse_args()
+    cats = args.categories.split(",")
+    costs = [float(c) for c in args.costs.split(",")]
+    ps = prompts(cats)
+
+    if args.replay:
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            runs = list(pool.map(lambda p: run_one(args.cli, args.model, p[2], [], 0.0, 1, args.n,
+                                                   args.threads), ps))
+        print("match length  tested  accepted  rate")
+        for length, (tested, acc) in sorted(replay_table(runs).items()):
+            label = f"{length}+" if length == 12 else str(length)
+            print(f"{label:>12}  {tested:6d}  {acc:8d}  {acc / tested:.3f}")
+        return 0
+
+    policies = [tuple(p.split("=", 1)) for p in args.policy] or DEFAULT_POLICIES
+    temps = [float(t) for t in args.temps.split(",")]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    jobs = []
+    for name, flags in policies:
+        for temp in temps:
+            for seed in (seeds if temp > 0 else [1]):
+                for cat, pid, text in ps:
+                    jobs.append((name, flags, temp, seed, cat, pid, text))
+
+    def work(job):
+        name, flags, temp, seed, cat, pid, text = job
+        stats = run_one(args.cli, args.model, text, ["--draft-ngram"] + shlex.split(flags), temp,
+                        seed, args.n, args.threads)
+        return {"policy": name, "flags": flags, "temp": temp, "seed": seed, "category": cat,
+                "prompt": pid, **counts(stats, costs)}
+
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        results = list(pool.map(work, jobs))
+
+    agg: dict[tuple, dict] = {}
+    for r in results:
+        for cat in (r["category"], "all"):
+            a = agg.setdefault((r["temp"], cat, r["policy"]), collections.Counter())
+            a.update({k: r[k] for k in ("tokens", "passes", "rounds", "drafted", "accepted")})
+            a.update({f"cost{c}": r["cost"][str(c)] for c in costs})
+    header = (f"{'T':>4} {'category':8} {'policy':16} {'tokens':>6} {'passes':>6} {'rounds':>6} "
+              f"{'draft/rnd':>9} {'accept':>6} " + " ".join(f"{'x@c=' + str(c):>8}" for c in costs))
+    print(header)
+    summary = []
+    for (temp, cat, name), a in sorted(agg.items(), key=lambda kv: (kv[0][0], kv[0][1] == "all",
+                                                                     kv[0][1])):
+        row = {"temp": temp, "category": cat, "policy": name, **dict(a),
+               "drafted_per_round": a["drafted"] / a["rounds"] if a["rounds"] else 0.0,
+               "acceptance": a["accepted"] / a["drafted"] if a["drafted"] else 0.0,
+               "speedup": {str(c): a["tokens"] / a[f"cost{c}"] for c in costs}}
+        summary.append(row)
+        print(f"{temp:4g} {cat:8} {name:16} {a['tokens']:6d} {a['passes']:6d} {a['rounds']:6d} "
+              f"{row['drafted_per_round']:9.2f} {row['acceptance']:6.1%} " +
+              " ".join(f"{row['speedup'][str(c)]:8.3f}" for c in costs))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump({"policies": dict(policies), "summary": summary, "runs": results}, f,
+                      indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
