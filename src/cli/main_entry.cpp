@@ -20,6 +20,7 @@ constexpr const char* kUsage =
     "  serve   OpenAI-compatible HTTP server (speculative with -md DRAFT)\n"
     "  chat    interactive chat in the terminal (reads lines from stdin)\n"
     "  bench   speculative vs target-only speed and acceptance over gammas, prompts, temperatures\n"
+    "  verify-cost  cost of a verify pass over k tokens vs one decode step; decode bandwidth\n"
     "\n"
     "'specdec <command> --help' documents every option of a command.\n";
 
@@ -41,6 +42,7 @@ int main_entry(int argc, char** argv) {
     if (command == "serve") return serve_command(args);
     if (command == "chat") return chat_command(args);
     if (command == "bench") return bench_command(args);
+    if (command == "verify-cost") return verify_cost_command(args);
     std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 1;
   } catch (const Error& e) {

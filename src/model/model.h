@@ -49,6 +49,8 @@ class Model {
 
   const ModelConfig& config() const { return config_; }
   size_t weight_bytes() const { return weight_bytes_; }
+  // Memory held by the row-interleaved copies of the matrices (model/weight_packing.h).
+  size_t packed_weight_bytes() const { return packed_weight_bytes_; }
 
   // Runs tokens[i] at positions[i] (i < k) on top of cache (which grows by k) and writes the
   // logits of the rows listed in logit_rows (indices into tokens, ascending) to
@@ -65,6 +67,7 @@ class Model {
   Model() = default;
   ModelConfig config_;
   size_t weight_bytes_ = 0;
+  size_t packed_weight_bytes_ = 0;
   std::shared_ptr<Impl> impl_;
 };
 

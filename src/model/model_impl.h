@@ -40,6 +40,7 @@ struct Scratch {
 
 struct Model::Impl {
   ModelWeights weights;
+  std::vector<uint8_t> packed;  // storage of the matrices' packed copies (weight_packing.h)
   std::vector<double> rope_inv_freq;  // rope_dim/2 angular frequencies per position
   Scratch scratch;
 };

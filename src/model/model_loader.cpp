@@ -6,6 +6,7 @@
 #include "model/model.h"
 #include "model/model_impl.h"
 #include "model/rope.h"
+#include "model/weight_packing.h"
 
 namespace specdec {
 namespace {
@@ -125,6 +126,7 @@ std::unique_ptr<Model> Model::load(const gguf::GgufFile& file) {
   impl->rope_inv_freq = rope_inv_freqs(c, freq_factors);
 
   model->weight_bytes_ = b.bytes();
+  model->packed_weight_bytes_ = pack_model_weights(w, impl->packed);
   model->impl_ = std::move(impl);
   return model;
 }
