@@ -77,6 +77,7 @@ struct KindSmallSigned {
         const __m256i yhi = _mm256_sign_epi8(broadcast4(y + 16 + 4 * p), hi);
         s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(alo, ylo));
         s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(ahi, yhi));
+        pin(s16[t]);
       }
     }
     for (int t = 0; t < NR; ++t) sum[t] = _mm256_madd_epi16(s16[t], _mm256_set1_epi16(1));
@@ -97,6 +98,7 @@ struct KindQ8_0 {
       for (int t = 0; t < NR; ++t) {
         const __m256i y = _mm256_sign_epi8(broadcast4(xb[t][i].qs + 4 * p), q);
         sum[t] = _mm256_add_epi32(sum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aq, y), ones));
+        pin(sum[t]);
       }
     }
   }
