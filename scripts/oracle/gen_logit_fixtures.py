@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""llama.cpp reference data for SmolLM2-135M-Instruct Q4_1 -> tests/fixtures/oracle_smollm2.json.
+"""llama.cpp reference data for a real model -> tests/fixtures/oracle_<name>.json.
 
-For 3 prompts (tokenized by llama.cpp, ids stored): top-20 (id, logit), the L2 norm of the full
-logit vector and the argmax at 4 positions (0, 5, last-1, last). Plus 64-token greedy generations
-(ids and text) from a chat-formatted prompt and a plain prompt, with the prompt ids that were fed.
+Models (--preset): smollm2 (SmolLM2-135M-Instruct Q4_1, the default) and gemma3 (Gemma 3 270M
+Q4_K_M). For 3 prompts (tokenized by llama.cpp, ids stored): top-20 (id, logit), the L2 norm of the
+full logit vector and the argmax at 4 positions (0, 5, last-1, last). Plus 64-token greedy
+generations (ids and text) from a chat-formatted prompt and a plain prompt, with the prompt ids
+that were fed. gemma3 adds a fourth, ~700-token prompt, longer than its 512-token sliding window,
+so that the local layers' window is checked on real weights.
 
-Usage: python3 scripts/oracle/gen_logit_fixtures.py [--model PATH] [--out PATH]
-The model defaults to `scripts/fetch-models.sh smollm2-135m`.
+Usage: python3 scripts/oracle/gen_logit_fixtures.py [--preset smollm2|gemma3] [--model PATH] [--out PATH]
+The model defaults to `scripts/fetch-models.sh <smollm2-135m|gemma3-270m>`.
 """
 from __future__ import annotations
 
@@ -20,8 +23,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "tests" / "fixtures" / "oracle_smollm2.json"
-MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 LOGIT_PROMPTS = [
     "The capital of France is",
@@ -34,6 +35,34 @@ PLAIN_PROMPT = "The three primary colors are"
 N_GEN = 64
 TOP_K = 20
 
+# Numbered sentences, so that the text does not repeat itself exactly (about 14 tokens each).
+LONG_PROMPT = " ".join(f"Sentence {i}: the {w} walked to the {p} and counted {i * 7} stones." for i, (w, p)
+                       in enumerate(zip(["farmer", "child", "doctor", "sailor", "painter"] * 10,
+                                        ["river", "market", "hill", "harbor", "forest", "bridge"] * 9)))
+
+PRESETS = {
+    "smollm2": {
+        "fetch": "smollm2-135m",
+        "file": "SmolLM2-135M-Instruct.Q4_1.gguf",
+        "sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        "out": ROOT / "tests" / "fixtures" / "oracle_smollm2.json",
+        "n_ctx": 512,
+        # SmolLM2's chat template (ChatML) without a system message, with the generation prompt.
+        "chat": "<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n",
+        "extra_prompts": [],
+    },
+    "gemma3": {
+        "fetch": "gemma3-270m",
+        "file": "gemma-3-270m-q4_k_m.gguf",
+        "sha256": "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        "out": ROOT / "tests" / "fixtures" / "oracle_gemma3.json",
+        "n_ctx": 1024,
+        # Gemma's template: user turn, then the model turn opened (the tokenizer adds <bos>).
+        "chat": "<start_of_turn>user\n{user}<end_of_turn>\n<start_of_turn>model\n",
+        "extra_prompts": [LONG_PROMPT],
+    },
+}
+
 
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
@@ -43,23 +72,23 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def chat_prompt(user: str) -> str:
-    # SmolLM2's chat template (ChatML) without a system message, with the generation prompt.
-    return f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="smollm2")
     ap.add_argument("--model", type=Path)
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    preset = PRESETS[args.preset]
+    if args.out is None:
+        args.out = preset["out"]
     if args.model is None:
-        out = subprocess.run(["bash", str(ROOT / "scripts" / "fetch-models.sh"), "smollm2-135m"],
+        out = subprocess.run(["bash", str(ROOT / "scripts" / "fetch-models.sh"), preset["fetch"]],
                              check=True, stdout=subprocess.PIPE, text=True).stdout
         args.model = Path(out.strip().splitlines()[-1])
-    if sha256_file(args.model) != MODEL_SHA256:
-        print(f"error: {args.model} is not the pinned SmolLM2 Q4_1 file", file=sys.stderr)
+    if sha256_file(args.model) != preset["sha256"]:
+        print(f"error: {args.model} is not the pinned {preset['file']}", file=sys.stderr)
         return 1
+    n_ctx = preset["n_ctx"]
 
     import llama_cpp
     import llama_cpp.llama as llama_mod
@@ -78,7 +107,7 @@ def main() -> int:
 
     low.llama_model_default_params = no_repack
     try:
-        llm = llama_cpp.Llama(model_path=str(args.model), n_ctx=512, n_batch=1, n_ubatch=1,
+        llm = llama_cpp.Llama(model_path=str(args.model), n_ctx=n_ctx, n_batch=1, n_ubatch=1,
                               n_threads=2, n_threads_batch=2, logits_all=True, verbose=False,
                               # f32 KV cache and no flash attention: llama.cpp's most exact
                               # configuration (its default f16 KV cache alone moves logits by
@@ -88,7 +117,7 @@ def main() -> int:
         low.llama_model_default_params = default_params
 
     logit_cases = []
-    for text in LOGIT_PROMPTS:
+    for text in LOGIT_PROMPTS + preset["extra_prompts"]:
         toks = llm.tokenize(text.encode(), add_bos=True, special=True)
         llm.reset()
         llm.eval(toks)
@@ -108,7 +137,7 @@ def main() -> int:
         logit_cases.append({"text": text, "tokens": [int(t) for t in toks], "positions": pos_data})
 
     gen_cases = []
-    for kind, text in (("chat", chat_prompt(CHAT_USER)), ("plain", PLAIN_PROMPT)):
+    for kind, text in (("chat", preset["chat"].format(user=CHAT_USER)), ("plain", PLAIN_PROMPT)):
         toks = llm.tokenize(text.encode(), add_bos=True, special=True)
         llm.reset()
         out_ids = []
@@ -123,10 +152,10 @@ def main() -> int:
                           "tokens": out_ids, "text": gen_text})
 
     res = {
-        "model": "SmolLM2-135M-Instruct.Q4_1.gguf",
-        "model_sha256": MODEL_SHA256,
+        "model": preset["file"],
+        "model_sha256": preset["sha256"],
         "llama_cpp_python_version": llama_cpp.__version__,
-        "settings": {"n_ctx": 512, "n_threads": 2, "kv_cache": "f32 (type_k=type_v=0), flash_attn off", "evaluation": "one token per llama_decode (n_batch=n_ubatch=1), CPU weight repacking off (use_extra_bufts=False)", "add_bos": "llama.cpp default (the GGUF has add_bos_token=false: no BOS added)",
+        "settings": {"n_ctx": n_ctx, "n_threads": 2, "kv_cache": "f32 (type_k=type_v=0), flash_attn off", "evaluation": "one token per llama_decode (n_batch=n_ubatch=1), CPU weight repacking off (use_extra_bufts=False)", "add_bos": "llama.cpp default (the GGUF's add_bos_token: false for SmolLM2, true for Gemma 3)",
                      "special": True,
                      "sampling": "greedy (temp 0, top_k 1)"},
         "note": "logits[pos] are the next-token logits after tokens[0..pos]; top is [id, logit]",

@@ -16,6 +16,15 @@ See "tensor_types" in each JSON for the type of every tensor.
 Norm weights and biases are always F32. llama gets every type; qwen2 gets F32 Q8_0 Q4_0 Q4_1 Q5_0
 Q5_1 Q4_K (ARCH_TYPES).
 
+`gemma3` (NEOX RoPE, sqrt(n_embd)-scaled embeddings, per-head Q/K norms, post-attention and
+post-FFN norms, GELU-gated FFN, Q scaled by 1/sqrt(head_dim), output tied to token_embd) has 7
+layers so that llama.cpp's fixed pattern (layer i is local unless i % 6 == 5) gives local layers on
+both sides of a global one, a sliding window of 4 (so over the 20 oracle tokens most keys fall out
+of the window of the local layers) and head_dim * n_head != n_embd like the real 270M model. It
+gets F32 Q8_0 Q5_0 and `gemma3_mixed`, the 270M Q4_K_M file's per-tensor mix (Q5_0 q/k/gate/up,
+Q8_0 v, Q4_K attn_output, Q6_K ffn_down, Q8_0 token_embd; n_embd 256 for the K-quants), which
+covers its Q4_K and Q6_K without two more 3 MB files.
+
 Usage: python3 scripts/oracle/gen_tiny_fixtures.py [--models-only] [--out DIR] [--only NAME...]
 """
 from __future__ import annotations
@@ -37,14 +46,20 @@ OUT = ROOT / "tests" / "fixtures" / "oracle_tiny"
 
 SMALL_TYPES = ["F32", "F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]
 K_TYPES = ["Q4_K", "Q5_K", "Q6_K"]
-ARCHS = ["llama", "qwen2"]
+ARCHS = ["llama", "qwen2", "gemma3"]
 # qwen2 only needs a few types to cover NEOX RoPE, biases and tied output (keeps the set < 3 MB)
 ARCH_TYPES = {"llama": SMALL_TYPES + K_TYPES,
-              "qwen2": ["F32", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K"]}
+              "qwen2": ["F32", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K"],
+              "gemma3": ["F32", "Q8_0", "Q5_0", "MIXED"]}
+# gemma3_mixed: the per-tensor types of gemma-3-270m-q4_k_m.gguf (by tensor name suffix)
+GEMMA3_MIXED = {"attn_q.weight": "Q5_0", "attn_k.weight": "Q5_0", "attn_v.weight": "Q8_0",
+                "attn_output.weight": "Q4_K", "ffn_gate.weight": "Q5_0", "ffn_up.weight": "Q5_0",
+                "ffn_down.weight": "Q6_K", "token_embd.weight": "Q8_0"}
+GEMMA3_SLIDING_WINDOW = 4
 
 # general.file_type values (llama_ftype)
 FTYPE = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9,
-         "Q4_K": 15, "Q5_K": 17, "Q6_K": 18}  # Q4_K_M, Q5_K_M, Q6_K
+         "Q4_K": 15, "Q5_K": 17, "Q6_K": 18, "MIXED": 15}  # Q4_K_M, Q5_K_M, Q6_K
 
 # Fixed token sequence fed to llama.cpp (ids in the tiny vocab, see build_vocab()).
 ORACLE_TOKENS = [256, 72, 101, 108, 108, 111, 258, 119, 111, 114, 108, 100, 33, 10, 259, 257,
@@ -87,6 +102,10 @@ CONFIGS = {
     "k": dict(n_embd=256, n_head=4, n_head_kv=2, head_dim=16, n_ff=64, n_layer=2),
     # llama.cpp's qwen2 loader requires n_head * head_dim == n_embd
     "k_qwen2": dict(n_embd=256, n_head=4, n_head_kv=1, head_dim=64, n_ff=64, n_layer=2),
+    # gemma3: one KV head and a wide head like the 270M model (small: q_dim 128 != n_embd 64);
+    # 7 layers (see the top)
+    "small_gemma3": dict(n_embd=64, n_head=4, n_head_kv=1, head_dim=32, n_ff=64, n_layer=7),
+    "k_gemma3": dict(n_embd=256, n_head=2, n_head_kv=1, head_dim=128, n_ff=256, n_layer=7),
 }
 
 
@@ -103,8 +122,8 @@ def make_weights(arch: str, cfg: dict, n_vocab: int, seed: int) -> dict[str, np.
         return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
     # A tied output makes logits ~ e_tok . e_tok, so a large embedding would just echo the input
-    # token; keep it small relative to what the layers add.
-    emb_std = 1.0 if arch == "llama" else 2.0 / np.sqrt(E)
+    # token; keep it small relative to what the layers add. (gemma3 multiplies it by sqrt(E).)
+    emb_std = {"llama": 1.0, "qwen2": 2.0 / np.sqrt(E), "gemma3": 1.0 / np.sqrt(E)}[arch]
     w = {"token_embd.weight": (emb_std * rng.standard_normal((n_vocab, E))).astype(np.float32)}
     for i in range(L):
         p = f"blk.{i}."
@@ -113,6 +132,11 @@ def make_weights(arch: str, cfg: dict, n_vocab: int, seed: int) -> dict[str, np.
         w[p + "attn_k.weight"] = mat(KV * D, E)
         w[p + "attn_v.weight"] = mat(KV * D, E)
         w[p + "attn_output.weight"] = mat(E, H * D)
+        if arch == "gemma3":  # norm weights with Gemma's "1 +" folded in, as the converter does
+            w[p + "attn_q_norm.weight"] = norm(D)
+            w[p + "attn_k_norm.weight"] = norm(D)
+            w[p + "post_attention_norm.weight"] = norm(E)
+            w[p + "post_ffw_norm.weight"] = norm(E)
         if arch == "qwen2":
             w[p + "attn_q.bias"] = (0.5 * rng.standard_normal(H * D)).astype(np.float32)
             w[p + "attn_k.bias"] = (0.5 * rng.standard_normal(KV * D)).astype(np.float32)
@@ -122,15 +146,17 @@ def make_weights(arch: str, cfg: dict, n_vocab: int, seed: int) -> dict[str, np.
         w[p + "ffn_up.weight"] = mat(F, E)
         w[p + "ffn_down.weight"] = mat(E, F)
     w["output_norm.weight"] = norm(E)
-    if arch == "llama":  # qwen2 ties output to token_embd (llama.cpp duplicates it)
+    if arch == "llama":  # qwen2 and gemma3 tie output to token_embd (llama.cpp duplicates it)
         w["output.weight"] = mat(n_vocab, E, 4.0)
     return w
 
 
-def encode(arr: np.ndarray, type_name: str):
+def encode(arr: np.ndarray, type_name: str, name: str = ""):
     """Returns (data, raw_dtype or None, actual type name) for one 2-D weight."""
     if arr.ndim == 1:
         return arr, None, "F32"
+    if type_name == "MIXED":
+        type_name = GEMMA3_MIXED[name.split(".", 2)[-1] if name.startswith("blk.") else name]
     cols = arr.shape[1]
     if type_name == "F32":
         return arr, None, "F32"
@@ -149,13 +175,15 @@ def encode(arr: np.ndarray, type_name: str):
 
 
 def write_model(arch: str, type_name: str, out_dir: Path) -> tuple[Path, dict]:
-    if type_name in K_TYPES:
+    if arch == "gemma3":
+        cfg = CONFIGS["k_gemma3" if type_name in K_TYPES + ["MIXED"] else "small_gemma3"]
+    elif type_name in K_TYPES:
         cfg = CONFIGS["k_qwen2" if arch == "qwen2" else "k"]
     else:
         cfg = CONFIGS["small"]
     tokens, types, merges = build_vocab()
     n_vocab = len(tokens)
-    seed = 1000 * ARCHS.index(arch) + (SMALL_TYPES + K_TYPES).index(type_name)
+    seed = 1000 * ARCHS.index(arch) + (SMALL_TYPES + K_TYPES + ["MIXED"]).index(type_name)
     weights = make_weights(arch, cfg, n_vocab, seed)
 
     path = out_dir / f"{arch}_{type_name.lower()}.gguf"
@@ -172,11 +200,13 @@ def write_model(arch: str, type_name: str, out_dir: Path) -> tuple[Path, dict]:
     wr.add_rope_dimension_count(cfg["head_dim"])
     wr.add_rope_freq_base(10000.0 if arch == "llama" else 1000000.0)
     wr.add_layer_norm_rms_eps(1e-5 if arch == "llama" else 1e-6)
+    if arch == "gemma3":
+        wr.add_sliding_window(GEMMA3_SLIDING_WINDOW)
     wr.add_vocab_size(n_vocab)
     wr.add_file_type(FTYPE[type_name])
     wr.add_quantization_version(gguf.GGML_QUANT_VERSION)
     wr.add_tokenizer_model("gpt2")
-    wr.add_tokenizer_pre("smollm" if arch == "llama" else "qwen2")
+    wr.add_tokenizer_pre("qwen2" if arch == "qwen2" else "smollm")
     wr.add_token_list(tokens)
     wr.add_token_types(types)
     wr.add_token_merges(merges)
@@ -186,7 +216,7 @@ def write_model(arch: str, type_name: str, out_dir: Path) -> tuple[Path, dict]:
 
     tensor_types = {}
     for name, arr in weights.items():
-        data, raw, actual = encode(arr, type_name)
+        data, raw, actual = encode(arr, type_name, name)
         tensor_types[name] = actual
         if raw is None:
             wr.add_tensor(name, data)
@@ -219,13 +249,18 @@ def reference_logits(path: Path, tokens: list[int]) -> np.ndarray:
     def rms(x, w):
         return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
 
+    gemma = arch == "gemma3"
+    window = f.get(f"{arch}.attention.sliding_window", 0) if gemma else 0
     pos = np.arange(T, dtype=np.float64)
-    inv = base ** (-np.arange(0, D, 2, dtype=np.float64) / D)  # (D/2,)
-    ang = pos[:, None] * inv[None, :]
-    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]  # (T, 1, D/2)
 
-    def rope(x):  # x: (T, heads, D)
-        if arch == "qwen2":  # NEOX: rotate (i, i + D/2)
+    def angles(b):
+        inv = b ** (-np.arange(0, D, 2, dtype=np.float64) / D)  # (D/2,)
+        ang = pos[:, None] * inv[None, :]
+        return np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]  # (T, 1, D/2)
+
+    def rope(x, cs):  # x: (T, heads, D)
+        cos, sin = cs
+        if arch in ("qwen2", "gemma3"):  # NEOX: rotate (i, i + D/2)
             a, b = x[..., :D // 2], x[..., D // 2:]
             return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
         a, b = x[..., 0::2], x[..., 1::2]  # NORM: rotate (2i, 2i+1)
@@ -234,23 +269,40 @@ def reference_logits(path: Path, tokens: list[int]) -> np.ndarray:
         return out
 
     x = W["token_embd.weight"][tokens]
-    mask = np.triu(np.full((T, T), -np.inf), 1)
+    if gemma:
+        x = x * np.sqrt(E)
+    causal = np.triu(np.full((T, T), -np.inf), 1)
+    # gemma3 (llama.cpp): layer i is local unless i % 6 == 5; a local layer's query at p sees keys
+    # at p - window < p0 <= p and rotates with base 10000
+    local_mask = causal + (np.tril(np.full((T, T), -np.inf), -window) if window else 0.0)
+    rope_global, rope_local = angles(base), angles(10000.0)
     for i in range(L):
         p = f"blk.{i}."
+        local = bool(window) and i % 6 < 5
+        cs = rope_local if local else rope_global
         h = rms(x, W[p + "attn_norm.weight"])
         q, k, v = (h @ W[p + f"attn_{n}.weight"].T + W.get(p + f"attn_{n}.bias", 0.0)
                    for n in "qkv")
-        q, k, v = rope(q.reshape(T, H, D)), rope(k.reshape(T, KV, D)), v.reshape(T, KV, D)
+        q, k, v = q.reshape(T, H, D), k.reshape(T, KV, D), v.reshape(T, KV, D)
+        if gemma:
+            q, k = rms(q, W[p + "attn_q_norm.weight"]), rms(k, W[p + "attn_k_norm.weight"])
+        q, k = rope(q, cs), rope(k, cs)
         g = H // KV
-        att = np.einsum("thd,shd->hts", q, np.repeat(k, g, axis=1)) / np.sqrt(D) + mask
+        att = np.einsum("thd,shd->hts", q, np.repeat(k, g, axis=1)) / np.sqrt(D)
+        att = att + (local_mask if local else causal)
         att = np.exp(att - att.max(-1, keepdims=True))
         att /= att.sum(-1, keepdims=True)
         o = np.einsum("hts,shd->thd", att, np.repeat(v, g, axis=1)).reshape(T, H * D)
-        x = x + o @ W[p + "attn_output.weight"].T
+        o = o @ W[p + "attn_output.weight"].T
+        x = x + (rms(o, W[p + "post_attention_norm.weight"]) if gemma else o)
         h = rms(x, W[p + "ffn_norm.weight"])
         gate = h @ W[p + "ffn_gate.weight"].T
-        ff = (gate / (1 + np.exp(-gate))) * (h @ W[p + "ffn_up.weight"].T)
-        x = x + ff @ W[p + "ffn_down.weight"].T
+        if gemma:  # GELU, tanh approximation
+            act = 0.5 * gate * (1 + np.tanh(np.sqrt(2 / np.pi) * (gate + 0.044715 * gate ** 3)))
+        else:
+            act = gate / (1 + np.exp(-gate))
+        ff = (act * (h @ W[p + "ffn_up.weight"].T)) @ W[p + "ffn_down.weight"].T
+        x = x + (rms(ff, W[p + "post_ffw_norm.weight"]) if gemma else ff)
     out_w = W.get("output.weight", W["token_embd.weight"])
     return rms(x, W["output_norm.weight"]) @ out_w.T
 

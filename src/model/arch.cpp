@@ -7,9 +7,22 @@ namespace {
 
 // llama: the GGUF converter permutes Q/K rows so that RoPE rotates adjacent pairs.
 // qwen2: converted without that permutation, so RoPE rotates (x[i], x[i + d/2]) ("NEOX").
+// gemma3 (llama.cpp's llm_build_gemma3): NEOX RoPE, sqrt(n_embd)-scaled embeddings, Q/K RMSNorm,
+// sandwich norms, GELU-gated FFN, Q pre-scaled; five sliding-window layers, then a global one.
+// Its norm weights are stored with Gemma's "1 +" already added by the GGUF converter, so they
+// are used as they are.
 constexpr std::array kArchs = {
     ArchTraits{"llama", RopeStyle::Normal, false},
     ArchTraits{"qwen2", RopeStyle::Neox, true},
+    ArchTraits{.name = "gemma3",
+               .rope_style = RopeStyle::Neox,
+               .qkv_bias = false,
+               .scale_embd = true,
+               .qk_norm = true,
+               .post_norms = true,
+               .scale_q = true,
+               .ffn_act = FfnActivation::GeluTanh,
+               .swa_period = 6},
 };
 
 }  // namespace

@@ -18,13 +18,14 @@ constexpr int64_t kMinParallelWork = 1 << 15;
 // slow; each part owns a row of score scratch, so this also bounds that memory.
 constexpr int64_t kPartsPerThread = 4;
 
-// One query head of one token over n_slots cache slots. scores has room for n_slots floats.
-void attend(const float* q, const KvCache& cache, int32_t layer, int32_t kv_offset, int32_t n_slots,
-            int32_t head_dim, float scale, float* scores, float* out) {
+// One query head of one token over cache slots [first, first + n_slots). scores has room for
+// n_slots floats.
+void attend(const float* q, const KvCache& cache, int32_t layer, int32_t kv_offset, int32_t first,
+            int32_t n_slots, int32_t head_dim, float scale, float* scores, float* out) {
   // Scores, then a max-subtracted softmax (exp of non-positive values cannot overflow).
   float max_score = -INFINITY;
   for (int32_t s = 0; s < n_slots; ++s) {
-    scores[s] = ops::dot(q, cache.k(layer, s) + kv_offset, head_dim) * scale;
+    scores[s] = ops::dot(q, cache.k(layer, first + s) + kv_offset, head_dim) * scale;
     max_score = std::max(max_score, scores[s]);
   }
   float sum = 0.0f;
@@ -36,7 +37,7 @@ void attend(const float* q, const KvCache& cache, int32_t layer, int32_t kv_offs
   std::fill(out, out + head_dim, 0.0f);
   for (int32_t s = 0; s < n_slots; ++s) {
     const float p = scores[s];
-    const float* v = cache.v(layer, s) + kv_offset;
+    const float* v = cache.v(layer, first + s) + kv_offset;
     for (int32_t d = 0; d < head_dim; ++d) out[d] += p * v[d];
   }
   const float inv_sum = 1.0f / sum;
@@ -46,14 +47,16 @@ void attend(const float* q, const KvCache& cache, int32_t layer, int32_t kv_offs
 }  // namespace
 
 void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer, int32_t first_slot,
-                      const float* q, int64_t k, float* out, Scratch& scratch, ThreadPool& pool) {
+                      const float* q, int64_t k, float* out, Scratch& scratch, ThreadPool& pool,
+                      float scale, int32_t window) {
   // Each part owns one row of score scratch; parts are processed by whichever thread gets
   // them, which changes nothing about what an item computes. Rows hold a whole cache, so the
   // buffer is sized once per cache size rather than growing with the context.
   // Short contexts are cheaper to do on the calling thread than to hand out (a few hundred
   // multiply-adds per item); the split never changes what an item computes.
   const int64_t n_items = k * c.n_head;
-  const int64_t work = n_items * (first_slot + k) * c.head_dim;
+  const int64_t span = window > 0 ? std::min<int64_t>(window, first_slot + k) : first_slot + k;
+  const int64_t work = n_items * span * c.head_dim;
   const int64_t n_parts = work < kMinParallelWork || pool.size() == 1
                               ? 1
                               : std::min<int64_t>(n_items, kPartsPerThread * pool.size());
@@ -68,7 +71,7 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
   struct Job {
     const ModelConfig& c;
     const KvCache& cache;
-    int32_t layer, first_slot, group;
+    int32_t layer, first_slot, group, window;
     float scale;
     const float* q;
     float* out;
@@ -82,8 +85,10 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
         const int64_t i = item / c.n_head;
         const auto h = static_cast<int32_t>(item % c.n_head);
         const size_t row = static_cast<size_t>(i) * c.q_dim() + static_cast<size_t>(h) * c.head_dim;
-        attend(q + row, cache, layer, (h / group) * c.head_dim,
-               first_slot + static_cast<int32_t>(i) + 1, c.head_dim, scale, part_scores, out + row);
+        const int32_t last = first_slot + static_cast<int32_t>(i);
+        const int32_t first = window > 0 ? std::max(0, last - window + 1) : 0;
+        attend(q + row, cache, layer, (h / group) * c.head_dim, first, last - first + 1, c.head_dim,
+               scale, part_scores, out + row);
       }
     }
   };
@@ -92,7 +97,8 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
                 layer,
                 first_slot,
                 c.n_head / c.n_head_kv,
-                1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+                window,
+                scale,
                 q,
                 out,
                 scratch.scores.data(),

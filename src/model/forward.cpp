@@ -5,6 +5,7 @@
 // token's own slot range). So row i's logits are the same bits whether it is decoded alone or
 // verified among k drafted tokens, and whatever the thread count.
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 
 #include "common/error.h"
@@ -36,6 +37,10 @@ void reserve_scratch(const ModelConfig& c, Scratch& s, int64_t k) {
   grow(s.up, k, c.n_ff);
   grow(s.rope_cos, k, c.rope_dim / 2);
   grow(s.rope_sin, k, c.rope_dim / 2);
+  if (c.sliding_window > 0) {
+    grow(s.rope_cos_swa, k, c.rope_dim / 2);
+    grow(s.rope_sin_swa, k, c.rope_dim / 2);
+  }
   s.tokens = k;
 }
 
@@ -114,17 +119,29 @@ void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
   const int64_t E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff;
   const int64_t n_pairs = c.rope_dim / 2;
 
-  // Token embeddings: row tokens[i] of token_embd becomes the residual stream x[i].
-  for (int64_t i = 0; i < k; ++i) dequantize_row(w.token_embd, tokens[i], &s.x[i * E]);
-
-  // RoPE angles, once per token (shared by every layer and head): from its own position.
+  // Token embeddings: row tokens[i] of token_embd becomes the residual stream x[i] (times
+  // sqrt(n_embd) for gemma, rounded to float first as llama.cpp does).
+  const float embd_scale = std::sqrt(static_cast<float>(E));
   for (int64_t i = 0; i < k; ++i) {
-    rope_angles(impl_->rope_inv_freq, positions[i], &s.rope_cos[i * n_pairs],
-                &s.rope_sin[i * n_pairs]);
+    dequantize_row(w.token_embd, tokens[i], &s.x[i * E]);
+    if (c.scale_embd) ops::scale(&s.x[i * E], embd_scale, E);
+  }
+
+  // RoPE angles, once per token (shared by every layer and head): from its own position. Local
+  // (sliding-window) layers have their own frequencies.
+  for (int64_t i = 0; i < k; ++i) {
+    rope_angles(impl_->rope, positions[i], &s.rope_cos[i * n_pairs], &s.rope_sin[i * n_pairs]);
+    if (c.sliding_window > 0) {
+      rope_angles(impl_->rope_swa, positions[i], &s.rope_cos_swa[i * n_pairs],
+                  &s.rope_sin_swa[i * n_pairs]);
+    }
   }
 
   for (int32_t l = 0; l < c.n_layer; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
+    const bool local = c.is_local_layer(l);
+    const std::vector<float>& rope_cos = local ? s.rope_cos_swa : s.rope_cos;
+    const std::vector<float>& rope_sin = local ? s.rope_sin_swa : s.rope_sin;
 
     // Attention input: xn = RMSNorm(x) * attn_norm.
     per_token(pool, k, [&](int64_t i) {
@@ -136,8 +153,8 @@ void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
     matmul_same_input({{&L.wq, s.q.data()}, {&L.wk, s.kv_k.data()}, {&L.wv, s.kv_v.data()}},
                       s.xn.data(), k, pool);
 
-    // Biases (qwen2), RoPE on Q and K at each token's position, then K and V into the cache
-    // at slot first_slot + i.
+    // Biases (qwen2), per-head Q/K RMSNorm (gemma3), RoPE on Q and K at each token's position,
+    // Q pre-scaling (gemma3), then K and V into the cache at slot first_slot + i.
     per_token(pool, k, [&](int64_t i) {
       float* q = &s.q[i * Q];
       float* kk = &s.kv_k[i * KV];
@@ -147,32 +164,59 @@ void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
         ops::add(kk, L.bk.data(), KV);
         ops::add(vv, L.bv.data(), KV);
       }
-      const float* cs = &s.rope_cos[i * n_pairs];
-      const float* sn = &s.rope_sin[i * n_pairs];
+      if (c.qk_norm) {
+        const int64_t D = c.head_dim;
+        for (int32_t h = 0; h < c.n_head; ++h) {
+          ops::rms_norm(q + h * D, L.q_norm.data(), D, c.rms_eps, q + h * D);
+        }
+        for (int32_t h = 0; h < c.n_head_kv; ++h) {
+          ops::rms_norm(kk + h * D, L.k_norm.data(), D, c.rms_eps, kk + h * D);
+        }
+      }
+      const float* cs = &rope_cos[i * n_pairs];
+      const float* sn = &rope_sin[i * n_pairs];
       apply_rope(c.rope_style, q, c.n_head, c.head_dim, c.rope_dim, cs, sn);
       apply_rope(c.rope_style, kk, c.n_head_kv, c.head_dim, c.rope_dim, cs, sn);
+      if (c.scale_q) ops::scale(q, c.attn_scale, Q);
       const auto slot = static_cast<int32_t>(first_slot + i);
       std::copy(kk, kk + KV, cache.k(l, slot));
       std::copy(vv, vv + KV, cache.v(l, slot));
     });
 
-    // Causal attention of token i over slots [0, first_slot + i].
-    causal_attention(c, cache, l, first_slot, s.q.data(), k, s.attn.data(), s, pool);
+    // Causal attention of token i over slots [0, first_slot + i], or over the last
+    // sliding_window of them in a local layer.
+    causal_attention(c, cache, l, first_slot, s.q.data(), k, s.attn.data(), s, pool,
+                     c.scale_q ? 1.0f : c.attn_scale, local ? c.sliding_window : 0);
 
-    // Output projection and residual: x += attn_output(attn).
+    // Output projection and residual: x += attn_output(attn) (RMSNorm'd first with post-norms).
     matmul(L.wo, s.attn.data(), k, s.proj.data(), pool);
     per_token(pool, k, [&](int64_t i) {
+      if (c.post_norms) {
+        ops::rms_norm(&s.proj[i * E], L.post_attn_norm.data(), E, c.rms_eps, &s.proj[i * E]);
+      }
       ops::add(&s.x[i * E], &s.proj[i * E], E);
       // FFN input: xn = RMSNorm(x) * ffn_norm.
       ops::rms_norm(&s.x[i * E], L.ffn_norm.data(), E, c.rms_eps, &s.xn[i * E]);
     });
 
-    // SwiGLU feed-forward: down(silu(gate(xn)) * up(xn)), then residual.
+    // Gated feed-forward: down(act(gate(xn)) * up(xn)) with SiLU (SwiGLU) or GELU (GeGLU),
+    // then residual (RMSNorm'd first with post-norms).
     matmul_same_input({{&L.ffn_gate, s.gate.data()}, {&L.ffn_up, s.up.data()}}, s.xn.data(), k,
                       pool);
-    per_token(pool, k, [&](int64_t i) { ops::swiglu(&s.gate[i * F], &s.up[i * F], F); });
+    per_token(pool, k, [&](int64_t i) {
+      if (c.ffn_act == FfnActivation::GeluTanh) {
+        ops::geglu(&s.gate[i * F], &s.up[i * F], F);
+      } else {
+        ops::swiglu(&s.gate[i * F], &s.up[i * F], F);
+      }
+    });
     matmul(L.ffn_down, s.gate.data(), k, s.proj.data(), pool);
-    per_token(pool, k, [&](int64_t i) { ops::add(&s.x[i * E], &s.proj[i * E], E); });
+    per_token(pool, k, [&](int64_t i) {
+      if (c.post_norms) {
+        ops::rms_norm(&s.proj[i * E], L.post_ffn_norm.data(), E, c.rms_eps, &s.proj[i * E]);
+      }
+      ops::add(&s.x[i * E], &s.proj[i * E], E);
+    });
   }
   cache.advance(static_cast<int32_t>(k));
 

@@ -1,7 +1,7 @@
-// A decoder-only transformer loaded from GGUF (architectures: llama, qwen2). What differs between
-// architectures is described by ArchTraits (model/arch.h) and copied into ModelConfig, so adding
-// one (gemma3: embedding scale, GELU, QK-norm, post-norms) is a table entry plus the branches
-// that read the new fields.
+// A decoder-only transformer loaded from GGUF (architectures: llama, qwen2, gemma3). What differs
+// between architectures is described by ArchTraits (model/arch.h) and copied into ModelConfig, so
+// the forward pass branches on features (embedding scale, GELU, QK-norm, post-norms, sliding
+// window), never on architecture names.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +18,8 @@ namespace specdec {
 
 class ThreadPool;
 
-enum class RopeStyle { Normal, Neox };  // llama: adjacent pairs; qwen2: halves
+enum class RopeStyle { Normal, Neox };        // llama: adjacent pairs; qwen2, gemma3: halves
+enum class FfnActivation { Silu, GeluTanh };  // gated FFN: down(act(gate(x)) * up(x))
 
 struct ModelConfig {
   std::string arch;
@@ -31,6 +32,25 @@ struct ModelConfig {
   // frequency scaling comes as the rope_freqs.weight tensor and is applied by the model.
   float rope_freq_scale = 1.0f;
   bool qkv_bias = false, tied_output = false;
+
+  // Gemma-style blocks (all off for llama and qwen2).
+  bool scale_embd = false;  // token embeddings multiplied by sqrt(n_embd)
+  bool qk_norm = false;     // per-head RMSNorm of Q and K (attn_q_norm/attn_k_norm) before RoPE
+  bool post_norms = false;  // RMSNorm of the attention and FFN outputs before each residual add
+  FfnActivation ffn_act = FfnActivation::Silu;
+  // Multiplier of q.k. scale_q: applied to Q (after RoPE) before the dot products, as llama.cpp
+  // does for gemma (a different rounding from scaling the scores, which llama and qwen2 do).
+  float attn_scale = 0;
+  bool scale_q = false;
+  // Sliding-window attention: layer l is local when sliding_window > 0 and
+  // l % swa_period < swa_period - 1 (gemma3: five local layers, then one global). A local layer's
+  // token at position p sees only the last sliding_window positions (p - sliding_window, p] and
+  // rotates with rope_theta_swa and no frequency scaling.
+  int32_t sliding_window = 0, swa_period = 0;
+  float rope_theta_swa = 10000.0f;
+  bool is_local_layer(int32_t l) const {
+    return sliding_window > 0 && swa_period > 0 && l % swa_period < swa_period - 1;
+  }
 
   int32_t q_dim() const { return n_head * head_dim; }      // width of Q and attention output
   int32_t kv_dim() const { return n_head_kv * head_dim; }  // width of K and V (one cache row)

@@ -78,6 +78,11 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
   }
   c.rope_style = traits->rope_style;
   c.qkv_bias = traits->qkv_bias;
+  c.scale_embd = traits->scale_embd;
+  c.qk_norm = traits->qk_norm;
+  c.post_norms = traits->post_norms;
+  c.scale_q = traits->scale_q;
+  c.ffn_act = traits->ffn_act;
 
   const ConfigReader r(f, c.arch);
   c.n_layer = r.required_int("block_count", 1, kMaxLayers);
@@ -133,6 +138,26 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
          "' (supported: none, linear)");
   } else if (f.has(r.key("rope.scale_linear"))) {  // older converters
     c.rope_freq_scale = 1.0f / r.positive_float("rope.scale_linear", 1.0, 1e6);
+  }
+
+  // Attention scale: 1/sqrt(head_dim), except that llama.cpp gives Gemma 3 27B (62 layers; no
+  // GGUF key says so) gemma_pytorch's query_pre_attn_scalar of n_embd / n_head instead.
+  c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  if (c.arch == "gemma3" && c.n_layer == 62) {
+    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_head));
+  }
+
+  if (traits->swa_period > 0) {
+    // Without a sliding window llama.cpp builds gemma3 differently (final-logit soft-capping,
+    // which the converted files do not configure), so there is no reference to match: refuse.
+    if (!f.has(r.key("attention.sliding_window"))) {
+      fail(f.path(), ": missing metadata key '", r.key("attention.sliding_window"), "' (", c.arch,
+           " without a sliding window is not supported)");
+    }
+    c.sliding_window = r.required_int("attention.sliding_window", 1, kMaxCtx);
+    c.swa_period = traits->swa_period;
+    // llama.cpp fixes the local layers' RoPE base at 10000 (and their frequency scale at 1).
+    c.rope_theta_swa = 10000.0f;
   }
 
   c.tied_output = f.find_tensor("output.weight") == nullptr;

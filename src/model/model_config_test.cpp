@@ -69,6 +69,41 @@ TEST(ModelConfig, ParsesQwen2AndTied) {
   EXPECT_TRUE(c.tied_output);
 }
 
+TEST(ModelConfig, ParsesGemma3) {
+  TinyModelSpec spec;
+  spec.arch = "gemma3";
+  spec.n_layer = 7;
+  spec.sliding_window = 512;
+  auto f = open_tiny(spec);
+  const ModelConfig c = ModelConfig::from_gguf(*f);
+  EXPECT_EQ(c.arch, "gemma3");
+  EXPECT_EQ(c.rope_style, RopeStyle::Neox);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_TRUE(c.scale_embd);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_TRUE(c.post_norms);
+  EXPECT_TRUE(c.scale_q);
+  EXPECT_EQ(c.ffn_act, FfnActivation::GeluTanh);
+  EXPECT_FLOAT_EQ(c.attn_scale, 0.25f);  // 1 / sqrt(head_dim 16)
+  EXPECT_EQ(c.sliding_window, 512);
+  EXPECT_FLOAT_EQ(c.rope_theta_swa, 10000.0f);
+  // llama.cpp's fixed gemma3 pattern: every sixth layer (5, 11, ...) is global.
+  for (int32_t l = 0; l < 7; ++l) EXPECT_EQ(c.is_local_layer(l), l != 5) << l;
+  // llama and qwen2 have no local layers
+  TinyModelSpec llama;
+  EXPECT_FALSE(ModelConfig::from_gguf(*open_tiny(llama)).is_local_layer(0));
+}
+
+TEST(ModelConfig, Gemma3WithoutSlidingWindowIsRefused) {
+  TinyModelSpec spec;
+  spec.arch = "gemma3";
+  spec.skip_keys = {"gemma3.attention.sliding_window"};
+  expect_load_error(spec, "gemma3.attention.sliding_window");
+  spec.skip_keys.clear();
+  spec.skip_tensors = {"blk.1.attn_k_norm.weight"};
+  expect_load_error(spec, "blk.1.attn_k_norm.weight");
+}
+
 TEST(ModelConfig, DefaultsAndFallbacks) {
   TinyModelSpec spec;
   spec.n_head_kv = 4;
@@ -101,7 +136,7 @@ TEST(ModelConfig, LinearRopeScalingAndKeyLength) {
 TEST(ModelConfig, RejectsUnknownArchitecture) {
   TinyModelSpec spec;
   spec.edit = [](gguf::GgufWriter& w) { w.set_string("general.architecture", "xyz"); };
-  expect_load_error(spec, "unsupported architecture 'xyz' (supported: llama, qwen2)");
+  expect_load_error(spec, "unsupported architecture 'xyz' (supported: llama, qwen2, gemma3)");
 }
 
 TEST(ModelConfig, RejectsMissingArchitecture) {

@@ -5,13 +5,16 @@
 #include <vector>
 
 #include "model/model.h"
+#include "model/rope.h"
 #include "tensor/matmul.h"
 
 namespace specdec {
 
 struct LayerWeights {
-  std::vector<float> attn_norm, ffn_norm;   // n_embd each
-  std::vector<float> bq, bk, bv;            // empty unless config.qkv_bias
+  std::vector<float> attn_norm, ffn_norm;            // n_embd each
+  std::vector<float> bq, bk, bv;                     // empty unless config.qkv_bias
+  std::vector<float> q_norm, k_norm;                 // head_dim each; empty unless config.qk_norm
+  std::vector<float> post_attn_norm, post_ffn_norm;  // n_embd each; empty unless post_norms
   WeightMatrix wq, wk, wv, wo;              // q_dim x n_embd, kv_dim x n_embd (x2), n_embd x q_dim
   WeightMatrix ffn_gate, ffn_up, ffn_down;  // n_ff x n_embd (x2), n_embd x n_ff
 };
@@ -34,6 +37,7 @@ struct Scratch {
   std::vector<float> proj;                // output of attn_output / ffn_down, k x n_embd
   std::vector<float> gate, up;            // FFN hidden, k x n_ff
   std::vector<float> rope_cos, rope_sin;  // k x rope_dim/2
+  std::vector<float> rope_cos_swa, rope_sin_swa;  // the same for local layers (sliding window)
   std::vector<float> scores;  // attention probabilities, one row of slots per worker part
   int64_t score_parts = 0, score_slots = 0;
 };
@@ -41,7 +45,8 @@ struct Scratch {
 struct Model::Impl {
   ModelWeights weights;
   std::vector<uint8_t> packed;  // storage of the matrices' packed copies (weight_packing.h)
-  std::vector<double> rope_inv_freq;  // rope_dim/2 angular frequencies per position
+  RopeFreqs rope;               // RoPE frequencies
+  RopeFreqs rope_swa;           // for local layers (sliding window)
   Scratch scratch;
 };
 

@@ -113,17 +113,31 @@ std::unique_ptr<Model> Model::load(const gguf::GgufFile& file) {
       L.bk = b.vector(p + "attn_k.bias", c.kv_dim());
       L.bv = b.vector(p + "attn_v.bias", c.kv_dim());
     }
+    if (c.qk_norm) {
+      L.q_norm = b.vector(p + "attn_q_norm.weight", c.head_dim);
+      L.k_norm = b.vector(p + "attn_k_norm.weight", c.head_dim);
+    }
     L.wo = b.matrix(p + "attn_output.weight", c.n_embd, c.q_dim());
+    if (c.post_norms) L.post_attn_norm = b.vector(p + "post_attention_norm.weight", c.n_embd);
     L.ffn_norm = b.vector(p + "ffn_norm.weight", c.n_embd);
     L.ffn_gate = b.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd);
     L.ffn_up = b.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd);
     L.ffn_down = b.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff);
+    if (c.post_norms) L.post_ffn_norm = b.vector(p + "post_ffw_norm.weight", c.n_embd);
   }
 
   // Llama 3.1+ files carry their long-context frequency scaling as per-pair divisors.
   std::vector<float> freq_factors;
   if (b.find("rope_freqs.weight")) freq_factors = b.vector("rope_freqs.weight", c.rope_dim / 2);
-  impl->rope_inv_freq = rope_inv_freqs(c, freq_factors);
+  impl->rope = rope_freqs(c, freq_factors);
+  if (c.sliding_window > 0) {
+    // Local layers rotate with their own base and without any long-context scaling (llama.cpp's
+    // rope_freq_base_train_swa / rope_freq_scale_train_swa).
+    ModelConfig local = c;
+    local.rope_theta = c.rope_theta_swa;
+    local.rope_freq_scale = 1.0f;
+    impl->rope_swa = rope_freqs(local, {});
+  }
 
   model->weight_bytes_ = b.bytes();
   model->packed_weight_bytes_ = pack_model_weights(w, impl->packed);

@@ -1,6 +1,11 @@
 #include "model/ops.h"
 
+#include <array>
 #include <cmath>
+#include <cstdint>
+#include <memory>
+
+#include "tensor/quantize.h"
 
 namespace specdec::ops {
 
@@ -33,6 +38,47 @@ void swiglu(float* gate, const float* up, int64_t n) {
     const float g = gate[i];
     gate[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
+}
+
+namespace {
+
+// gelu(x) for every fp16 x, stored rounded to fp16 and widened back, as ggml's
+// ggml_table_gelu_f16 holds it (built once, on first use).
+const std::array<float, 1 << 16>& gelu_table() {
+  static const auto table = [] {
+    auto t = std::make_unique<std::array<float, 1 << 16>>();
+    constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+    constexpr float kCoefA = 0.044715f;
+    for (uint32_t i = 0; i < (1u << 16); ++i) {
+      const float x = fp16_to_fp32(static_cast<uint16_t>(i));
+      const float g = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
+      (*t)[i] = fp16_to_fp32(fp32_to_fp16(g));
+    }
+    return t;
+  }();
+  return *table;
+}
+
+}  // namespace
+
+void geglu(float* gate, const float* up, int64_t n) {
+  const std::array<float, 1 << 16>& table = gelu_table();
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    float g;
+    if (x <= -10.0f) {
+      g = 0.0f;
+    } else if (x >= 10.0f) {
+      g = x;
+    } else {
+      g = table[fp32_to_fp16(x)];
+    }
+    gate[i] = g * up[i];
+  }
+}
+
+void scale(float* x, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
 }
 
 }  // namespace specdec::ops

@@ -6,29 +6,29 @@
 
 namespace specdec {
 
-std::vector<double> rope_inv_freqs(const ModelConfig& c, std::span<const float> freq_factors) {
-  const int32_t n_pairs = c.rope_dim / 2;
-  std::vector<double> inv(static_cast<size_t>(n_pairs));
-  for (int32_t i = 0; i < n_pairs; ++i) {
-    double f = c.rope_freq_scale * std::pow(static_cast<double>(c.rope_theta),
-                                            -2.0 * i / static_cast<double>(c.rope_dim));
-    if (!freq_factors.empty()) {
-      const float ff = freq_factors[static_cast<size_t>(i)];
-      if (!(ff > 0) || !std::isfinite(ff))
-        fail("rope_freqs.weight[", i, "] = ", ff, " is not positive");
-      f /= ff;
-    }
-    inv[static_cast<size_t>(i)] = f;
+RopeFreqs rope_freqs(const ModelConfig& c, std::span<const float> freq_factors) {
+  RopeFreqs r;
+  r.n_pairs = c.rope_dim / 2;
+  r.theta_scale = std::pow(c.rope_theta, -2.0f / static_cast<float>(c.rope_dim));
+  r.freq_scale = c.rope_freq_scale;
+  for (size_t i = 0; i < freq_factors.size(); ++i) {
+    const float ff = freq_factors[i];
+    if (!(ff > 0) || !std::isfinite(ff))
+      fail("rope_freqs.weight[", i, "] = ", ff, " is not positive");
   }
-  return inv;
+  r.factors.assign(freq_factors.begin(), freq_factors.end());
+  return r;
 }
 
-void rope_angles(std::span<const double> inv_freq, int32_t position, float* cos_out,
-                 float* sin_out) {
-  for (size_t i = 0; i < inv_freq.size(); ++i) {
-    const double a = position * inv_freq[i];
-    cos_out[i] = static_cast<float>(std::cos(a));
-    sin_out[i] = static_cast<float>(std::sin(a));
+void rope_angles(const RopeFreqs& f, int32_t position, float* cos_out, float* sin_out) {
+  // ggml_rope_cache_init with rope_yarn at ext_factor 0 and attn_factor 1.
+  float theta = static_cast<float>(position);
+  for (int32_t i = 0; i < f.n_pairs; ++i) {
+    const float ff = f.factors.empty() ? 1.0f : f.factors[static_cast<size_t>(i)];
+    const float a = f.freq_scale * (theta / ff);
+    cos_out[i] = std::cos(a);
+    sin_out[i] = std::sin(a);
+    theta *= f.theta_scale;
   }
 }
 

@@ -77,6 +77,7 @@ std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
 
 std::string write_tiny_model(const TinyModelSpec& spec, const std::string& path) {
   const bool qwen = spec.arch == "qwen2";
+  const bool gemma = spec.arch == "gemma3";
   const int head_dim = spec.n_embd / spec.n_head;
   const int kv_dim = spec.n_head_kv * head_dim;
 
@@ -151,6 +152,7 @@ std::string write_tiny_model(const TinyModelSpec& spec, const std::string& path)
   w.set_f32(a + ".rope.freq_base", spec.rope_theta);
   w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(head_dim));
   w.set_u32(a + ".vocab_size", static_cast<uint32_t>(spec.n_vocab));
+  if (gemma) w.set_u32(a + ".attention.sliding_window", static_cast<uint32_t>(spec.sliding_window));
   w.set_string("tokenizer.ggml.model", "gpt2");
   w.set_string("tokenizer.ggml.pre", "default");
   w.set_array_strings("tokenizer.ggml.tokens", tokens);
@@ -195,10 +197,16 @@ std::string write_tiny_model(const TinyModelSpec& spec, const std::string& path)
       vector(p + "attn_v.bias", kv_dim, 0.0f, 0.2f);
     }
     matrix(p + "attn_output.weight", spec.n_embd, spec.n_embd);
+    if (gemma) {  // norm weights near 1: GGUF stores gemma's (1 + w)
+      vector(p + "attn_q_norm.weight", head_dim, 1.0f, 0.1f);
+      vector(p + "attn_k_norm.weight", head_dim, 1.0f, 0.1f);
+      vector(p + "post_attention_norm.weight", spec.n_embd, 1.0f, 0.1f);
+    }
     vector(p + "ffn_norm.weight", spec.n_embd, 1.0f, 0.1f);
     matrix(p + "ffn_gate.weight", spec.n_ff, spec.n_embd);
     matrix(p + "ffn_up.weight", spec.n_ff, spec.n_embd);
     matrix(p + "ffn_down.weight", spec.n_embd, spec.n_ff);
+    if (gemma) vector(p + "post_ffw_norm.weight", spec.n_embd, 1.0f, 0.1f);
   }
   vector("output_norm.weight", spec.n_embd, 1.0f, 0.1f);
   if (!spec.tied) matrix("output.weight", spec.n_vocab, spec.n_embd);

@@ -1,5 +1,5 @@
-// Tiny random-weight GGUF models for tests: a complete llama/qwen2 tensor set plus a byte-level
-// BPE vocabulary and a ChatML template, so every layer of the engine can run on one.
+// Tiny random-weight GGUF models for tests: a complete llama/qwen2/gemma3 tensor set plus a
+// byte-level BPE vocabulary and a ChatML template, so every layer of the engine can run on one.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +13,10 @@
 namespace specdec::testing {
 
 struct TinyModelSpec {
-  std::string arch = "llama";  // "llama" or "qwen2" (qwen2 adds Q/K/V biases)
-  int n_vocab = 300;           // >= 256 byte tokens + merges + 3 specials
+  // "llama", "qwen2" (adds Q/K/V biases) or "gemma3" (adds Q/K norms, post-norms and
+  // attention.sliding_window; give it >= 6 layers to have a global one)
+  std::string arch = "llama";
+  int n_vocab = 300;  // >= 256 byte tokens + merges + 3 specials
   int n_embd = 64;
   int n_layer = 2;
   int n_head = 4;
@@ -25,6 +27,7 @@ struct TinyModelSpec {
   bool tied = false;                     // no output.weight: logits use token_embd
   uint64_t seed = 1;
   float rope_theta = 10000;
+  int sliding_window = 4;  // gemma3 only
 
   // Hooks for tests of malformed files: keys and tensors named here are left out, and edit (if
   // set) runs on the writer just before it writes (setting a key again replaces its value;
