@@ -1,0 +1,72 @@
+#include "tensor/vec_ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "tensor/cpu_features.h"
+
+namespace specdec {
+namespace {
+
+std::vector<float> randoms(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// Every length from 0 to past two vector widths (tails of every size), against a double sum.
+TEST(VecOps, DotMatchesDoubleReferenceOnAllPathsAndTails) {
+  for (int64_t n = 0; n <= 41; ++n) {
+    const std::vector<float> a = randoms(static_cast<size_t>(n), 1),
+                             b = randoms(static_cast<size_t>(n), 2);
+    double ref = 0, mag = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ref += static_cast<double>(a[static_cast<size_t>(i)]) * b[static_cast<size_t>(i)];
+      mag += std::fabs(static_cast<double>(a[static_cast<size_t>(i)]) * b[static_cast<size_t>(i)]);
+    }
+    EXPECT_NEAR(dot_f32_scalar(a.data(), b.data(), n), ref, 1e-6 * mag + 1e-7) << n;
+    if (cpu_has_avx2()) {
+      EXPECT_NEAR(dot_f32_avx2(a.data(), b.data(), n), ref, 1e-6 * mag + 1e-7) << n;
+    }
+    EXPECT_NEAR(dot_f32(a.data(), b.data(), n), ref, 1e-6 * mag + 1e-7) << n;
+  }
+}
+
+TEST(VecOps, AxpyMatchesScalarOnAllPathsAndTails) {
+  for (int64_t n = 0; n <= 41; ++n) {
+    const std::vector<float> x = randoms(static_cast<size_t>(n), 3),
+                             y0 = randoms(static_cast<size_t>(n), 4);
+    std::vector<float> ys = y0, yv = y0, yd = y0;
+    axpy_f32_scalar(0.37f, x.data(), ys.data(), n);
+    axpy_f32(0.37f, x.data(), yd.data(), n);
+    if (cpu_has_avx2()) axpy_f32_avx2(0.37f, x.data(), yv.data(), n);
+    for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+      const double ref = static_cast<double>(y0[i]) + 0.37 * static_cast<double>(x[i]);
+      EXPECT_NEAR(ys[i], ref, 1e-6 * (std::fabs(ref) + 1)) << n;
+      EXPECT_NEAR(yd[i], ref, 1e-6 * (std::fabs(ref) + 1)) << n;
+      if (cpu_has_avx2()) {
+        EXPECT_NEAR(yv[i], ref, 1e-6 * (std::fabs(ref) + 1)) << n;
+      }
+    }
+  }
+}
+
+// The result must not depend on where the inputs sit (attention calls it on cache rows at any
+// offset): same values at different alignments give the same bits.
+TEST(VecOps, DotIsIndependentOfAlignment) {
+  const std::vector<float> a = randoms(64, 5), b = randoms(64, 6);
+  std::vector<float> a2(67), b2(67);
+  for (size_t i = 0; i < 64; ++i) {
+    a2[i + 3] = a[i];
+    b2[i + 1] = b[i];
+  }
+  EXPECT_EQ(dot_f32(a.data(), b.data(), 64), dot_f32(a2.data() + 3, b2.data() + 1, 64));
+}
+
+}  // namespace
+}  // namespace specdec
