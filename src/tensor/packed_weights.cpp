@@ -8,22 +8,6 @@
 namespace specdec {
 namespace {
 
-// Byte of a packed chunk that holds column j (0..31) of row r, and whether it is the high
-// nibble (4-bit formats): columns 16..31 share bytes with 0..15.
-struct Slot {
-  int byte;
-  bool high;
-};
-Slot nibble_slot(int r, int j) {
-  const int jj = j & 15;
-  return {32 * (jj / 4) + 4 * r + jj % 4, j >= 16};
-}
-
-// Element j (0..31) of a Q4_0/Q4_1/Q5_0 block's low 4 bits.
-uint8_t nibble(const uint8_t* qs, int j) {
-  return j < 16 ? (qs[j] & 0x0f) : static_cast<uint8_t>(qs[j - 16] >> 4);
-}
-
 template <typename Packed, typename Block, typename Fill>
 void pack_groups(const WeightMatrix& w, uint8_t* dst, Fill fill) {
   const int64_t nb = w.cols / kQK, groups = w.rows / kPackRows;
@@ -42,12 +26,13 @@ void pack_groups(const WeightMatrix& w, uint8_t* dst, Fill fill) {
   }
 }
 
+// Byte j < 16 of a 4-bit block holds column j (low nibble) and column j + 16 (high nibble),
+// and chunk p of the packed block wants exactly columns 4p..4p+3 and 16+4p..16+4p+3 of row r at
+// bytes 4r..4r+3: so each chunk's 4 bytes are copied unchanged. The same copy places Q8_0's
+// columns 4p..4p+3 (one byte each).
 template <typename Packed, typename Block>
-void put_nibbles(Packed& p, int r, const Block& blk) {
-  for (int j = 0; j < kQK; ++j) {
-    const Slot s = nibble_slot(r, j);
-    p.qs[s.byte] |= static_cast<uint8_t>(nibble(blk.qs, j) << (s.high ? 4 : 0));
-  }
+void put_chunks(Packed& p, int r, const Block& blk, int chunks) {
+  for (int c = 0; c < chunks; ++c) std::memcpy(&p.qs[32 * c + 4 * r], &blk.qs[4 * c], 4);
 }
 
 }  // namespace
@@ -68,33 +53,31 @@ void pack_weights(const WeightMatrix& w, uint8_t* dst) {
     case GgmlType::Q4_0:
       pack_groups<PackedQ4_0x8, BlockQ4_0>(w, dst, [](PackedQ4_0x8& p, int r, const BlockQ4_0& b) {
         p.d[r] = b.d;
-        put_nibbles(p, r, b);
+        put_chunks(p, r, b, 4);
       });
       break;
     case GgmlType::Q4_1:
       pack_groups<PackedQ4_1x8, BlockQ4_1>(w, dst, [](PackedQ4_1x8& p, int r, const BlockQ4_1& b) {
         p.d[r] = b.d;
         p.m[r] = b.m;
-        put_nibbles(p, r, b);
+        put_chunks(p, r, b, 4);
       });
       break;
     case GgmlType::Q5_0:
       pack_groups<PackedQ5_0x8, BlockQ5_0>(w, dst, [](PackedQ5_0x8& p, int r, const BlockQ5_0& b) {
         p.d[r] = b.d;
-        put_nibbles(p, r, b);
+        put_chunks(p, r, b, 4);
+        // Bit 4r + c of chunk mask s is the fifth bit of column 4s + c (s < 4) or
+        // 16 + 4(s - 4) + c: a nibble of the block's qh, moved to row r's place.
         uint32_t qh;
         std::memcpy(&qh, b.qh, 4);
-        for (int j = 0; j < kQK; ++j) {
-          if (((qh >> j) & 1u) == 0) continue;
-          const Slot s = nibble_slot(r, j);
-          p.qh[s.byte / 32 + (s.high ? 4 : 0)] |= 1u << (s.byte % 32);
-        }
+        for (int c = 0; c < 8; ++c) p.qh[c] |= ((qh >> (4 * c)) & 0xfu) << (4 * r);
       });
       break;
     case GgmlType::Q8_0:
       pack_groups<PackedQ8_0x8, BlockQ8_0>(w, dst, [](PackedQ8_0x8& p, int r, const BlockQ8_0& b) {
         p.d[r] = b.d;
-        for (int j = 0; j < kQK; ++j) p.qs[32 * (j / 4) + 4 * r + j % 4] = b.qs[j];
+        put_chunks(p, r, b, 8);
       });
       break;
     default:
