@@ -81,7 +81,9 @@ int info_command(const std::vector<std::string>& args) {
             << (tok.add_bos() ? ", adds BOS" : "") << "\n";
   std::cout << "chat template: " << m.chat_template->name() << "\n";
   std::cout << "memory:        weights "
-            << human_bytes(static_cast<double>(m.model->weight_bytes())) << ", KV cache "
+            << human_bytes(static_cast<double>(m.model->weight_bytes()))
+            << " (mapped from the file), packed copies "
+            << human_bytes(static_cast<double>(m.model->packed_weight_bytes())) << ", KV cache "
             << human_bytes(kv_bytes_per_token * n_ctx) << " at -c " << n_ctx << "\n";
   return 0;
 }
