@@ -5,6 +5,7 @@
 
 #include "model/ops.h"
 #include "tensor/thread_pool.h"
+#include "tensor/vec_ops.h"
 
 namespace specdec {
 namespace {
@@ -25,7 +26,7 @@ void attend(const float* q, const KvCache& cache, int32_t layer, int32_t kv_offs
   // Scores, then a max-subtracted softmax (exp of non-positive values cannot overflow).
   float max_score = -INFINITY;
   for (int32_t s = 0; s < n_slots; ++s) {
-    scores[s] = ops::dot(q, cache.k(layer, first + s) + kv_offset, head_dim) * scale;
+    scores[s] = dot_f32(q, cache.k(layer, first + s) + kv_offset, head_dim) * scale;
     max_score = std::max(max_score, scores[s]);
   }
   float sum = 0.0f;
@@ -36,9 +37,7 @@ void attend(const float* q, const KvCache& cache, int32_t layer, int32_t kv_offs
   // Weighted sum of V rows in slot order, normalized once at the end.
   std::fill(out, out + head_dim, 0.0f);
   for (int32_t s = 0; s < n_slots; ++s) {
-    const float p = scores[s];
-    const float* v = cache.v(layer, first + s) + kv_offset;
-    for (int32_t d = 0; d < head_dim; ++d) out[d] += p * v[d];
+    axpy_f32(scores[s], cache.v(layer, first + s) + kv_offset, out, head_dim);
   }
   const float inv_sum = 1.0f / sum;
   for (int32_t d = 0; d < head_dim; ++d) out[d] *= inv_sum;

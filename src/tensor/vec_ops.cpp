@@ -16,6 +16,8 @@ float dot_f32_scalar(const float* a, const float* b, int64_t n) {
 }
 
 void axpy_f32_scalar(float alpha, const float* x, float* y, int64_t n) {
+  // Multiply, then add (two roundings): this file is built without FMA, and the AVX2 version
+  // does the same so both paths agree bit for bit.
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -53,6 +54,22 @@ TEST(VecOps, AxpyMatchesScalarOnAllPathsAndTails) {
         EXPECT_NEAR(yv[i], ref, 1e-6 * (std::fabs(ref) + 1)) << n;
       }
     }
+  }
+}
+
+// The AVX2 versions mirror the scalar ones operation for operation: identical bits, so the
+// attention of a deep model rounds the same on every path.
+TEST(VecOps, Avx2IsBitwiseTheScalarResult) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2";
+  for (int64_t n = 0; n <= 300; n += (n < 40 ? 1 : 37)) {
+    const std::vector<float> a = randoms(static_cast<size_t>(n), 11),
+                             b = randoms(static_cast<size_t>(n), 12);
+    const float s = dot_f32_scalar(a.data(), b.data(), n), v = dot_f32_avx2(a.data(), b.data(), n);
+    EXPECT_EQ(std::memcmp(&s, &v, sizeof s), 0) << n << ": " << s << " vs " << v;
+    std::vector<float> ys = b, yv = b;
+    axpy_f32_scalar(-1.7f, a.data(), ys.data(), n);
+    axpy_f32_avx2(-1.7f, a.data(), yv.data(), n);
+    EXPECT_EQ(std::memcmp(ys.data(), yv.data(), sizeof(float) * ys.size()), 0) << n;
   }
 }
 
