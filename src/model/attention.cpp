@@ -24,9 +24,11 @@ constexpr int64_t kPartsPerThread = 4;
 void attend(const float* q, const KvCache& cache, int32_t layer, int32_t kv_offset, int32_t first,
             int32_t n_slots, int32_t head_dim, float scale, float* scores, float* out) {
   // Scores, then a max-subtracted softmax (exp of non-positive values cannot overflow).
+  const int64_t stride = cache.row_size();
+  dot_rows_f32(q, cache.k(layer, first) + kv_offset, stride, n_slots, head_dim, scores);
   float max_score = -INFINITY;
   for (int32_t s = 0; s < n_slots; ++s) {
-    scores[s] = dot_f32(q, cache.k(layer, first + s) + kv_offset, head_dim) * scale;
+    scores[s] *= scale;
     max_score = std::max(max_score, scores[s]);
   }
   float sum = 0.0f;
@@ -36,9 +38,7 @@ void attend(const float* q, const KvCache& cache, int32_t layer, int32_t kv_offs
   }
   // Weighted sum of V rows in slot order, normalized once at the end.
   std::fill(out, out + head_dim, 0.0f);
-  for (int32_t s = 0; s < n_slots; ++s) {
-    axpy_f32(scores[s], cache.v(layer, first + s) + kv_offset, out, head_dim);
-  }
+  weighted_sum_rows_f32(scores, cache.v(layer, first) + kv_offset, stride, n_slots, head_dim, out);
   const float inv_sum = 1.0f / sum;
   for (int32_t d = 0; d < head_dim; ++d) out[d] *= inv_sum;
 }

@@ -33,4 +33,22 @@ void axpy_f32(float alpha, const float* x, float* y, int64_t n) {
   }
 }
 
+void dot_rows_f32(const float* q, const float* rows, int64_t stride, int64_t n_rows, int64_t dim,
+                  float* out) {
+  if (active_isa() == Isa::kAvx2) {
+    dot_rows_f32_avx2(q, rows, stride, n_rows, dim, out);
+    return;
+  }
+  for (int64_t s = 0; s < n_rows; ++s) out[s] = dot_f32_scalar(q, rows + s * stride, dim);
+}
+
+void weighted_sum_rows_f32(const float* p, const float* rows, int64_t stride, int64_t n_rows,
+                           int64_t dim, float* out) {
+  if (active_isa() == Isa::kAvx2) {
+    weighted_sum_rows_f32_avx2(p, rows, stride, n_rows, dim, out);
+    return;
+  }
+  for (int64_t s = 0; s < n_rows; ++s) axpy_f32_scalar(p[s], rows + s * stride, out, dim);
+}
+
 }  // namespace specdec

@@ -14,10 +14,24 @@ float dot_f32(const float* a, const float* b, int64_t n);
 // y[i] += alpha * x[i].
 void axpy_f32(float alpha, const float* x, float* y, int64_t n);
 
+// Attention over n_rows cache rows at a fixed stride (floats), in one call so the per-call
+// dispatch and loop set-up are paid once per query head, not once per cache row:
+// out[s] = dot_f32(q, rows + s * stride, dim) for s < n_rows;
+void dot_rows_f32(const float* q, const float* rows, int64_t stride, int64_t n_rows, int64_t dim,
+                  float* out);
+// and out[d] += p[s] * rows[s * stride + d], summed over s = 0, 1, ... in order, exactly as
+// n_rows calls of axpy_f32 would.
+void weighted_sum_rows_f32(const float* p, const float* rows, int64_t stride, int64_t n_rows,
+                           int64_t dim, float* out);
+
 // Scalar and AVX2 versions (the AVX2 ones only when cpu_has_avx2()); exposed for tests.
 float dot_f32_scalar(const float* a, const float* b, int64_t n);
 void axpy_f32_scalar(float alpha, const float* x, float* y, int64_t n);
 float dot_f32_avx2(const float* a, const float* b, int64_t n);
 void axpy_f32_avx2(float alpha, const float* x, float* y, int64_t n);
+void dot_rows_f32_avx2(const float* q, const float* rows, int64_t stride, int64_t n_rows,
+                       int64_t dim, float* out);
+void weighted_sum_rows_f32_avx2(const float* p, const float* rows, int64_t stride, int64_t n_rows,
+                                int64_t dim, float* out);
 
 }  // namespace specdec

@@ -12,7 +12,9 @@
 
 namespace specdec {
 
-float dot_f32_avx2(const float* a, const float* b, int64_t n) {
+namespace {
+
+inline float dot_one(const float* a, const float* b, int64_t n) {
   __m256 acc = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -30,6 +32,48 @@ float dot_f32_avx2(const float* a, const float* b, int64_t n) {
   const __m128 quad = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
   const __m128 pairs = _mm_hadd_ps(quad, quad);  // [q0 + q1, q2 + q3, ...]
   return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
+}
+
+}  // namespace
+
+float dot_f32_avx2(const float* a, const float* b, int64_t n) { return dot_one(a, b, n); }
+
+void dot_rows_f32_avx2(const float* q, const float* rows, int64_t stride, int64_t n_rows,
+                       int64_t dim, float* out) {
+  for (int64_t s = 0; s < n_rows; ++s) out[s] = dot_one(q, rows + s * stride, dim);
+}
+
+void weighted_sum_rows_f32_avx2(const float* p, const float* rows, int64_t stride, int64_t n_rows,
+                                int64_t dim, float* out) {
+  // Columns in blocks of up to 64 kept in registers across all rows; per element the same
+  // multiply-then-add sequence over s as axpy_f32 row by row.
+  constexpr int64_t kBlock = 64;
+  int64_t d0 = 0;
+  for (; d0 + 8 <= dim; d0 += kBlock) {
+    const int64_t nv = (dim - d0 >= kBlock ? kBlock : (dim - d0)) / 8;  // whole vectors
+    __m256 acc[kBlock / 8];
+    for (int64_t j = 0; j < nv; ++j) acc[j] = _mm256_loadu_ps(out + d0 + 8 * j);
+    for (int64_t s = 0; s < n_rows; ++s) {
+      const __m256 ps = _mm256_set1_ps(p[s]);
+      const float* v = rows + s * stride + d0;
+      for (int64_t j = 0; j < nv; ++j) {
+        acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(ps, _mm256_loadu_ps(v + 8 * j)));
+      }
+    }
+    for (int64_t j = 0; j < nv; ++j) _mm256_storeu_ps(out + d0 + 8 * j, acc[j]);
+    if (nv < kBlock / 8) {
+      d0 += 8 * nv;
+      break;
+    }
+  }
+  for (int64_t d = d0; d < dim; ++d) {  // columns past the last whole vector
+    float y = out[d];
+    for (int64_t s = 0; s < n_rows; ++s) {
+      const float prod = p[s] * rows[s * stride + d];
+      y = y + prod;
+    }
+    out[d] = y;
+  }
 }
 
 void axpy_f32_avx2(float alpha, const float* x, float* y, int64_t n) {

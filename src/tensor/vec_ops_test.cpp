@@ -73,6 +73,36 @@ TEST(VecOps, Avx2IsBitwiseTheScalarResult) {
   }
 }
 
+// The row forms equal the one-row calls bit for bit (attention's results must not change with
+// how it batches), on every path, for head sizes with and without tails and past one block.
+TEST(VecOps, RowFormsEqualOneRowCalls) {
+  for (int64_t dim : {1, 7, 8, 64, 70, 72, 136, 256}) {
+    const int64_t n_rows = 13, stride = dim * 3 + 5;
+    const std::vector<float> rows = randoms(static_cast<size_t>(n_rows * stride), 21);
+    const std::vector<float> q = randoms(static_cast<size_t>(dim), 22);
+    const std::vector<float> p = randoms(static_cast<size_t>(n_rows), 23);
+    const std::vector<float> out0 = randoms(static_cast<size_t>(dim), 24);
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
+      if (isa == Isa::kAvx2 && !cpu_has_avx2()) continue;
+      const Isa saved = active_isa();
+      set_active_isa(isa);
+      std::vector<float> scores(static_cast<size_t>(n_rows)), want_scores(scores.size());
+      dot_rows_f32(q.data(), rows.data(), stride, n_rows, dim, scores.data());
+      std::vector<float> sum = out0, want_sum = out0;
+      weighted_sum_rows_f32(p.data(), rows.data(), stride, n_rows, dim, sum.data());
+      for (int64_t s = 0; s < n_rows; ++s) {
+        want_scores[static_cast<size_t>(s)] = dot_f32(q.data(), rows.data() + s * stride, dim);
+        axpy_f32(p[static_cast<size_t>(s)], rows.data() + s * stride, want_sum.data(), dim);
+      }
+      set_active_isa(saved);
+      EXPECT_EQ(std::memcmp(scores.data(), want_scores.data(), sizeof(float) * scores.size()), 0)
+          << "dim " << dim << " isa " << static_cast<int>(isa);
+      EXPECT_EQ(std::memcmp(sum.data(), want_sum.data(), sizeof(float) * sum.size()), 0)
+          << "dim " << dim << " isa " << static_cast<int>(isa);
+    }
+  }
+}
+
 // The result must not depend on where the inputs sit (attention calls it on cache rows at any
 // offset): same values at different alignments give the same bits.
 TEST(VecOps, DotIsIndependentOfAlignment) {
