@@ -118,14 +118,17 @@ TEST_F(BenchCli, DraftModelTableAndRawJson) {
 TEST_F(BenchCli, NgramDrafterSeveralTemperaturesAndRepeats) {
   const std::string json_path = testing::temp_path("bench_ngram.json");
   std::vector<std::string> args = base_args();
-  args.insert(args.end(), {"--draft-ngram", "--no-cache-check", "--json", json_path, "--categories",
-                           "facts", "--temps", "0,0.5", "--repeats", "2"});
+  args.insert(args.end(),
+              {"--draft-ngram", "--no-cache-check", "--json", json_path, "--categories", "facts",
+               "--temps", "0,0.5", "--repeats", "2", "--ngram-policy", "fixed"});
   CliResult r = run_cli(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("category facts, T 0.5"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("KV cache ablation"), std::string::npos) << r.out;
   const nlohmann::json j = nlohmann::json::parse(testing::read_file(json_path));
   EXPECT_EQ(j["meta"]["drafter"], "ngram");
+  EXPECT_EQ(j["meta"]["ngram"]["policy"], "fixed");
+  EXPECT_NE(r.out.find("n-gram prompt lookup (n 1..3, fixed)"), std::string::npos) << r.out;
   EXPECT_EQ(j["runs"].size(), 2u * 2u * 2u * 3u);  // prompts x temps x repeats x configs
   EXPECT_FALSE(j.contains("cache_check"));
   // Timings of a model this small say nothing about cost ratios; only check they are there.
@@ -153,6 +156,8 @@ TEST_F(BenchCli, BadFlagsGiveOneLineErrors) {
   expect_error({"-md", *draft_, "--categories", "facts,nope"}, "nope");
   expect_error({"-md", *draft_, "-n", "200"}, "needs -c");
   expect_error({"-md", *draft_, "--bogus"}, "--bogus");
+  expect_error({"-md", *draft_, "--ngram-policy", "fixed"}, "need --draft-ngram");
+  expect_error({"--draft-ngram", "--ngram-adapt-rate", "2"}, "--ngram-adapt-rate");
   expect_error({"-md", "/nonexistent/draft.gguf"}, "draft.gguf");
 }
 

@@ -74,7 +74,10 @@ TEST_F(RealModelNgram, GreedyOutputEqualsTargetOnlyForManyPromptsAndGammas) {
     const GenerationResult expected = engine.generate(prompt, go, {});
     EXPECT_FALSE(expected.stats.speculative);
     go.drafter = DrafterKind::Ngram;
-    for (const NgramParams np : {NgramParams{3, 1}, NgramParams{2, 2}}) {
+    // Both policies; the adaptive one also with a cheap verify (long drafts, often rejected).
+    for (const NgramParams np :
+         {NgramParams{3, 1, NgramPolicy::Fixed}, NgramParams{2, 2, NgramPolicy::Fixed},
+          NgramParams{}, NgramParams{3, 1, NgramPolicy::Adaptive, 0.05f, 0.5f}}) {
       go.ngram = np;
       for (int32_t gamma : {1, 2, 4, 8}) {
         go.draft_max = gamma;
@@ -179,6 +182,28 @@ TEST_F(RealModelNgram, CliDraftNgramMatchesPlainGreedyAndRejectsMd) {
   expect_error(run_cli({"run", "-m", *path_, "--draft-ngram", "--ngram-max", "2", "--ngram-min",
                         "3", "-p", "x"}),
                "must not exceed");
+  expect_error(run_cli({"run", "-m", *path_, "--ngram-policy", "fixed", "-p", "x"}),
+               "need --draft-ngram");
+  expect_error(
+      run_cli({"run", "-m", *path_, "--draft-ngram", "--ngram-policy", "longest", "-p", "x"}),
+      "must be adaptive or fixed");
+  expect_error(
+      run_cli({"run", "-m", *path_, "--draft-ngram", "--ngram-verify-cost", "-1", "-p", "x"}),
+      "--ngram-verify-cost must be in [0, 10]");
+
+  // The policy flags reach the drafter and the report; output stays the target's.
+  for (const char* policy : {"fixed", "adaptive"}) {
+    std::vector<std::string> with_policy = spec;
+    for (const char* a : {"--ngram-policy", policy, "--ngram-verify-cost", "0.1"}) {
+      with_policy.emplace_back(a);
+    }
+    const CliResult r = run_cli(with_policy);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, plain.out) << policy;
+    EXPECT_NE(r.err.find(std::string("(n 2..4) ") + policy), std::string::npos) << r.err;
+    const std::string j = testing::read_file(json_path);
+    EXPECT_NE(j.find(std::string("\"policy\": \"") + policy + "\""), std::string::npos) << j;
+  }
 }
 
 }  // namespace
