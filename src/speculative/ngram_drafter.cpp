@@ -12,8 +12,8 @@ namespace {
 
 // P(copied token accepted | earlier drafts of the round accepted) by match length 1..8 (8: 8 or
 // more), measured by replaying prompt lookup on greedy SmolLM2-135M output for the 12 bench
-// prompts (scripts/ngram_policy_eval.py --replay): 463 tests at length 1 gave 0.19, 171 at 2
-// gave 0.52, then 0.66, 0.72, ~0.65-0.75 at 5-7 and 0.8-1.0 beyond. A single shared token is
+// prompts (scripts/ngram_policy_eval.py --replay): 454 tests at length 1 gave 0.18, 165 at 2
+// gave 0.58, then 0.62, 0.70, 0.65-0.77 at 5-7 and 0.7-0.93 beyond. A single shared token is
 // weak evidence (common words recur everywhere); a long one means a span is being quoted.
 constexpr std::array<double, 8> kPriorAcceptance = {0.2, 0.5, 0.65, 0.7, 0.75, 0.75, 0.75, 0.85};
 // The learned offset is clamped so that one long streak cannot pin the estimate for good.
