@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "tensor/quantize.h"
+#include "tensor/vec_ops.h"
 
 namespace specdec::ops {
 
@@ -34,10 +35,8 @@ void add(float* x, const float* y, int64_t n) {
 }
 
 void swiglu(float* gate, const float* up, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
+  // Vectorized exp (tensor/vec_ops.h): std::exp per element cost about 4% of a decode step.
+  silu_mul_f32(gate, up, n);
 }
 
 namespace {

@@ -1,8 +1,51 @@
 #include "tensor/vec_ops.h"
 
+#include <cmath>
+#include <cstring>
+
 #include "tensor/cpu_features.h"
 
 namespace specdec {
+
+namespace {
+
+// Constants of the exp approximation, shared with vec_ops_avx2.cpp through these exact values.
+constexpr float kExpHi = 88.0f, kExpLo = -87.3365447504f;
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+constexpr float kP0 = 1.9875691500e-4f, kP1 = 1.3981999507e-3f, kP2 = 8.3334519073e-3f,
+                kP3 = 4.1665795894e-2f, kP4 = 1.6666665459e-1f, kP5 = 5.0000001201e-1f;
+
+}  // namespace
+
+float exp_f32(float x) {
+  x = std::fmin(std::fmax(x, kExpLo), kExpHi);
+  const float n = std::nearbyint(x * kLog2e);
+  float r = std::fma(n, -kLn2Hi, x);
+  r = std::fma(n, -kLn2Lo, r);
+  float p = std::fma(kP0, r, kP1);
+  p = std::fma(p, r, kP2);
+  p = std::fma(p, r, kP3);
+  p = std::fma(p, r, kP4);
+  p = std::fma(p, r, kP5);
+  const float r2 = r * r;
+  p = std::fma(p, r2, r + 1.0f);
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+void silu_mul_f32(float* gate, const float* up, int64_t n) {
+  if (active_isa() == Isa::kAvx2) {
+    silu_mul_f32_avx2(gate, up, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + exp_f32(-g)) * up[i];
+  }
+}
 
 float dot_f32_scalar(const float* a, const float* b, int64_t n) {
   // Eight independent partial sums, so the compiler can keep them in one SSE register pair.

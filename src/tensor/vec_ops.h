@@ -1,7 +1,7 @@
-// Float vector primitives for attention (q.k scores, probability-weighted V sums), with the
-// instruction set chosen at run time like the matmul kernels. Each result depends only on its
-// inputs and the active path, never on what else is computed, so attention stays batch
-// invariant.
+// Float vector primitives for attention (q.k scores, probability-weighted V sums) and the FFN
+// gate, with the instruction set chosen at run time like the matmul kernels. Each result depends
+// only on its inputs and the active path, never on what else is computed, so the forward pass
+// stays batch invariant.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +24,20 @@ void dot_rows_f32(const float* q, const float* rows, int64_t stride, int64_t n_r
 void weighted_sum_rows_f32(const float* p, const float* rows, int64_t stride, int64_t n_rows,
                            int64_t dim, float* out);
 
+// Fast exp: clamps x to [-87.3, 88] (so results never overflow; below the range they stay at
+// about 1.2e-38 instead of reaching 0), then e^x = 2^n * p(r) with a degree-6 polynomial,
+// within 2 ulp. Scalar and AVX2 versions run the same operations (fused multiply-adds
+// included), so both paths give identical bits.
+float exp_f32(float x);
+// gate[i] = silu(gate[i]) * up[i] with silu(g) = g / (1 + exp_f32(-g)) (SwiGLU's gate).
+void silu_mul_f32(float* gate, const float* up, int64_t n);
+
 // Scalar and AVX2 versions (the AVX2 ones only when cpu_has_avx2()); exposed for tests.
 float dot_f32_scalar(const float* a, const float* b, int64_t n);
 void axpy_f32_scalar(float alpha, const float* x, float* y, int64_t n);
 float dot_f32_avx2(const float* a, const float* b, int64_t n);
 void axpy_f32_avx2(float alpha, const float* x, float* y, int64_t n);
+void silu_mul_f32_avx2(float* gate, const float* up, int64_t n);
 void dot_rows_f32_avx2(const float* q, const float* rows, int64_t stride, int64_t n_rows,
                        int64_t dim, float* out);
 void weighted_sum_rows_f32_avx2(const float* p, const float* rows, int64_t stride, int64_t n_rows,

@@ -103,6 +103,46 @@ TEST(VecOps, RowFormsEqualOneRowCalls) {
   }
 }
 
+TEST(VecOps, ExpIsWithinTwoUlpOverTheUsefulRange) {
+  for (float x = -87.0f; x <= 88.0f; x += 0.01171875f) {
+    const double want = std::exp(static_cast<double>(x));
+    const float got = exp_f32(x);
+    EXPECT_LE(std::fabs(got - want), 2.5 * std::fabs(want) * 0x1p-23) << x;
+  }
+  EXPECT_EQ(exp_f32(0.0f), 1.0f);
+  EXPECT_TRUE(std::isfinite(exp_f32(1000.0f)));
+  EXPECT_GT(exp_f32(1000.0f), 1e38f);
+  EXPECT_LT(exp_f32(-1000.0f), 1.2e-38f);
+  EXPECT_GE(exp_f32(-1000.0f), 0.0f);
+}
+
+TEST(VecOps, SiluMulIsBitwiseEqualOnBothPaths) {
+  for (int64_t n : {0, 1, 7, 8, 9, 64, 1536, 1539}) {
+    std::vector<float> x = randoms(static_cast<size_t>(n), 31),
+                       up = randoms(static_cast<size_t>(n), 32);
+    for (float& v : x) v *= 20.0f;  // reaches both tails of the clamp
+    std::vector<float> g[2];
+    int paths = 0;
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
+      if (isa == Isa::kAvx2 && !cpu_has_avx2()) continue;
+      const Isa saved = active_isa();
+      set_active_isa(isa);
+      g[paths] = x;
+      silu_mul_f32(g[paths].data(), up.data(), n);
+      set_active_isa(saved);
+      ++paths;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const auto u = static_cast<size_t>(i);
+      const double silu = x[u] / (1.0 + std::exp(-static_cast<double>(x[u]))) * up[u];
+      EXPECT_NEAR(g[0][u], silu, 1e-6 * std::fabs(silu) + 1e-30) << x[u];
+    }
+    if (paths == 2) {
+      EXPECT_EQ(std::memcmp(g[0].data(), g[1].data(), sizeof(float) * g[0].size()), 0) << n;
+    }
+  }
+}
+
 // The result must not depend on where the inputs sit (attention calls it on cache rows at any
 // offset): same values at different alignments give the same bits.
 TEST(VecOps, DotIsIndependentOfAlignment) {
