@@ -113,48 +113,47 @@ struct Packed {
     using X = typename K::X;
     const auto* wb = reinterpret_cast<const P*>(w);
     const X* xb[NR];
-    __m256 acc[NR], accm[NR];
+    // One accumulator per activation row: the block term and (Q4_1) the min term are added
+    // into it one after the other, which leaves registers for 5 rows.
+    __m256 acc[NR];
     for (int t = 0; t < NR; ++t) {
       xb[t] = reinterpret_cast<const X*>(x + static_cast<size_t>(t) * xs);
       acc[t] = _mm256_setzero_ps();
-      accm[t] = _mm256_setzero_ps();
     }
     const int64_t nb = n / kQK;
     for (int64_t i = 0; i < nb; ++i) {
       __m256i sum[NR];
       K::template block_sums<NR>(wb[i], xb, i, sum);
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[i].d)));
+      __m256 mw = _mm256_setzero_ps();
+      if constexpr (K::kMin) {
+        mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[i].m)));
+      }
       for (int t = 0; t < NR; ++t) {
         const __m128 xds = h2f_pair(&xb[t][i]);  // [d_x, s_x (Q8_1 only)]
         const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcastss_ps(xds));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[t]), scale, acc[t]);
-      }
-      if constexpr (K::kMin) {
-        const __m256 mw =
-            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[i].m)));
-        for (int t = 0; t < NR; ++t) {
-          const __m256 xs_ = _mm256_broadcastss_ps(_mm_movehdup_ps(h2f_pair(&xb[t][i])));
-          accm[t] = _mm256_fmadd_ps(mw, xs_, accm[t]);
+        if constexpr (K::kMin) {
+          acc[t] = _mm256_fmadd_ps(mw, _mm256_broadcastss_ps(_mm_movehdup_ps(xds)), acc[t]);
         }
       }
     }
-    for (int t = 0; t < NR; ++t) {
-      const __m256 r = K::kMin ? _mm256_add_ps(acc[t], accm[t]) : acc[t];
-      _mm256_storeu_ps(out + t * os, r);
-    }
+    for (int t = 0; t < NR; ++t) _mm256_storeu_ps(out + t * os, acc[t]);
   }
 };
 
-// Activation rows in groups of at most 4 (the register budget), split evenly (5 = 3 + 2, not
-// 4 + 1) so the weight unpacking is shared as widely as possible.
+// Activation rows in groups of at most 5 (the register budget), split evenly (6 = 3 + 3, not
+// 5 + 1) so the weight unpacking is shared as widely as possible; a verify pass at gamma = 4 is
+// one group.
 template <typename K>
 void multi_packed(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_t nx, float* out,
                   int64_t os) {
   int64_t t = 0;
   while (t < nx) {
-    const int64_t left = nx - t, groups = (left + 3) / 4, nr = (left + groups - 1) / groups;
+    const int64_t left = nx - t, groups = (left + 4) / 5, nr = (left + groups - 1) / groups;
     const uint8_t* xt = x + static_cast<size_t>(t) * xs;
     float* ot = out + t * os;
+    if (nr == 5) Packed<K>::template run<5>(n, w, xt, xs, ot, os);
     if (nr == 4) Packed<K>::template run<4>(n, w, xt, xs, ot, os);
     if (nr == 3) Packed<K>::template run<3>(n, w, xt, xs, ot, os);
     if (nr == 2) Packed<K>::template run<2>(n, w, xt, xs, ot, os);

@@ -1,7 +1,7 @@
 // Scalar packed kernels: the reference the AVX2 ones are tested against bitwise. The integer
 // block sums are exact in any order; the float steps mirror the vector code one for one
-// (block sum to float, d_w * d_x, one fused multiply-add per block, min term in its own fused
-// accumulator, one final add), so every lane gets the same roundings.
+// (block sum to float, d_w * d_x, one fused multiply-add per block, then for Q4_1 the min term
+// fused into the same accumulator), so every lane gets the same roundings.
 #include <cmath>
 #include <cstring>
 
@@ -53,7 +53,7 @@ void packed_dot(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_
   using X = typename ActOf<P>::type;
   const int64_t nb = n / kQK;
   for (int64_t t = 0; t < nx; ++t) {
-    float acc[kPackRows] = {}, accm[kPackRows] = {};
+    float acc[kPackRows] = {};
     for (int64_t i = 0; i < nb; ++i) {
       P pb;
       X xb;
@@ -67,13 +67,11 @@ void packed_dot(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_
         const float scale = fp16_to_fp32(pb.d[r]) * xd;
         acc[r] = std::fma(static_cast<float>(isum), scale, acc[r]);
         if constexpr (kHasMin<P>) {
-          accm[r] = std::fma(fp16_to_fp32(pb.m[r]), fp16_to_fp32(xb.s), accm[r]);
+          acc[r] = std::fma(fp16_to_fp32(pb.m[r]), fp16_to_fp32(xb.s), acc[r]);
         }
       }
     }
-    for (int r = 0; r < kPackRows; ++r) {
-      out[t * os + r] = kHasMin<P> ? acc[r] + accm[r] : acc[r];
-    }
+    for (int r = 0; r < kPackRows; ++r) out[t * os + r] = acc[r];
   }
 }
 
