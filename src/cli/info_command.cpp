@@ -5,23 +5,13 @@
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
+#include "cli/stats_report.h"
 #include "common/error.h"
 #include "engine/loaded_model.h"
 
 namespace specdec::cli {
 namespace {
 
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (bytes >= 1024.0 && u < 3) {
-    bytes /= 1024.0;
-    ++u;
-  }
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(u == 0 ? 0 : 1) << bytes << " " << units[u];
-  return out.str();
-}
 
 }  // namespace
 

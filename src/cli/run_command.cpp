@@ -148,6 +148,7 @@ int run_command(const std::vector<std::string>& args) {
 
   if (!o.quiet) {
     std::cerr << format_summary(result, load_ms, go.sampling.seed, eo.n_threads);
+    std::cerr << format_memory(target, draft.get(), eo.n_ctx);
   }
   if (!o.stats_json.empty()) {
     std::ofstream out(o.stats_json);

@@ -23,6 +23,33 @@ double mean_overlap(const DecodeStats& d) {
 
 namespace {}  // namespace
 
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 3) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(u == 0 ? 0 : 1) << bytes << " " << units[u];
+  return out.str();
+}
+
+std::string format_memory(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1);
+  auto line = [&](const char* label, const Model& m) {
+    const auto hb = [](size_t b) { return human_bytes(static_cast<double>(b)); };
+    out << label << "weights " << hb(m.weight_bytes()) << " (mapped) + "
+        << hb(m.packed_weight_bytes()) << " packed, KV cache "
+        << hb(KvCache(m.config(), n_ctx).bytes()) << " (" << n_ctx << " tokens), scratch "
+        << hb(m.scratch_bytes()) << "\n";
+  };
+  line("memory:    target ", *target.model);
+  if (draft != nullptr) line("           draft  ", *draft->model);
+  return out.str();
+}
+
 std::string format_summary(const GenerationResult& r, double load_ms, uint64_t seed,
                            int n_threads) {
   const GenerationStats& s = r.stats;

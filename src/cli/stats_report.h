@@ -6,12 +6,20 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "engine/loaded_model.h"
 
 namespace specdec::cli {
 
 // Mean of sum_x min(p, q) over every drafted position the verifier tested: the acceptance rate
 // the rule should produce in expectation, to set beside the measured one.
 double mean_overlap(const DecodeStats& stats);
+
+// "92.1 MiB": bytes in the largest binary unit that keeps the number at or above 1.
+std::string human_bytes(double bytes);
+
+// One line per model: weights (mapped from the file), their packed copies, the KV cache for
+// n_ctx tokens and the activation scratch allocated so far.
+std::string format_memory(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx);
 
 std::string format_summary(const GenerationResult& result, double load_ms, uint64_t seed,
                            int n_threads);

@@ -62,7 +62,10 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
                               ? 1
                               : std::min<int64_t>(n_items, kPartsPerThread * pool.size());
   if (scratch.score_parts < n_parts || scratch.score_slots < cache.capacity()) {
-    scratch.score_parts = std::max(scratch.score_parts, n_parts);
+    // Room for the most parts any call can use with this pool, so that crossing the
+    // parallel threshold as the context grows does not allocate in the decode loop.
+    scratch.score_parts =
+        std::max({scratch.score_parts, n_parts, kPartsPerThread * int64_t{pool.size()}});
     scratch.score_slots = std::max<int64_t>(scratch.score_slots, cache.capacity());
     scratch.scores.resize(static_cast<size_t>(scratch.score_parts * scratch.score_slots));
   }

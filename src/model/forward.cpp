@@ -104,6 +104,17 @@ void check_arguments(const ModelConfig& c, std::span<const int32_t> tokens,
 
 }  // namespace
 
+size_t Model::scratch_bytes() const {
+  const Scratch& s = impl_->scratch;
+  size_t floats = 0;
+  for (const std::vector<float>* v :
+       {&s.x, &s.xn, &s.q, &s.kv_k, &s.kv_v, &s.attn, &s.proj, &s.gate, &s.up, &s.rope_cos,
+        &s.rope_sin, &s.rope_cos_swa, &s.rope_sin_swa, &s.scores}) {
+    floats += v->capacity();
+  }
+  return floats * sizeof(float);
+}
+
 void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                     KvCache& cache, std::span<const int32_t> logit_rows, float* logits_out,
                     ThreadPool& pool) {

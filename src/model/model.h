@@ -71,6 +71,9 @@ class Model {
   size_t weight_bytes() const { return weight_bytes_; }
   // Memory held by the row-interleaved copies of the matrices (model/weight_packing.h).
   size_t packed_weight_bytes() const { return packed_weight_bytes_; }
+  // Activation scratch allocated so far: it grows to the widest pass seen (a prefill chunk or a
+  // verify pass), then stays, so the decode loop does not allocate.
+  size_t scratch_bytes() const;
 
   // Runs tokens[i] at positions[i] (i < k) on top of cache (which grows by k) and writes the
   // logits of the rows listed in logit_rows (indices into tokens, ascending) to
