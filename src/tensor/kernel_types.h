@@ -35,8 +35,8 @@ struct DotRowsKernelTable {
 const DotRowsKernelTable& dot_rows_kernels_avx2();  // vec_dot_avx2.cpp; only if cpu_has_avx2()
 
 // Packed kernels (packed_blocks.h): w is one group of 8 interleaved weight rows (n / 32 packed
-// blocks); out[t * out_stride + r] = dot(weight row r of the group, activation row t) for
-// r < 8, t < nx.
+// blocks), x holds PackedActBlock rows; out[t * out_stride + r] = dot(weight row r of the
+// group, activation row t) for r < 8, t < nx.
 using PackedDotFn = void (*)(int64_t n, const uint8_t* w, const uint8_t* x, size_t x_stride,
                              int64_t nx, float* out, int64_t out_stride);
 struct PackedKernelTable {

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "tensor/dequant.h"
 #include "tensor/packed_blocks.h"
+#include "tensor/packed_weights.h"
 #include "tensor/thread_pool.h"
 #include "tensor/vec_dot.h"
 
@@ -26,8 +27,13 @@ constexpr int64_t kParallelQuantizeElems = 1 << 15;
 // line, so a chunk should carry a few microseconds of work even for the narrowest matrices.
 constexpr int64_t kMinUnitsPerChunk = 2;
 
-// Per-calling-thread scratch for quantized activations; grows, never shrinks.
+// Per-calling-thread scratch for quantized activations (and their widened copy for the packed
+// kernels); grows, never shrinks.
 std::vector<uint8_t>& act_scratch() {
+  thread_local std::vector<uint8_t> buf;
+  return buf;
+}
+std::vector<uint8_t>& widened_scratch() {
   thread_local std::vector<uint8_t> buf;
   return buf;
 }
@@ -43,13 +49,16 @@ void check_shape(const WeightMatrix& w) {
 struct Activations {
   const uint8_t* data;
   size_t stride;  // bytes per row
+  // The same rows as PackedActBlocks, for packed matrices (nullptr when none takes part).
+  const uint8_t* widened = nullptr;
+  size_t widened_stride = 0;
 };
 
 // The k activation rows in the kernel's format: quantized into thread-local scratch, or the
-// floats themselves for F32 weights. Rows are quantized independently, so splitting them over
-// threads changes nothing.
+// floats themselves for F32 weights; with `widen`, also in the packed kernels' format. Rows are
+// quantized independently, so splitting them over threads changes nothing.
 Activations prepare_activations(const DotKernel& kern, int64_t cols, const float* x, int64_t k,
-                                ThreadPool& pool) {
+                                bool widen, ThreadPool& pool) {
   if (kern.quantize == nullptr) {
     return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
   }
@@ -58,9 +67,21 @@ Activations prepare_activations(const DotKernel& kern, int64_t cols, const float
   const size_t need = stride * static_cast<size_t>(k);
   if (buf.size() < need) buf.resize(need);
   uint8_t* dst = buf.data();
+  const size_t wstride = static_cast<size_t>(cols / kQK) * sizeof(PackedActBlock);
+  uint8_t* wdst = nullptr;
+  if (widen) {
+    std::vector<uint8_t>& wbuf = widened_scratch();
+    if (wbuf.size() < wstride * static_cast<size_t>(k))
+      wbuf.resize(wstride * static_cast<size_t>(k));
+    wdst = wbuf.data();
+  }
   auto quantize_rows = [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      kern.quantize(x + t * cols, dst + static_cast<size_t>(t) * stride, cols);
+      uint8_t* row = dst + static_cast<size_t>(t) * stride;
+      kern.quantize(x + t * cols, row, cols);
+      if (wdst != nullptr) {
+        widen_activation_row(kern.act_type, row, wdst + static_cast<size_t>(t) * wstride, cols);
+      }
     }
   };
   if (k * cols >= kParallelQuantizeElems && pool.size() > 1) {
@@ -68,7 +89,7 @@ Activations prepare_activations(const DotKernel& kern, int64_t cols, const float
   } else {
     quantize_rows(0, k);
   }
-  return {dst, stride};
+  return {dst, stride, wdst, wstride};
 }
 
 // Rows [r0, r1) of w against all k activation rows, in tiles of `tile` activation rows. r0 is
@@ -81,8 +102,8 @@ void rows_times_tiles(const DotKernel& kern, const WeightMatrix& w, Activations 
     for (; r0 < packed_end; r0 += kPackRows) {
       const uint8_t* wg = w.packed + static_cast<size_t>(r0 / kPackRows) * group_bytes;
       for (int64_t t0 = 0; t0 < k; t0 += tile) {
-        kern.packed(w.cols, wg, act.data + static_cast<size_t>(t0) * act.stride, act.stride,
-                    std::min(tile, k - t0), out + t0 * w.rows + r0, w.rows);
+        kern.packed(w.cols, wg, act.widened + static_cast<size_t>(t0) * act.widened_stride,
+                    act.widened_stride, std::min(tile, k - t0), out + t0 * w.rows + r0, w.rows);
       }
     }
     if (r0 >= r1) return;
@@ -122,6 +143,7 @@ void matmul_group(std::span<const MatmulTarget> targets, const float* x, int64_t
   if (k <= 0 || targets.empty()) return;
   const WeightMatrix& w0 = *targets[0].w;
   int64_t total_units = 0;
+  bool any_packed = false;
   for (const MatmulTarget& t : targets) {
     check_shape(*t.w);
     if (t.w->type != w0.type || t.w->cols != w0.cols) {
@@ -129,10 +151,12 @@ void matmul_group(std::span<const MatmulTarget> targets, const float* x, int64_t
            " x ", w0.cols, " vs ", type_name(t.w->type), " x ", t.w->cols, ")");
     }
     total_units += units(*t.w);
+    any_packed = any_packed || t.w->packed != nullptr;
   }
   if (total_units == 0) return;
   const DotKernel& kern = dot_kernel(w0.type, active_isa());
-  const Activations act = prepare_activations(kern, w0.cols, x, k, pool);
+  const bool widen = any_packed && kern.packed != nullptr;
+  const Activations act = prepare_activations(kern, w0.cols, x, k, widen, pool);
   const int64_t tile = tile_rows(act, k);
 
   // Global unit u runs over the targets' units back to back; a chunk may straddle targets.

@@ -49,6 +49,16 @@ struct PackedQ8_0x8 {
   int8_t qs[kPackRows * kQK];
 };
 
+// Activation block for the packed kernels: a Q8_0 or Q8_1 block with its fp16 scale d (and,
+// for Q8_1, s = d * sum(qs)) widened to float once per matmul, so that a kernel broadcasts it
+// straight from memory instead of converting it again for every group of 8 weight rows. The
+// widening is exact, so results are the same bits as converting in the kernel.
+struct PackedActBlock {
+  float d;
+  float s;  // 0 when widened from Q8_0
+  int8_t qs[kQK];
+};
+
 static_assert(sizeof(PackedQ4_0x8) == kPackRows * sizeof(BlockQ4_0));
 static_assert(sizeof(PackedQ4_1x8) == kPackRows * sizeof(BlockQ4_1));
 static_assert(sizeof(PackedQ5_0x8) == kPackRows * sizeof(BlockQ5_0));

@@ -22,7 +22,7 @@ namespace {
 
 struct KindQ4_1 {
   using P = PackedQ4_1x8;
-  using X = BlockQ8_1;
+  using X = PackedActBlock;
   static constexpr bool kMin = true;
   template <int NR>
   static void block_sums(const P& b, const X* const* xb, int64_t i, __m256i* sum) {
@@ -52,7 +52,7 @@ struct KindQ4_1 {
 template <typename PackedBlock, bool kFive>
 struct KindSmallSigned {
   using P = PackedBlock;
-  using X = BlockQ8_0;
+  using X = PackedActBlock;
   static constexpr bool kMin = false;
   template <int NR>
   static void block_sums(const P& b, const X* const* xb, int64_t i, __m256i* sum) {
@@ -86,7 +86,7 @@ struct KindSmallSigned {
 
 struct KindQ8_0 {
   using P = PackedQ8_0x8;
-  using X = BlockQ8_0;
+  using X = PackedActBlock;
   static constexpr bool kMin = false;
   template <int NR>
   static void block_sums(const P& b, const X* const* xb, int64_t i, __m256i* sum) {
@@ -130,11 +130,10 @@ struct Packed {
         mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[i].m)));
       }
       for (int t = 0; t < NR; ++t) {
-        const __m128 xds = h2f_pair(&xb[t][i]);  // [d_x, s_x (Q8_1 only)]
-        const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcastss_ps(xds));
+        const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(&xb[t][i].d));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[t]), scale, acc[t]);
         if constexpr (K::kMin) {
-          acc[t] = _mm256_fmadd_ps(mw, _mm256_broadcastss_ps(_mm_movehdup_ps(xds)), acc[t]);
+          acc[t] = _mm256_fmadd_ps(mw, _mm256_broadcast_ss(&xb[t][i].s), acc[t]);
         }
       }
     }

@@ -37,20 +37,10 @@ constexpr bool kHasMin = false;
 template <>
 constexpr bool kHasMin<PackedQ4_1x8> = true;
 
-// Activation block: Q8_1 for the formats with a min, else Q8_0.
-template <typename P>
-struct ActOf {
-  using type = BlockQ8_0;
-};
-template <>
-struct ActOf<PackedQ4_1x8> {
-  using type = BlockQ8_1;
-};
-
 template <typename P>
 void packed_dot(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_t nx, float* out,
                 int64_t os) {
-  using X = typename ActOf<P>::type;
+  using X = PackedActBlock;
   const int64_t nb = n / kQK;
   for (int64_t t = 0; t < nx; ++t) {
     float acc[kPackRows] = {};
@@ -60,14 +50,14 @@ void packed_dot(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_
       std::memcpy(&pb, w + static_cast<size_t>(i) * sizeof(P), sizeof pb);
       std::memcpy(&xb, x + static_cast<size_t>(t) * xs + static_cast<size_t>(i) * sizeof(X),
                   sizeof xb);
-      const float xd = fp16_to_fp32(xb.d);
+      const float xd = xb.d;
       for (int r = 0; r < kPackRows; ++r) {
         int32_t isum = 0;
         for (int j = 0; j < kQK; ++j) isum += value(pb, r, j) * xb.qs[j];
         const float scale = fp16_to_fp32(pb.d[r]) * xd;
         acc[r] = std::fma(static_cast<float>(isum), scale, acc[r]);
         if constexpr (kHasMin<P>) {
-          acc[r] = std::fma(fp16_to_fp32(pb.m[r]), fp16_to_fp32(xb.s), acc[r]);
+          acc[r] = std::fma(fp16_to_fp32(pb.m[r]), xb.s, acc[r]);
         }
       }
     }

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "tensor/packed_blocks.h"
+#include "tensor/quantize.h"
 
 namespace specdec {
 namespace {
@@ -82,6 +83,27 @@ void pack_weights(const WeightMatrix& w, uint8_t* dst) {
       break;
     default:
       break;
+  }
+}
+
+void widen_activation_row(GgmlType act_type, const uint8_t* src, uint8_t* dst, int64_t n) {
+  const bool q8_1 = act_type == GgmlType::Q8_1;
+  if (!q8_1 && act_type != GgmlType::Q8_0) {
+    fail("widen_activation_row: ", type_name(act_type), " is not a packed activation format");
+  }
+  const size_t src_block = q8_1 ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0);
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const uint8_t* in = src + static_cast<size_t>(b) * src_block;
+    PackedActBlock out{};
+    uint16_t h;
+    std::memcpy(&h, in, 2);
+    out.d = fp16_to_fp32(h);
+    if (q8_1) {
+      std::memcpy(&h, in + 2, 2);
+      out.s = fp16_to_fp32(h);
+    }
+    std::memcpy(out.qs, in + (q8_1 ? 4 : 2), kQK);
+    std::memcpy(dst + static_cast<size_t>(b) * sizeof(PackedActBlock), &out, sizeof out);
   }
 }
 

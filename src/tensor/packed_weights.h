@@ -22,4 +22,8 @@ size_t packed_bytes(const WeightMatrix& w);
 // Writes w's packed copy into dst (packed_bytes(w) bytes, any alignment).
 void pack_weights(const WeightMatrix& w, uint8_t* dst);
 
+// Widens one activation row of n elements from Q8_0 or Q8_1 (act_type) into PackedActBlocks
+// (dst: n / 32 blocks), the format the packed kernels read.
+void widen_activation_row(GgmlType act_type, const uint8_t* src, uint8_t* dst, int64_t n);
+
 }  // namespace specdec
