@@ -7,8 +7,10 @@
 #include <random>
 #include <vector>
 
+#include "tensor/act_quant.h"
 #include "tensor/cpu_features.h"
 #include "tensor/dequant.h"
+#include "tensor/packed_blocks.h"
 #include "tensor/packed_weights.h"
 #include "tensor/quantize.h"
 #include "tensor/thread_pool.h"
@@ -295,6 +297,31 @@ TEST(Matmul, PackedExtremeValues) {
       }
     }
   }
+}
+
+// The packed kernels' activation format keeps the quantized values and widens the fp16 scale
+// (and Q8_1's sum) exactly.
+TEST(Matmul, WidenedActivationsKeepValuesAndScales) {
+  const std::vector<float> x = random_floats(64, 41);
+  for (GgmlType act : {GgmlType::Q8_0, GgmlType::Q8_1}) {
+    std::vector<uint8_t> q(row_bytes(act, 64)), wide(2 * sizeof(PackedActBlock));
+    (act == GgmlType::Q8_0 ? quantize_act_q8_0_scalar : quantize_act_q8_1_scalar)(x.data(),
+                                                                                  q.data(), 64);
+    widen_activation_row(act, q.data(), wide.data(), 64);
+    const size_t bs = act == GgmlType::Q8_0 ? 34 : 36, hdr = act == GgmlType::Q8_0 ? 2 : 4;
+    for (size_t b = 0; b < 2; ++b) {
+      PackedActBlock w;
+      std::memcpy(&w, wide.data() + b * sizeof w, sizeof w);
+      uint16_t d, sx = 0;
+      std::memcpy(&d, q.data() + b * bs, 2);
+      if (act == GgmlType::Q8_1) std::memcpy(&sx, q.data() + b * bs + 2, 2);
+      EXPECT_EQ(w.d, fp16_to_fp32(d));
+      EXPECT_EQ(w.s, act == GgmlType::Q8_1 ? fp16_to_fp32(sx) : 0.0f);
+      EXPECT_EQ(std::memcmp(w.qs, q.data() + b * bs + hdr, 32), 0);
+    }
+  }
+  std::vector<uint8_t> buf(1024);
+  EXPECT_ANY_THROW(widen_activation_row(GgmlType::Q8_K, buf.data(), buf.data() + 512, 256));
 }
 
 TEST(Matmul, PackedBytesOnlyForPackableShapes) {
