@@ -12,6 +12,12 @@
 namespace specdec {
 namespace {
 
+// Bitwise equality; empty vectors compare equal without handing memcmp a null pointer.
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0);
+}
+
 std::vector<float> randoms(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -69,7 +75,7 @@ TEST(VecOps, Avx2IsBitwiseTheScalarResult) {
     std::vector<float> ys = b, yv = b;
     axpy_f32_scalar(-1.7f, a.data(), ys.data(), n);
     axpy_f32_avx2(-1.7f, a.data(), yv.data(), n);
-    EXPECT_EQ(std::memcmp(ys.data(), yv.data(), sizeof(float) * ys.size()), 0) << n;
+    EXPECT_TRUE(same_bits(ys, yv)) << n;
   }
 }
 
@@ -95,10 +101,9 @@ TEST(VecOps, RowFormsEqualOneRowCalls) {
         axpy_f32(p[static_cast<size_t>(s)], rows.data() + s * stride, want_sum.data(), dim);
       }
       set_active_isa(saved);
-      EXPECT_EQ(std::memcmp(scores.data(), want_scores.data(), sizeof(float) * scores.size()), 0)
+      EXPECT_TRUE(same_bits(scores, want_scores))
           << "dim " << dim << " isa " << static_cast<int>(isa);
-      EXPECT_EQ(std::memcmp(sum.data(), want_sum.data(), sizeof(float) * sum.size()), 0)
-          << "dim " << dim << " isa " << static_cast<int>(isa);
+      EXPECT_TRUE(same_bits(sum, want_sum)) << "dim " << dim << " isa " << static_cast<int>(isa);
     }
   }
 }
@@ -138,7 +143,7 @@ TEST(VecOps, SiluMulIsBitwiseEqualOnBothPaths) {
       EXPECT_NEAR(g[0][u], silu, 1e-6 * std::fabs(silu) + 1e-30) << x[u];
     }
     if (paths == 2) {
-      EXPECT_EQ(std::memcmp(g[0].data(), g[1].data(), sizeof(float) * g[0].size()), 0) << n;
+      EXPECT_TRUE(same_bits(g[0], g[1])) << n;
     }
   }
 }
