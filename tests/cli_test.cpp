@@ -181,5 +181,29 @@ TEST_F(Cli, MakeDraftWritesALoadableSelfDraft) {
                      "draft layer count must be in [1, 1]");
 }
 
+TEST_F(Cli, VerifyCostTimesEveryPassWidthAndReportsBandwidth) {
+  const std::string json = testing::temp_path("verify_cost.json");
+  CliResult r = run_cli({"verify-cost", "-m", *target_, "--prefix", "16", "--k-max", "3",
+                         "--repeats", "2", "-t", "1", "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* row : {"| 1 | 0 | ", "| 2 | 1 | ", "| 3 | 2 | "}) {
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("decode step: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stream read "), std::string::npos) << r.out;
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string j = text.str();
+  EXPECT_NE(j.find("\"passes\""), std::string::npos) << j;
+  EXPECT_NE(j.find("\"stream_read_gbs\""), std::string::npos) << j;
+  EXPECT_NE(j.find("\"cpu_ratio\""), std::string::npos) << j;
+
+  expect_clean_error(run_cli({"verify-cost", "-m", *target_}),  // 128 + 9 > the 128-token context
+                     "exceeds the model's context of 128 tokens");
+  expect_clean_error(run_cli({"verify-cost", "-m", *target_, "--k-max", "0"}), "--k-max");
+  expect_clean_error(run_cli({"verify-cost"}), "-m MODEL is required");
+}
+
 }  // namespace
 }  // namespace specdec

@@ -3,6 +3,7 @@
 // one decode step, the weight bandwidth a decode step achieves, and the machine's streaming-read
 // bandwidth with the same thread count (the physical limit of a memory-bound decode step).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <iomanip>
@@ -29,12 +30,14 @@ constexpr const char* kPrefixText =
     "rainforest. The region includes territory belonging to nine nations and thousands of "
     "indigenous communities. ";
 
+volatile uint64_t g_stream_sink = 0;
+
 // Sums a buffer well past the last-level cache, split over the pool's threads: the read
 // bandwidth a memory-bound matrix-vector pass could at best reach. Median of `repeats`, GB/s.
 double stream_read_gbs(ThreadPool& pool, int32_t repeats) {
   const size_t n = (512u << 20) / sizeof(uint64_t);
   std::vector<uint64_t> buf(n, 1);
-  std::vector<uint64_t> sinks(static_cast<size_t>(pool.size()) * 8, 0);
+  std::atomic<uint64_t> total{0};  // one relaxed add per chunk: no race, no measurable cost
   std::vector<double> gbs;
   for (int32_t r = 0; r <= repeats; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -49,14 +52,14 @@ double stream_read_gbs(ThreadPool& pool, int32_t repeats) {
             s2 += buf[i + 2];
             s3 += buf[i + 3];
           }
-          sinks[static_cast<size_t>(c0 % static_cast<int64_t>(sinks.size()))] += s0 + s1 + s2 + s3;
+          total.fetch_add(s0 + s1 + s2 + s3, std::memory_order_relaxed);
         },
         64);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) gbs.push_back(static_cast<double>(n * sizeof(uint64_t)) / s / 1e9);  // r=0 warms
   }
   std::sort(gbs.begin(), gbs.end());
-  if (sinks[0] == 12345) std::cout << "";  // keeps the sums observable
+  g_stream_sink = total.load();  // a volatile store: the reads cannot be optimized away
   return gbs[gbs.size() / 2];
 }
 
