@@ -2,7 +2,6 @@
 // side by side in one process: the cost of a forward pass over k = gamma + 1 tokens relative to
 // one decode step, the weight bandwidth a decode step achieves, and the machine's streaming-read
 // bandwidth with the same thread count (the physical limit of a memory-bound decode step).
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -16,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/engine_setup.h"
 #include "common/error.h"
+#include "engine/bench_stats.h"
 #include "engine/forward_cost.h"
 #include "engine/loaded_model.h"
 #include "tensor/thread_pool.h"
@@ -58,9 +58,8 @@ double stream_read_gbs(ThreadPool& pool, int32_t repeats) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) gbs.push_back(static_cast<double>(n * sizeof(uint64_t)) / s / 1e9);  // r=0 warms
   }
-  std::sort(gbs.begin(), gbs.end());
   g_stream_sink = total.load();  // a volatile store: the reads cannot be optimized away
-  return gbs[gbs.size() / 2];
+  return median(gbs);
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 #include "engine/forward_cost.h"
 
-#include <algorithm>
 #include <chrono>
 #include <ctime>
 
 #include "common/error.h"
+#include "engine/bench_stats.h"
 #include "engine/model_lm.h"
 
 namespace specdec {
@@ -14,12 +14,6 @@ double thread_cpu_ms() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace

@@ -10,16 +10,6 @@
 
 namespace specdec::ops {
 
-float dot(const float* a, const float* b, int64_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
-  }
-  for (int j = 0; i < n; ++i, ++j) acc[j] += a[i] * b[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
 void rms_norm(const float* x, const float* weight, int64_t n, float eps, float* out) {
   // Squares summed in double, as ggml does: the norm is cheap, and matching llama.cpp's rounding
   // here keeps Q8 activation roundings downstream from flipping (see the oracle tests).

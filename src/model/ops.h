@@ -6,11 +6,6 @@
 
 namespace specdec::ops {
 
-// sum_i a[i] * b[i] with eight interleaved partial sums (added in a fixed tree at the end):
-// the same order for every call of the same length, and short enough dependency chains to
-// keep the FPU busy.
-float dot(const float* a, const float* b, int64_t n);
-
 // out = x / sqrt(mean(x^2) + eps) * weight (out may alias x).
 void rms_norm(const float* x, const float* weight, int64_t n, float eps, float* out);
 
