@@ -15,107 +15,166 @@ namespace {
 // multiply-adds take longer than that. A SmolLM2 decode token (9 heads of 64) reaches it at a
 // context of about 60.
 constexpr int64_t kMinParallelWork = 1 << 15;
-// Parts per thread: more parts than threads lets dynamic claiming rebalance when one thread is
-// slow; each part owns a row of score scratch, so this also bounds that memory.
-constexpr int64_t kPartsPerThread = 4;
+// New tokens attended together: their scores for the whole cache live in scratch at once, so
+// this bounds that memory (a long prompt goes through in blocks).
+constexpr int64_t kBlockTokens = 16;
+// Cache rows of one KV head per part of the score phase: about 16 KiB of keys, which stay in L1
+// while every query of the block is scored against them.
+constexpr int64_t kChunkBytes = 16 << 10;
+// Columns per part of the V phase: the multi-query kernel keeps 3 queries x 32 in registers.
+constexpr int64_t kColumnBlock = 32;
 
-// One query head of one token over cache slots [first, first + n_slots). scores has room for
-// n_slots floats.
-void attend(const float* q, const KvCache& cache, int32_t layer, int32_t kv_offset, int32_t first,
-            int32_t n_slots, int32_t head_dim, float scale, float* scores, float* out) {
-  // Scores, then a max-subtracted softmax (exp of non-positive values cannot overflow).
-  const int64_t stride = cache.row_size();
-  dot_rows_f32(q, cache.k(layer, first) + kv_offset, stride, n_slots, head_dim, scores);
-  float max_score = -INFINITY;
-  for (int32_t s = 0; s < n_slots; ++s) {
-    scores[s] *= scale;
-    max_score = std::max(max_score, scores[s]);
+// One block of new tokens [t0, t0 + nt) in three phases, each split into parts that any thread
+// may take: (1) scores of every query head against a chunk of one KV head's keys, the heads
+// sharing that KV head together so each key is loaded once per few heads; (2) per query head a
+// max-subtracted softmax over its slots; (3) per token, KV head and column block the weighted
+// sum of V, again for the heads sharing the values at once. Every score, probability and output
+// element is computed by the same operations in the same order whatever the block, the parts or
+// the threads (the kernels' multi-query forms equal their one-query forms bit for bit), so the
+// results do not depend on k or the thread count.
+struct Block {
+  const ModelConfig& c;
+  const KvCache& cache;
+  int32_t layer, window, group;
+  float scale;
+  int64_t t0, nt, first_slot, score_stride;
+  const float* q;
+  float* out;
+  float* scores;    // (token in block, head) rows of score_stride slots, indexed by slot
+  float* inv_sums;  // per (token in block, head)
+
+  int32_t last(int64_t ti) const { return static_cast<int32_t>(first_slot + t0 + ti); }
+  int32_t first(int64_t ti) const { return window > 0 ? std::max(0, last(ti) - window + 1) : 0; }
+  float* score_row(int64_t ti, int32_t h) const {
+    return scores + (ti * c.n_head + h) * score_stride;
   }
-  // std::exp, not the vectorized exp_f32: Gemma's fp16-rounded GELU turns 1-ulp differences
-  // here into visible logit changes, and the oracle fixtures were matched with std::exp.
-  float sum = 0.0f;
-  for (int32_t s = 0; s < n_slots; ++s) {
-    scores[s] = std::exp(scores[s] - max_score);
-    sum += scores[s];
+  const float* q_row(int64_t ti, int32_t h) const {
+    return q + (t0 + ti) * c.q_dim() + static_cast<int64_t>(h) * c.head_dim;
   }
-  // Weighted sum of V rows in slot order, normalized once at the end.
-  std::fill(out, out + head_dim, 0.0f);
-  weighted_sum_rows_f32(scores, cache.v(layer, first) + kv_offset, stride, n_slots, head_dim, out);
-  const float inv_sum = 1.0f / sum;
-  for (int32_t d = 0; d < head_dim; ++d) out[d] *= inv_sum;
-}
+  float* out_row(int64_t ti, int32_t h) const {
+    return out + (t0 + ti) * c.q_dim() + static_cast<int64_t>(h) * c.head_dim;
+  }
+
+  // Phase 1: slots [s0, s1) of KV head g, for every token of the block (where causal and the
+  // window allow).
+  void score_chunk(int32_t g, int32_t s0, int32_t s1) const {
+    for (int64_t ti = 0; ti < nt; ++ti) {
+      const int32_t a = std::max(s0, first(ti)), b = std::min(s1, last(ti) + 1);
+      if (a >= b) continue;
+      const int32_t h0 = g * group;
+      dot_rows_multi_f32(q_row(ti, h0), c.head_dim, group, cache.k(layer, g, a), c.head_dim, b - a,
+                         c.head_dim, score_row(ti, h0) + a, score_stride);
+    }
+  }
+
+  // Phase 2: scaled scores to exp(score - max), remembering 1 / sum.
+  void softmax(int64_t ti, int32_t h) const {
+    float* row = score_row(ti, h);
+    const int32_t a = first(ti), b = last(ti) + 1;
+    float max_score = -INFINITY;
+    for (int32_t s = a; s < b; ++s) {
+      row[s] *= scale;
+      max_score = std::max(max_score, row[s]);
+    }
+    // std::exp, not the vectorized exp_f32: Gemma's fp16-rounded GELU turns 1-ulp differences
+    // here into visible logit changes, and the oracle fixtures were matched with std::exp.
+    float sum = 0.0f;
+    for (int32_t s = a; s < b; ++s) {
+      row[s] = std::exp(row[s] - max_score);
+      sum += row[s];
+    }
+    inv_sums[ti * c.n_head + h] = 1.0f / sum;
+  }
+
+  // Phase 3: columns [d0, d0 + nd) of the heads sharing KV head g, for token ti: the weighted
+  // sum of V rows in slot order, normalized once at the end.
+  void values(int64_t ti, int32_t g, int64_t d0, int64_t nd) const {
+    const int32_t a = first(ti), b = last(ti) + 1;
+    const int32_t h0 = g * group;
+    for (int32_t h = h0; h < h0 + group; ++h) std::fill_n(out_row(ti, h) + d0, nd, 0.0f);
+    weighted_sum_rows_multi_f32(score_row(ti, h0) + a, score_stride, group,
+                                cache.v(layer, g, a) + d0, c.head_dim, b - a, nd,
+                                out_row(ti, h0) + d0, c.head_dim);
+    for (int32_t h = h0; h < h0 + group; ++h) {
+      const float inv_sum = inv_sums[ti * c.n_head + h];
+      float* o = out_row(ti, h) + d0;
+      for (int64_t d = 0; d < nd; ++d) o[d] *= inv_sum;
+    }
+  }
+};
 
 }  // namespace
 
 void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer, int32_t first_slot,
                       const float* q, int64_t k, float* out, Scratch& scratch, ThreadPool& pool,
                       float scale, int32_t window) {
-  // Each part owns one row of score scratch; parts are processed by whichever thread gets
-  // them, which changes nothing about what an item computes. Rows hold a whole cache, so the
-  // buffer is sized once per cache size rather than growing with the context.
-  // Short contexts are cheaper to do on the calling thread than to hand out (a few hundred
-  // multiply-adds per item); the split never changes what an item computes.
-  const int64_t n_items = k * c.n_head;
-  const int64_t span = window > 0 ? std::min<int64_t>(window, first_slot + k) : first_slot + k;
-  const int64_t work = n_items * span * c.head_dim;
-  const int64_t n_parts = work < kMinParallelWork || pool.size() == 1
-                              ? 1
-                              : std::min<int64_t>(n_items, kPartsPerThread * pool.size());
-  if (scratch.score_parts < n_parts || scratch.score_slots < cache.capacity()) {
-    // Room for the most parts any call can use with this pool, so that crossing the
-    // parallel threshold as the context grows does not allocate in the decode loop.
-    scratch.score_parts =
-        std::max({scratch.score_parts, n_parts, kPartsPerThread * int64_t{pool.size()}});
-    scratch.score_slots = std::max<int64_t>(scratch.score_slots, cache.capacity());
-    scratch.scores.resize(static_cast<size_t>(scratch.score_parts * scratch.score_slots));
+  // Score rows span the whole cache, so the buffer is sized once per cache size rather than
+  // growing with the context (the decode loop must not allocate).
+  const int64_t cap = cache.capacity();
+  if (scratch.score_slots < cap) {
+    scratch.score_slots = cap;
+    scratch.scores.assign(static_cast<size_t>(kBlockTokens * c.n_head * cap), 0.0f);
+    scratch.inv_sums.assign(static_cast<size_t>(kBlockTokens * c.n_head), 0.0f);
   }
+  const int32_t n_kv = c.n_head_kv;
+  const int64_t chunk_rows = std::max<int64_t>(4, kChunkBytes / (c.head_dim * 4) / 4 * 4);
+  const int64_t col_block = std::min<int64_t>(kColumnBlock, c.head_dim);
+  const int64_t n_col_blocks = (c.head_dim + col_block - 1) / col_block;
 
-  // Everything the workers need, captured by one reference so that the std::function built
-  // by parallel_for stays within its small-object buffer (no allocation per call).
-  struct Job {
-    const ModelConfig& c;
-    const KvCache& cache;
-    int32_t layer, first_slot, group, window;
-    float scale;
-    const float* q;
-    float* out;
-    float* scores;
-    int64_t score_stride, n_items, n_parts;
+  for (int64_t t0 = 0; t0 < k; t0 += kBlockTokens) {
+    const Block blk{c,
+                    cache,
+                    layer,
+                    window,
+                    c.n_head / n_kv,
+                    scale,
+                    t0,
+                    std::min(kBlockTokens, k - t0),
+                    first_slot,
+                    cap,
+                    q,
+                    out,
+                    scratch.scores.data(),
+                    scratch.inv_sums.data()};
+    // Slots any token of the block attends: [first of its first token, last of its last].
+    const int32_t lo = blk.first(0), hi = blk.last(blk.nt - 1) + 1;
+    const int64_t n_chunks = (hi - lo + chunk_rows - 1) / chunk_rows;
+    auto score_part = [&](int64_t part) {
+      const auto g = static_cast<int32_t>(part / n_chunks);
+      const auto s0 = static_cast<int32_t>(lo + (part % n_chunks) * chunk_rows);
+      blk.score_chunk(g, s0, static_cast<int32_t>(std::min<int64_t>(hi, s0 + chunk_rows)));
+    };
+    auto softmax_part = [&](int64_t part) {
+      blk.softmax(part / c.n_head, static_cast<int32_t>(part % c.n_head));
+    };
+    auto values_part = [&](int64_t part) {
+      const int64_t cb = part % n_col_blocks, rest = part / n_col_blocks;
+      const int64_t d0 = cb * col_block;
+      blk.values(rest / n_kv, static_cast<int32_t>(rest % n_kv), d0,
+                 std::min(col_block, c.head_dim - d0));
+    };
+    const int64_t n_score = n_kv * n_chunks, n_soft = blk.nt * c.n_head,
+                  n_values = blk.nt * n_kv * n_col_blocks;
 
-    void run_part(int64_t part) const {
-      float* part_scores = scores + part * score_stride;
-      const int64_t item_end = n_items * (part + 1) / n_parts;
-      for (int64_t item = n_items * part / n_parts; item < item_end; ++item) {
-        const int64_t i = item / c.n_head;
-        const auto h = static_cast<int32_t>(item % c.n_head);
-        const size_t row = static_cast<size_t>(i) * c.q_dim() + static_cast<size_t>(h) * c.head_dim;
-        const int32_t last = first_slot + static_cast<int32_t>(i);
-        const int32_t first = window > 0 ? std::max(0, last - window + 1) : 0;
-        attend(q + row, cache, layer, (h / group) * c.head_dim, first, last - first + 1, c.head_dim,
-               scale, part_scores, out + row);
-      }
+    // Short contexts are cheaper on the calling thread than handed out (three hand-offs);
+    // the split never changes what a part computes.
+    const int64_t work = blk.nt * c.n_head * static_cast<int64_t>(hi - lo) * c.head_dim;
+    if (work < kMinParallelWork || pool.size() == 1) {
+      for (int64_t p = 0; p < n_score; ++p) score_part(p);
+      for (int64_t p = 0; p < n_soft; ++p) softmax_part(p);
+      for (int64_t p = 0; p < n_values; ++p) values_part(p);
+      continue;
     }
-  };
-  const Job job{c,
-                cache,
-                layer,
-                first_slot,
-                c.n_head / c.n_head_kv,
-                window,
-                scale,
-                q,
-                out,
-                scratch.scores.data(),
-                scratch.score_slots,
-                n_items,
-                n_parts};
-  if (n_parts == 1) {
-    job.run_part(0);
-    return;
+    pool.parallel_for(n_score, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) score_part(p);
+    });
+    pool.parallel_for(n_soft, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) softmax_part(p);
+    });
+    pool.parallel_for(n_values, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) values_part(p);
+    });
   }
-  pool.parallel_for(n_parts, [&job](int64_t begin, int64_t end) {
-    for (int64_t part = begin; part < end; ++part) job.run_part(part);
-  });
 }
 
 }  // namespace specdec

@@ -14,9 +14,9 @@ class ThreadPool;
 // For each new token i < k (its K/V already written to slot s = first_slot + i) and each query
 // head h: softmax over slots [s - window + 1, s] (window 0: [0, s]) of scale * q.k, then the
 // weighted sum of V. Query head h reads KV head h / (n_head / n_head_kv). q and out are
-// k x q_dim. The work is split over (token, head) pairs; each pair is computed start to finish
-// by one thread with a loop that depends only on its own slot range, so results do not depend
-// on k or threads.
+// k x q_dim. The work is split into phases and parts (attention.cpp); every value is computed by
+// the same operations in the same order however it is split, so results do not depend on k or
+// threads.
 //
 // The window counts slots, which are positions as long as a sequence's positions are its slot
 // numbers plus a constant (how the engine uses the cache); llama.cpp masks a key at position p0

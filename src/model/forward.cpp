@@ -81,7 +81,7 @@ void check_arguments(const ModelConfig& c, std::span<const int32_t> tokens,
   if (positions.size() != tokens.size()) {
     fail("forward: ", tokens.size(), " tokens but ", positions.size(), " positions");
   }
-  if (cache.n_layer() != c.n_layer || cache.row_size() != c.kv_dim()) {
+  if (cache.n_layer() != c.n_layer || cache.n_head_kv() != c.n_head_kv || cache.head_dim() != c.head_dim) {
     fail("forward: KV cache was made for a different model");
   }
   if (k > cache.capacity() - cache.length()) {
@@ -109,7 +109,7 @@ size_t Model::scratch_bytes() const {
   size_t floats = 0;
   for (const std::vector<float>* v :
        {&s.x, &s.xn, &s.q, &s.kv_k, &s.kv_v, &s.attn, &s.proj, &s.gate, &s.up, &s.rope_cos,
-        &s.rope_sin, &s.rope_cos_swa, &s.rope_sin_swa, &s.scores}) {
+        &s.rope_sin, &s.rope_cos_swa, &s.rope_sin_swa, &s.scores, &s.inv_sums}) {
     floats += v->capacity();
   }
   return floats * sizeof(float);
@@ -190,8 +190,11 @@ void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
       apply_rope(c.rope_style, kk, c.n_head_kv, c.head_dim, c.rope_dim, cs, sn);
       if (c.scale_q) ops::scale(q, c.attn_scale, Q);
       const auto slot = static_cast<int32_t>(first_slot + i);
-      std::copy(kk, kk + KV, cache.k(l, slot));
-      std::copy(vv, vv + KV, cache.v(l, slot));
+      for (int32_t h = 0; h < c.n_head_kv; ++h) {
+        const int64_t D = c.head_dim;
+        std::copy(kk + h * D, kk + (h + 1) * D, cache.k(l, h, slot));
+        std::copy(vv + h * D, vv + (h + 1) * D, cache.v(l, h, slot));
+      }
     });
 
     // Causal attention of token i over slots [0, first_slot + i], or over the last

@@ -6,10 +6,13 @@
 namespace specdec {
 
 KvCache::KvCache(const ModelConfig& config, int32_t capacity)
-    : n_layer_(config.n_layer), row_(config.kv_dim()), capacity_(capacity) {
+    : n_layer_(config.n_layer),
+      n_head_kv_(config.n_head_kv),
+      head_dim_(config.head_dim),
+      capacity_(capacity) {
   if (capacity < 1) fail("KV cache capacity must be at least 1, got ", capacity);
-  if (n_layer_ < 1 || row_ < 1) fail("KV cache needs a loaded model config");
-  const size_t n = static_cast<size_t>(n_layer_) * capacity_ * row_;
+  if (n_layer_ < 1 || n_head_kv_ < 1 || head_dim_ < 1) fail("KV cache needs a loaded model config");
+  const size_t n = static_cast<size_t>(n_layer_) * capacity_ * row_size();
   k_.assign(n, 0.0f);
   v_.assign(n, 0.0f);
 }

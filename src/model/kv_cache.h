@@ -20,26 +20,34 @@ class KvCache {
   int32_t length() const { return length_; }
   int32_t capacity() const { return capacity_; }
   int32_t n_layer() const { return n_layer_; }
-  int32_t row_size() const { return row_; }  // floats per K (or V) row: n_head_kv * head_dim
+  int32_t n_head_kv() const { return n_head_kv_; }
+  int32_t head_dim() const { return head_dim_; }
+  int32_t row_size() const { return n_head_kv_ * head_dim_; }  // floats per token, all KV heads
   void truncate(int32_t n);                  // requires 0 <= n <= length(), else throws
   void clear() { truncate(0); }
 
-  // K/V rows for layer l, slot s: n_head_kv * head_dim floats each. Slots of one layer are
-  // contiguous, so attention walks them with a fixed stride.
-  float* k(int32_t layer, int32_t slot) { return k_.data() + offset(layer, slot); }
-  float* v(int32_t layer, int32_t slot) { return v_.data() + offset(layer, slot); }
-  const float* k(int32_t layer, int32_t slot) const { return k_.data() + offset(layer, slot); }
-  const float* v(int32_t layer, int32_t slot) const { return v_.data() + offset(layer, slot); }
+  // K/V of layer l, KV head h, slot s: head_dim floats. Each (layer, head) owns one plane of
+  // capacity() rows, so one head's slots lie back to back: attention streams a head's keys as
+  // one contiguous run (a token-major layout made it read a third of every line at a stride,
+  // which at a context of 400 cost a SmolLM2 decode step as much as all its matmuls).
+  float* k(int32_t layer, int32_t head, int32_t slot) { return k_.data() + offset(layer, head, slot); }
+  float* v(int32_t layer, int32_t head, int32_t slot) { return v_.data() + offset(layer, head, slot); }
+  const float* k(int32_t layer, int32_t head, int32_t slot) const {
+    return k_.data() + offset(layer, head, slot);
+  }
+  const float* v(int32_t layer, int32_t head, int32_t slot) const {
+    return v_.data() + offset(layer, head, slot);
+  }
   size_t bytes() const;
 
   // Called by forward() after writing k new slots; throws if that would pass capacity().
   void advance(int32_t k);
 
  private:
-  size_t offset(int32_t layer, int32_t slot) const {
-    return (static_cast<size_t>(layer) * capacity_ + slot) * row_;
+  size_t offset(int32_t layer, int32_t head, int32_t slot) const {
+    return ((static_cast<size_t>(layer) * n_head_kv_ + head) * capacity_ + slot) * head_dim_;
   }
-  int32_t n_layer_, row_, capacity_, length_ = 0;
+  int32_t n_layer_, n_head_kv_, head_dim_, capacity_, length_ = 0;
   std::vector<float> k_, v_;
 };
 

@@ -23,9 +23,12 @@ TEST(KvCache, LayoutAndBytes) {
   EXPECT_EQ(cache.length(), 0);
   EXPECT_EQ(cache.row_size(), 16);
   EXPECT_EQ(cache.bytes(), 2u * 3 * 10 * 16 * sizeof(float));
-  EXPECT_EQ(cache.k(1, 2) - cache.k(1, 1), 16);
-  EXPECT_EQ(cache.k(2, 0) - cache.k(1, 0), 10 * 16);
-  EXPECT_NE(cache.k(0, 0), cache.v(0, 0));
+  // One plane of capacity x head_dim per (layer, KV head): a head's slots are contiguous.
+  EXPECT_EQ(cache.k(1, 0, 2) - cache.k(1, 0, 1), 8);
+  EXPECT_EQ(cache.k(1, 1, 0) - cache.k(1, 0, 0), 10 * 8);
+  EXPECT_EQ(cache.k(2, 0, 0) - cache.k(1, 0, 0), 10 * 16);
+  EXPECT_EQ(cache.v(2, 1, 9) - cache.v(0, 0, 0), 2 * 10 * 16 + 10 * 8 + 9 * 8);
+  EXPECT_NE(cache.k(0, 0, 0), cache.v(0, 0, 0));
 }
 
 TEST(KvCache, AdvanceTruncateAndErrors) {

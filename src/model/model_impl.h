@@ -38,8 +38,10 @@ struct Scratch {
   std::vector<float> gate, up;            // FFN hidden, k x n_ff
   std::vector<float> rope_cos, rope_sin;  // k x rope_dim/2
   std::vector<float> rope_cos_swa, rope_sin_swa;  // the same for local layers (sliding window)
-  std::vector<float> scores;  // attention probabilities, one row of slots per worker part
-  int64_t score_parts = 0, score_slots = 0;
+  // Attention scores, then probabilities: a row of cache slots per (token, head) of a block of
+  // new tokens; and 1 / sum of each row.
+  std::vector<float> scores, inv_sums;
+  int64_t score_slots = 0;
 };
 
 struct Model::Impl {

@@ -94,4 +94,28 @@ void weighted_sum_rows_f32(const float* p, const float* rows, int64_t stride, in
   for (int64_t s = 0; s < n_rows; ++s) axpy_f32_scalar(p[s], rows + s * stride, out, dim);
 }
 
+void dot_rows_multi_f32(const float* q, int64_t q_stride, int64_t nq, const float* rows,
+                        int64_t stride, int64_t n_rows, int64_t dim, float* out,
+                        int64_t out_stride) {
+  if (active_isa() == Isa::kAvx2) {
+    dot_rows_multi_f32_avx2(q, q_stride, nq, rows, stride, n_rows, dim, out, out_stride);
+    return;
+  }
+  for (int64_t j = 0; j < nq; ++j) {
+    dot_rows_f32(q + j * q_stride, rows, stride, n_rows, dim, out + j * out_stride);
+  }
+}
+
+void weighted_sum_rows_multi_f32(const float* p, int64_t p_stride, int64_t nq, const float* rows,
+                                 int64_t stride, int64_t n_rows, int64_t dim, float* out,
+                                 int64_t out_stride) {
+  if (active_isa() == Isa::kAvx2) {
+    weighted_sum_rows_multi_f32_avx2(p, p_stride, nq, rows, stride, n_rows, dim, out, out_stride);
+    return;
+  }
+  for (int64_t j = 0; j < nq; ++j) {
+    weighted_sum_rows_f32(p + j * p_stride, rows, stride, n_rows, dim, out + j * out_stride);
+  }
+}
+
 }  // namespace specdec

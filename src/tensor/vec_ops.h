@@ -24,6 +24,19 @@ void dot_rows_f32(const float* q, const float* rows, int64_t stride, int64_t n_r
 void weighted_sum_rows_f32(const float* p, const float* rows, int64_t stride, int64_t n_rows,
                            int64_t dim, float* out);
 
+// Several queries against the same rows, so each row is loaded once per few queries instead
+// of once per query (grouped-query heads share their keys and values). Each result equals the
+// one-query form bit for bit, whatever nq is:
+// out[j * out_stride + s] = dot_f32(q + j * q_stride, rows + s * stride, dim), j < nq, s < n_rows;
+void dot_rows_multi_f32(const float* q, int64_t q_stride, int64_t nq, const float* rows,
+                        int64_t stride, int64_t n_rows, int64_t dim, float* out,
+                        int64_t out_stride);
+// and weighted_sum_rows_f32(p + j * p_stride, rows, stride, n_rows, dim, out + j * out_stride)
+// for each j < nq (every query over the same n_rows rows).
+void weighted_sum_rows_multi_f32(const float* p, int64_t p_stride, int64_t nq, const float* rows,
+                                 int64_t stride, int64_t n_rows, int64_t dim, float* out,
+                                 int64_t out_stride);
+
 // Fast exp: clamps x to [-87.3, 88] (so results never overflow; below the range they stay at
 // about 1.2e-38 instead of reaching 0), then e^x = 2^n * p(r) with a degree-6 polynomial,
 // within 2 ulp. Scalar and AVX2 versions run the same operations (fused multiply-adds
@@ -42,5 +55,11 @@ void dot_rows_f32_avx2(const float* q, const float* rows, int64_t stride, int64_
                        int64_t dim, float* out);
 void weighted_sum_rows_f32_avx2(const float* p, const float* rows, int64_t stride, int64_t n_rows,
                                 int64_t dim, float* out);
+void dot_rows_multi_f32_avx2(const float* q, int64_t q_stride, int64_t nq, const float* rows,
+                             int64_t stride, int64_t n_rows, int64_t dim, float* out,
+                             int64_t out_stride);
+void weighted_sum_rows_multi_f32_avx2(const float* p, int64_t p_stride, int64_t nq,
+                                      const float* rows, int64_t stride, int64_t n_rows,
+                                      int64_t dim, float* out, int64_t out_stride);
 
 }  // namespace specdec

@@ -152,4 +152,127 @@ void axpy_f32_avx2(float alpha, const float* x, float* y, int64_t n) {
   }
 }
 
+namespace {
+
+// NQ queries x 4 rows of scores with one load of each row chunk: 4 * NQ accumulators, each the
+// 8 partial sums dot_one keeps for its (query, row), updated chunk by chunk in the same order.
+template <int NQ>
+void dot_tile(const float* q, int64_t q_stride, const float* rows, int64_t stride, int64_t dim,
+              float* out, int64_t out_stride) {
+  __m256 acc[NQ][4];
+  for (int j = 0; j < NQ; ++j) {
+    for (int r = 0; r < 4; ++r) acc[j][r] = _mm256_setzero_ps();
+  }
+  for (int64_t i = 0; i < dim; i += 8) {
+    __m256 qv[NQ];
+    for (int j = 0; j < NQ; ++j) qv[j] = _mm256_loadu_ps(q + j * q_stride + i);
+    for (int r = 0; r < 4; ++r) {
+      const __m256 kv = _mm256_loadu_ps(rows + r * stride + i);
+      for (int j = 0; j < NQ; ++j) acc[j][r] = _mm256_add_ps(acc[j][r], _mm256_mul_ps(qv[j], kv));
+    }
+  }
+  for (int j = 0; j < NQ; ++j) {
+    for (int r = 0; r < 4; ++r) out[j * out_stride + r] = reduce8(acc[j][r]);
+  }
+}
+
+template <int NQ>
+void dot_multi_rows(const float* q, int64_t q_stride, const float* rows, int64_t stride,
+                    int64_t n_rows, int64_t dim, float* out, int64_t out_stride) {
+  int64_t s = 0;
+  for (; s + 4 <= n_rows; s += 4) {
+    dot_tile<NQ>(q, q_stride, rows + s * stride, stride, dim, out + s, out_stride);
+  }
+  for (; s < n_rows; ++s) {
+    for (int j = 0; j < NQ; ++j) out[j * out_stride + s] = dot_one(q + j * q_stride, rows + s * stride, dim);
+  }
+}
+
+// NQ queries x NV vectors of columns: per element the multiply-then-add over rows in order that
+// weighted_sum_rows_f32_avx2 does, with each row chunk loaded once for all NQ queries.
+template <int NQ, int NV>
+void weighted_tile(const float* p, int64_t p_stride, const float* rows, int64_t stride,
+                   int64_t n_rows, float* out, int64_t out_stride) {
+  __m256 acc[NQ][NV];
+  for (int j = 0; j < NQ; ++j) {
+    for (int v = 0; v < NV; ++v) acc[j][v] = _mm256_loadu_ps(out + j * out_stride + 8 * v);
+  }
+  for (int64_t s = 0; s < n_rows; ++s) {
+    __m256 vv[NV];
+    for (int v = 0; v < NV; ++v) vv[v] = _mm256_loadu_ps(rows + s * stride + 8 * v);
+    for (int j = 0; j < NQ; ++j) {
+      const __m256 ps = _mm256_set1_ps(p[j * p_stride + s]);
+      for (int v = 0; v < NV; ++v) acc[j][v] = _mm256_add_ps(acc[j][v], _mm256_mul_ps(ps, vv[v]));
+    }
+  }
+  for (int j = 0; j < NQ; ++j) {
+    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(out + j * out_stride + 8 * v, acc[j][v]);
+  }
+}
+
+template <int NQ>
+void weighted_multi(const float* p, int64_t p_stride, const float* rows, int64_t stride,
+                    int64_t n_rows, int64_t dim, float* out, int64_t out_stride) {
+  // Column blocks of 32 (4 vectors): 4 * NQ accumulators stay in registers.
+  int64_t d = 0;
+  for (; d + 32 <= dim; d += 32) {
+    weighted_tile<NQ, 4>(p, p_stride, rows + d, stride, n_rows, out + d, out_stride);
+  }
+  for (; d + 8 <= dim; d += 8) {
+    weighted_tile<NQ, 1>(p, p_stride, rows + d, stride, n_rows, out + d, out_stride);
+  }
+  if (d < dim) {  // columns past the last whole vector: weighted_sum_rows_f32_avx2's scalar tail
+    for (int j = 0; j < NQ; ++j) {
+      weighted_sum_rows_f32_avx2(p + j * p_stride, rows + d, stride, n_rows, dim - d,
+                                 out + j * out_stride + d);
+    }
+  }
+}
+
+}  // namespace
+
+void dot_rows_multi_f32_avx2(const float* q, int64_t q_stride, int64_t nq, const float* rows,
+                             int64_t stride, int64_t n_rows, int64_t dim, float* out,
+                             int64_t out_stride) {
+  if (dim % 8 != 0) {  // tails: the one-query form, which pads them as dot_one does
+    for (int64_t j = 0; j < nq; ++j) {
+      dot_rows_f32_avx2(q + j * q_stride, rows, stride, n_rows, dim, out + j * out_stride);
+    }
+    return;
+  }
+  // Tiles of 3 queries (12 accumulators and 4 row chunks fit the 16 registers); 4 goes as 2 + 2.
+  int64_t j = 0;
+  for (; nq - j >= 3 && nq - j != 4; j += 3) {
+    dot_multi_rows<3>(q + j * q_stride, q_stride, rows, stride, n_rows, dim, out + j * out_stride,
+                      out_stride);
+  }
+  for (; nq - j >= 2; j += 2) {
+    dot_multi_rows<2>(q + j * q_stride, q_stride, rows, stride, n_rows, dim, out + j * out_stride,
+                      out_stride);
+  }
+  if (j < nq) {
+    dot_multi_rows<1>(q + j * q_stride, q_stride, rows, stride, n_rows, dim, out + j * out_stride,
+                      out_stride);
+  }
+}
+
+void weighted_sum_rows_multi_f32_avx2(const float* p, int64_t p_stride, int64_t nq,
+                                      const float* rows, int64_t stride, int64_t n_rows,
+                                      int64_t dim, float* out, int64_t out_stride) {
+  int64_t j = 0;
+  for (; nq - j >= 3 && nq - j != 4; j += 3) {
+    weighted_multi<3>(p + j * p_stride, p_stride, rows, stride, n_rows, dim, out + j * out_stride,
+                      out_stride);
+  }
+  for (; nq - j >= 2; j += 2) {
+    weighted_multi<2>(p + j * p_stride, p_stride, rows, stride, n_rows, dim, out + j * out_stride,
+                      out_stride);
+  }
+  if (j < nq) {
+    weighted_multi<1>(p + j * p_stride, p_stride, rows, stride, n_rows, dim, out + j * out_stride,
+                      out_stride);
+  }
+}
+
 }  // namespace specdec
+

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "tensor/cpu_features.h"
@@ -161,4 +162,45 @@ TEST(VecOps, DotIsIndependentOfAlignment) {
 }
 
 }  // namespace
+// The several-query forms equal one-query calls per query bit for bit, for every query count
+// (tiles of 3, 2 + 2, leftovers), row counts around the 4-row tile and dims with tails.
+TEST(VecOps, MultiQueryFormsEqualOneQueryCalls) {
+  for (int64_t dim : {5, 8, 24, 64, 72, 256}) {
+    for (int64_t nq : {1, 2, 3, 4, 5, 7, 9}) {
+      for (int64_t n_rows : {0, 1, 4, 6, 13}) {
+        const int64_t stride = dim + 3, q_stride = dim + 1, out_stride = n_rows + 2;
+        const std::vector<float> rows = randoms(static_cast<size_t>((n_rows + 1) * stride), 41);
+        const std::vector<float> q = randoms(static_cast<size_t>(nq * q_stride), 42);
+        const std::vector<float> p = randoms(static_cast<size_t>(nq * out_stride), 43);
+        const int64_t sum_stride = dim + 2;
+        const std::vector<float> out0 = randoms(static_cast<size_t>(nq * sum_stride), 44);
+        for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
+          if (isa == Isa::kAvx2 && !cpu_has_avx2()) continue;
+          const Isa saved = active_isa();
+          set_active_isa(isa);
+          std::vector<float> scores(static_cast<size_t>(nq * out_stride), -1.0f),
+              want_scores = scores;
+          dot_rows_multi_f32(q.data(), q_stride, nq, rows.data(), stride, n_rows, dim,
+                             scores.data(), out_stride);
+          std::vector<float> sum = out0, want_sum = out0;
+          weighted_sum_rows_multi_f32(p.data(), out_stride, nq, rows.data(), stride, n_rows, dim,
+                                      sum.data(), sum_stride);
+          for (int64_t j = 0; j < nq; ++j) {
+            dot_rows_f32(q.data() + j * q_stride, rows.data(), stride, n_rows, dim,
+                         want_scores.data() + j * out_stride);
+            weighted_sum_rows_f32(p.data() + j * out_stride, rows.data(), stride, n_rows, dim,
+                                  want_sum.data() + j * sum_stride);
+          }
+          set_active_isa(saved);
+          const std::string where = "dim " + std::to_string(dim) + " nq " + std::to_string(nq) +
+                                    " rows " + std::to_string(n_rows) + " isa " +
+                                    std::to_string(static_cast<int>(isa));
+          EXPECT_TRUE(same_bits(scores, want_scores)) << where;
+          EXPECT_TRUE(same_bits(sum, want_sum)) << where;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace specdec
