@@ -67,23 +67,12 @@ struct Block {
     }
   }
 
-  // Phase 2: scaled scores to exp(score - max), remembering 1 / sum.
+  // Phase 2: scaled scores to exp(score - max), remembering 1 / sum. The exp is std::exp's
+  // (softmax_exp_f32): Gemma's fp16-rounded GELU turns 1-ulp differences here into visible
+  // logit changes, and the oracle fixtures were matched with std::exp.
   void softmax(int64_t ti, int32_t h) const {
-    float* row = score_row(ti, h);
     const int32_t a = first(ti), b = last(ti) + 1;
-    float max_score = -INFINITY;
-    for (int32_t s = a; s < b; ++s) {
-      row[s] *= scale;
-      max_score = std::max(max_score, row[s]);
-    }
-    // std::exp, not the vectorized exp_f32: Gemma's fp16-rounded GELU turns 1-ulp differences
-    // here into visible logit changes, and the oracle fixtures were matched with std::exp.
-    float sum = 0.0f;
-    for (int32_t s = a; s < b; ++s) {
-      row[s] = std::exp(row[s] - max_score);
-      sum += row[s];
-    }
-    inv_sums[ti * c.n_head + h] = 1.0f / sum;
+    inv_sums[ti * c.n_head + h] = 1.0f / softmax_exp_f32(score_row(ti, h) + a, b - a, scale);
   }
 
   // Phase 3: columns [d0, d0 + nd) of the heads sharing KV head g, for token ti: the weighted

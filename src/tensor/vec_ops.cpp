@@ -1,5 +1,6 @@
 #include "tensor/vec_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -116,6 +117,25 @@ void weighted_sum_rows_multi_f32(const float* p, int64_t p_stride, int64_t nq, c
   for (int64_t j = 0; j < nq; ++j) {
     weighted_sum_rows_f32(p + j * p_stride, rows, stride, n_rows, dim, out + j * out_stride);
   }
+}
+
+float softmax_exp_f32_scalar(float* row, int64_t n, float scale) {
+  float max_v = -INFINITY;
+  for (int64_t i = 0; i < n; ++i) {
+    row[i] *= scale;
+    max_v = std::max(max_v, row[i]);
+  }
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    row[i] = std::exp(row[i] - max_v);
+    sum += row[i];
+  }
+  return sum;
+}
+
+float softmax_exp_f32(float* row, int64_t n, float scale) {
+  return active_isa() == Isa::kAvx2 ? softmax_exp_f32_avx2(row, n, scale)
+                                    : softmax_exp_f32_scalar(row, n, scale);
 }
 
 }  // namespace specdec

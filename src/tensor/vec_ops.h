@@ -37,6 +37,12 @@ void weighted_sum_rows_multi_f32(const float* p, int64_t p_stride, int64_t nq, c
                                  int64_t stride, int64_t n_rows, int64_t dim, float* out,
                                  int64_t out_stride);
 
+// Attention's softmax numerator in place: row[i] = exp(scale * row[i] - max_j scale * row[j])
+// with exp exactly std::exp (the AVX2 path runs glibc's expf algorithm 8 lanes at a time, which
+// gives its bits for every argument <= 0, the only ones that occur here); returns the sum of the
+// results, added in index order. n >= 1.
+float softmax_exp_f32(float* row, int64_t n, float scale);
+
 // Fast exp: clamps x to [-87.3, 88] (so results never overflow; below the range they stay at
 // about 1.2e-38 instead of reaching 0), then e^x = 2^n * p(r) with a degree-6 polynomial,
 // within 2 ulp. Scalar and AVX2 versions run the same operations (fused multiply-adds
@@ -55,6 +61,8 @@ void dot_rows_f32_avx2(const float* q, const float* rows, int64_t stride, int64_
                        int64_t dim, float* out);
 void weighted_sum_rows_f32_avx2(const float* p, const float* rows, int64_t stride, int64_t n_rows,
                                 int64_t dim, float* out);
+float softmax_exp_f32_scalar(float* row, int64_t n, float scale);
+float softmax_exp_f32_avx2(float* row, int64_t n, float scale);
 void dot_rows_multi_f32_avx2(const float* q, int64_t q_stride, int64_t nq, const float* rows,
                              int64_t stride, int64_t n_rows, int64_t dim, float* out,
                              int64_t out_stride);

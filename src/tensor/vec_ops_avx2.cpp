@@ -274,5 +274,94 @@ void weighted_sum_rows_multi_f32_avx2(const float* p, int64_t p_stride, int64_t 
   }
 }
 
+namespace {
+
+// glibc's expf (sysdeps/ieee754/flt-32/e_expf.c, the FMA build that x86-64 runs on AVX2 CPUs),
+// 4 lanes in double precision: x * 32 / ln 2 = k + r, exp(x) = 2^(k/32) * p(r) with 2^(k/32)
+// from a 32-entry table and a cubic p. Every step rounds as glibc's does (its compiler fuses
+// the scaling into both the rounding to k and r), so the bits equal std::exp for every x <= 0
+// and NaN, checked exhaustively over all 2^31 such floats when this was written; the tests keep
+// a dense sample. Arguments > 0 are not handled (no overflow path).
+// kExp2Table[i] = bits of 2^(i/32), correctly rounded, minus i << 47 (the exponent k adds back).
+alignas(32) constexpr uint64_t kExp2Table[32] = {
+    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540};
+
+inline __m128 expf_nonpositive4(__m128 x) {
+  const __m256d xd = _mm256_cvtps_pd(x);
+  const __m256d inv_ln2_n = _mm256_set1_pd(0x1.71547652b82fep+0 * 32);
+  const __m256d shift = _mm256_set1_pd(0x1.8p+52);
+  const __m256d kd_shifted = _mm256_fmadd_pd(inv_ln2_n, xd, shift);  // k in the low bits
+  const __m256d kd = _mm256_sub_pd(kd_shifted, shift);
+  const __m256d r = _mm256_fmsub_pd(inv_ln2_n, xd, kd);
+  const __m256i ki = _mm256_castpd_si256(kd_shifted);
+  const __m256i idx = _mm256_and_si256(ki, _mm256_set1_epi64x(31));
+  __m256i t = _mm256_i64gather_epi64(reinterpret_cast<const long long*>(kExp2Table), idx, 8);
+  t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 47));
+  const __m256d s = _mm256_castsi256_pd(t);
+  const __m256d c0 = _mm256_set1_pd(0x1.c6af84b912394p-5 / 32 / 32 / 32);
+  const __m256d c1 = _mm256_set1_pd(0x1.ebfce50fac4f3p-3 / 32 / 32);
+  const __m256d c2 = _mm256_set1_pd(0x1.62e42ff0c52d6p-1 / 32);
+  const __m256d z = _mm256_fmadd_pd(c0, r, c1);
+  const __m256d r2 = _mm256_mul_pd(r, r);
+  __m256d y = _mm256_fmadd_pd(c2, r, _mm256_set1_pd(1.0));
+  y = _mm256_fmadd_pd(z, r2, y);
+  y = _mm256_mul_pd(y, s);
+  __m128 res = _mm256_cvtpd_ps(y);
+  // Below log(2^-150) glibc returns 0 (the table index would wrap); NaN returns x + x.
+  res = _mm_andnot_ps(_mm_cmp_ps(x, _mm_set1_ps(-0x1.9fe368p6f), _CMP_LT_OQ), res);
+  return _mm_blendv_ps(res, _mm_add_ps(x, x), _mm_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+}  // namespace
+
+float softmax_exp_f32_avx2(float* row, int64_t n, float scale) {
+  const __m256 vscale = _mm256_set1_ps(scale);
+  __m256 vmax = _mm256_set1_ps(-__builtin_inff());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(row + i), vscale);
+    _mm256_storeu_ps(row + i, v);
+    vmax = _mm256_max_ps(v, vmax);  // keeps vmax when v is NaN, as std::max(vmax, v)
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, vmax);
+  float max_v = -__builtin_inff();
+  for (float m : lanes) max_v = max_v < m ? m : max_v;  // std::max: NaNs are skipped
+  for (; i < n; ++i) {
+    row[i] *= scale;
+    max_v = max_v < row[i] ? row[i] : max_v;
+  }
+  // The sum stays sequential, as the scalar loop adds: only the exps run 8 wide.
+  const __m128 vm = _mm_set1_ps(max_v);
+  float sum = 0.0f;
+  i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m128 e = expf_nonpositive4(_mm_sub_ps(_mm_loadu_ps(row + i), vm));
+    _mm_storeu_ps(row + i, e);
+    sum += row[i];
+    sum += row[i + 1];
+    sum += row[i + 2];
+    sum += row[i + 3];
+  }
+  if (i < n) {
+    alignas(16) float tail[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t j = 0; i + j < n; ++j) tail[j] = row[i + j] - max_v;
+    alignas(16) float e[4];
+    _mm_store_ps(e, expf_nonpositive4(_mm_load_ps(tail)));
+    for (int64_t j = 0; i + j < n; ++j) {
+      row[i + j] = e[j];
+      sum += e[j];
+    }
+  }
+  return sum;
+}
+
 }  // namespace specdec
 

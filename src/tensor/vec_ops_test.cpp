@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -200,6 +202,58 @@ TEST(VecOps, MultiQueryFormsEqualOneQueryCalls) {
         }
       }
     }
+  }
+}
+
+// softmax_exp_f32's AVX2 path computes glibc's expf itself; its results must equal std::exp's
+// bits (the scalar path) for every argument <= 0: a dense sweep of [-110, 0] (through the
+// subnormal results below -87.3 and the zero cut-off at -103.97), random magnitudes over the
+// whole negative range, and the edges (zeros, subnormal arguments, -inf, NaN).
+TEST(VecOps, SoftmaxExpEqualsStdExpBitForBit) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2 on this CPU: the scalar path is std::exp itself";
+  std::vector<float> xs = {0.0f, -0.0f, -1e-45f, -1e-40f, -1e-30f, -0x1.9fe368p6f,
+                           std::nextafter(-0x1.9fe368p6f, 0.0f), -0x1.9fe36ap6f, -1e30f,
+                           -INFINITY, -0x1.f8cbb2p+5f};
+  for (float x = -110.0f; x <= 0.0f; x += 0.000244140625f) xs.push_back(x);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    xs.push_back(-std::bit_cast<float>(static_cast<uint32_t>(rng() % 0x7f800000u)));
+  }
+  // Rows with max 0 and scale 1, so each argument reaches exp unchanged.
+  for (size_t start = 0; start < xs.size(); start += 1000) {
+    const size_t n = std::min<size_t>(1000, xs.size() - start);
+    std::vector<float> row(xs.begin() + static_cast<std::ptrdiff_t>(start),
+                           xs.begin() + static_cast<std::ptrdiff_t>(start + n));
+    row.push_back(0.0f);
+    std::vector<float> a = row, b = row;
+    const float sa = softmax_exp_f32_scalar(a.data(), static_cast<int64_t>(a.size()), 1.0f);
+    const float sb = softmax_exp_f32_avx2(b.data(), static_cast<int64_t>(b.size()), 1.0f);
+    ASSERT_TRUE(same_bits(a, b)) << "rows from " << start;
+    ASSERT_EQ(std::bit_cast<uint32_t>(sa), std::bit_cast<uint32_t>(sb));
+  }
+  std::vector<float> nan_row = {0.0f, NAN, -1.0f};
+  softmax_exp_f32_avx2(nan_row.data(), 3, 1.0f);
+  EXPECT_TRUE(std::isnan(nan_row[1]));
+  EXPECT_EQ(nan_row[0], 1.0f);
+}
+
+// With a scale and rows of every length around the 4- and 8-wide steps, both paths give the
+// same numerators and the same sum.
+TEST(VecOps, SoftmaxExpPathsAgreeOnScaledRows) {
+  for (int64_t n : {1, 3, 4, 7, 8, 9, 31, 400}) {
+    std::vector<float> row = randoms(static_cast<size_t>(n), 51);
+    for (float& v : row) v *= 30.0f;
+    std::vector<float> a = row, b = row;
+    const float sa = softmax_exp_f32_scalar(a.data(), n, 0.125f);
+    float sb = sa;
+    if (cpu_has_avx2()) {
+      sb = softmax_exp_f32_avx2(b.data(), n, 0.125f);
+    } else {
+      b = a;
+    }
+    EXPECT_TRUE(same_bits(a, b)) << n;
+    EXPECT_EQ(std::bit_cast<uint32_t>(sa), std::bit_cast<uint32_t>(sb)) << n;
+    EXPECT_EQ(*std::max_element(a.begin(), a.end()), 1.0f);  // the max's numerator
   }
 }
 
