@@ -81,7 +81,8 @@ void check_arguments(const ModelConfig& c, std::span<const int32_t> tokens,
   if (positions.size() != tokens.size()) {
     fail("forward: ", tokens.size(), " tokens but ", positions.size(), " positions");
   }
-  if (cache.n_layer() != c.n_layer || cache.n_head_kv() != c.n_head_kv || cache.head_dim() != c.head_dim) {
+  if (cache.n_layer() != c.n_layer || cache.n_head_kv() != c.n_head_kv ||
+      cache.head_dim() != c.head_dim) {
     fail("forward: KV cache was made for a different model");
   }
   if (k > cache.capacity() - cache.length()) {

@@ -23,15 +23,19 @@ class KvCache {
   int32_t n_head_kv() const { return n_head_kv_; }
   int32_t head_dim() const { return head_dim_; }
   int32_t row_size() const { return n_head_kv_ * head_dim_; }  // floats per token, all KV heads
-  void truncate(int32_t n);                  // requires 0 <= n <= length(), else throws
+  void truncate(int32_t n);  // requires 0 <= n <= length(), else throws
   void clear() { truncate(0); }
 
   // K/V of layer l, KV head h, slot s: head_dim floats. Each (layer, head) owns one plane of
   // capacity() rows, so one head's slots lie back to back: attention streams a head's keys as
   // one contiguous run (a token-major layout made it read a third of every line at a stride,
   // which at a context of 400 cost a SmolLM2 decode step as much as all its matmuls).
-  float* k(int32_t layer, int32_t head, int32_t slot) { return k_.data() + offset(layer, head, slot); }
-  float* v(int32_t layer, int32_t head, int32_t slot) { return v_.data() + offset(layer, head, slot); }
+  float* k(int32_t layer, int32_t head, int32_t slot) {
+    return k_.data() + offset(layer, head, slot);
+  }
+  float* v(int32_t layer, int32_t head, int32_t slot) {
+    return v_.data() + offset(layer, head, slot);
+  }
   const float* k(int32_t layer, int32_t head, int32_t slot) const {
     return k_.data() + offset(layer, head, slot);
   }

@@ -211,9 +211,17 @@ TEST(VecOps, MultiQueryFormsEqualOneQueryCalls) {
 // whole negative range, and the edges (zeros, subnormal arguments, -inf, NaN).
 TEST(VecOps, SoftmaxExpEqualsStdExpBitForBit) {
   if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2 on this CPU: the scalar path is std::exp itself";
-  std::vector<float> xs = {0.0f, -0.0f, -1e-45f, -1e-40f, -1e-30f, -0x1.9fe368p6f,
-                           std::nextafter(-0x1.9fe368p6f, 0.0f), -0x1.9fe36ap6f, -1e30f,
-                           -INFINITY, -0x1.f8cbb2p+5f};
+  std::vector<float> xs = {0.0f,
+                           -0.0f,
+                           -1e-45f,
+                           -1e-40f,
+                           -1e-30f,
+                           -0x1.9fe368p6f,
+                           std::nextafter(-0x1.9fe368p6f, 0.0f),
+                           -0x1.9fe36ap6f,
+                           -1e30f,
+                           -INFINITY,
+                           -0x1.f8cbb2p+5f};
   for (float x = -110.0f; x <= 0.0f; x += 0.000244140625f) xs.push_back(x);
   std::mt19937 rng(7);
   for (int i = 0; i < 200000; ++i) {
