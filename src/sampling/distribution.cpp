@@ -126,9 +126,15 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
 
   // Unnormalized probabilities relative to the maximum: w = exp((l - max) / T) in (0, 1], computed
   // in double so that neither a tiny T nor a wide logit range loses the ordering of the mass.
+  // Each is computed once and kept (a row per thread, reused: no allocation once warm).
   const double m = max_logit, inv_t = 1.0 / static_cast<double>(params.temperature);
-  const auto weight = [&](int32_t id) {
-    return std::exp((static_cast<double>(logits[static_cast<size_t>(id)]) - m) * inv_t);
+  thread_local std::vector<double> weights;
+  if (weights.size() < static_cast<size_t>(n)) weights.resize(static_cast<size_t>(n));
+  const auto weight = [&](int32_t id) { return weights[static_cast<size_t>(id)]; };
+  const auto compute = [&](int32_t id) {
+    const double w = std::exp((static_cast<double>(logits[static_cast<size_t>(id)]) - m) * inv_t);
+    weights[static_cast<size_t>(id)] = w;
+    return w;
   };
   // min-p: p_i >= min_p * p_max  <=>  w_i >= min_p, since p_max has w = 1. Weights that underflow
   // to 0 can never be sampled, so they are dropped with the same test. min_p > 1 is clamped so the
@@ -142,17 +148,33 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
     select_top_k(logits, params.top_k, ids);
     size_t kept = 0;
     for (int32_t id : ids) {
-      const double w = weight(id);
+      const double w = compute(id);
       mass += w;
       if (keep(w)) ids[kept++] = id;
     }
     ids.resize(kept);
   } else {
-    ids.clear();
-    for (int32_t i = 0; i < n; ++i) {
-      const double w = weight(i);
-      mass += w;
-      if (keep(w)) ids.push_back(i);
+    for (int32_t i = 0; i < n; ++i) mass += compute(i);
+    // Top-p over the whole vocabulary: its prefix lies among the largest weights (w is monotone
+    // in the logit, so every w >= tau ranks before every w < tau). If the candidates with
+    // w >= tau already hold the target mass, with a margin far above the rounding of summing
+    // them in another order, the prefix found among them is the one the whole list gives, after
+    // the same additions in the same order; the cut-off tau is lowered until that holds. Sorting
+    // a few hundred candidates instead of the vocabulary is most of a T > 0 token's sampling.
+    const double target = static_cast<double>(params.top_p) * mass;
+    double tau = params.top_p < 1.0f ? 1e-3 : 0.0;
+    for (;;) {
+      ids.clear();
+      double held = 0;
+      for (int32_t i = 0; i < n; ++i) {
+        const double w = weights[static_cast<size_t>(i)];
+        if (keep(w) && w >= tau) {
+          ids.push_back(i);
+          held += w;
+        }
+      }
+      if (tau == 0.0 || held >= target * (1 + 1e-9)) break;
+      tau = tau > 1e-9 ? tau * 1e-3 : 0.0;
     }
   }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -224,6 +225,32 @@ TEST(Distribution, MatchesFullSortReferenceOnRandomInputs) {
     p.top_k = rng.uniform() < 0.3 ? 0 : 1 + static_cast<int>(rng.uniform() * n * 1.2);
     p.top_p = rng.uniform() < 0.3 ? 1.0f : static_cast<float>(0.05 + rng.uniform());
     p.min_p = rng.uniform() < 0.3 ? 0.0f : static_cast<float>(rng.uniform() * 0.3);
+    make_distribution(logits, p, d);
+    const Distribution r = reference(logits, p);
+    ASSERT_EQ(d.ids, r.ids) << "trial " << trial;
+    for (size_t i = 0; i < r.probs.size(); ++i) ASSERT_NEAR(d.probs[i], r.probs[i], 1e-6);
+  }
+}
+
+// Top-p over a whole vocabulary first looks for its prefix among the largest weights only
+// (distribution.cpp); on vocabulary-sized rows, peaked like a model's and flat, with ties, the
+// result must still be exactly the full sort's.
+TEST(Distribution, MatchesFullSortReferenceOnLargeVocabularies) {
+  Rng rng(11);
+  Distribution d;
+  for (int trial = 0; trial < 24; ++trial) {
+    const int n = 49152;
+    std::vector<float> logits(static_cast<size_t>(n));
+    const double spread = trial % 3 == 0 ? 2.0 : 12.0;  // flat rows need most of the vocabulary
+    for (float& l : logits) l = static_cast<float>(rng.uniform() * spread - spread);
+    for (int j = 0; j < 1 + trial % 5; ++j) {  // a few strong candidates, some tied
+      logits[static_cast<size_t>(rng.uniform() * n)] = static_cast<float>(4 + j % 2);
+    }
+    SamplingParams p;
+    p.temperature = std::array{0.3f, 0.7f, 1.0f, 1.5f}[static_cast<size_t>(trial % 4)];
+    p.top_k = 0;
+    p.top_p = std::array{0.5f, 0.9f, 0.95f, 0.99f, 0.999f}[static_cast<size_t>(trial % 5)];
+    p.min_p = trial % 2 == 0 ? 0.0f : 0.001f;
     make_distribution(logits, p, d);
     const Distribution r = reference(logits, p);
     ASSERT_EQ(d.ids, r.ids) << "trial " << trial;
