@@ -138,4 +138,17 @@ float softmax_exp_f32(float* row, int64_t n, float scale) {
                                     : softmax_exp_f32_scalar(row, n, scale);
 }
 
+void exp_shifted_scaled_f64_scalar(const float* x, int64_t n, double shift, double scale,
+                                   double* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = std::exp((static_cast<double>(x[i]) - shift) * scale);
+}
+
+void exp_shifted_scaled_f64(const float* x, int64_t n, double shift, double scale, double* out) {
+  if (active_isa() == Isa::kAvx2) {
+    exp_shifted_scaled_f64_avx2(x, n, shift, scale, out);
+  } else {
+    exp_shifted_scaled_f64_scalar(x, n, shift, scale, out);
+  }
+}
+
 }  // namespace specdec

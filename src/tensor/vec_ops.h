@@ -43,6 +43,11 @@ void weighted_sum_rows_multi_f32(const float* p, int64_t p_stride, int64_t nq, c
 // results, added in index order. n >= 1.
 float softmax_exp_f32(float* row, int64_t n, float scale);
 
+// out[i] = std::exp((double(x[i]) - shift) * scale), bit for bit on both paths (the AVX2 one runs
+// glibc's double exp algorithm 4 lanes at a time and hands the rare special arguments, |y| below
+// 2^-54 or at least 512 and NaN, to std::exp). Sampling's softmax weights over a vocabulary.
+void exp_shifted_scaled_f64(const float* x, int64_t n, double shift, double scale, double* out);
+
 // Fast exp: clamps x to [-87.3, 88] (so results never overflow; below the range they stay at
 // about 1.2e-38 instead of reaching 0), then e^x = 2^n * p(r) with a degree-6 polynomial,
 // within 2 ulp. Scalar and AVX2 versions run the same operations (fused multiply-adds
@@ -62,6 +67,10 @@ void dot_rows_f32_avx2(const float* q, const float* rows, int64_t stride, int64_
 void weighted_sum_rows_f32_avx2(const float* p, const float* rows, int64_t stride, int64_t n_rows,
                                 int64_t dim, float* out);
 float softmax_exp_f32_scalar(float* row, int64_t n, float scale);
+void exp_shifted_scaled_f64_scalar(const float* x, int64_t n, double shift, double scale,
+                                   double* out);
+void exp_shifted_scaled_f64_avx2(const float* x, int64_t n, double shift, double scale,
+                                 double* out);
 float softmax_exp_f32_avx2(float* row, int64_t n, float scale);
 void dot_rows_multi_f32_avx2(const float* q, int64_t q_stride, int64_t nq, const float* rows,
                              int64_t stride, int64_t n_rows, int64_t dim, float* out,

@@ -265,4 +265,29 @@ TEST(VecOps, SoftmaxExpPathsAgreeOnScaledRows) {
   }
 }
 
+// The AVX2 path of exp_shifted_scaled_f64 computes glibc's exp itself; it must give std::exp's
+// bits (the scalar path) for softmax weights of every scale: arguments from the tiny range (left
+// to std::exp) through the polynomial's range to the |y| >= 512 special cases, plus -inf and NaN.
+TEST(VecOps, ExpShiftedScaledEqualsStdExpBitForBit) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2 on this CPU: the scalar path is std::exp itself";
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> logit(-40.0f, 40.0f);
+  std::vector<float> x(100003);
+  for (float& v : x) v = logit(rng);
+  x[5] = 40.0f;
+  x[6] = -INFINITY;
+  x[7] = NAN;
+  x[8] = std::nextafter(40.0f, 0.0f);
+  for (double scale : {1e-3, 0.37, 1.0, 1.0 / 0.7, 3.0, 25.0, 1e4}) {
+    std::vector<double> a(x.size()), b(x.size());
+    exp_shifted_scaled_f64_scalar(x.data(), static_cast<int64_t>(x.size()), 40.0, scale, a.data());
+    exp_shifted_scaled_f64_avx2(x.data(), static_cast<int64_t>(x.size()), 40.0, scale, b.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+      ASSERT_EQ(std::bit_cast<uint64_t>(a[i]), std::bit_cast<uint64_t>(b[i]))
+          << "x " << x[i] << " scale " << scale;
+    }
+  }
+}
+
 }  // namespace specdec
