@@ -15,9 +15,11 @@ namespace {
 // multiply-adds take longer than that. A SmolLM2 decode token (9 heads of 64) reaches it at a
 // context of about 60.
 constexpr int64_t kMinParallelWork = 1 << 15;
-// New tokens attended together: their scores for the whole cache live in scratch at once, so
-// this bounds that memory (a long prompt goes through in blocks).
-constexpr int64_t kBlockTokens = 16;
+// New tokens attended together: their score rows span the whole cache and live in scratch at
+// once, so a block is at most 16 tokens and its rows at most 16 Mi floats (64 MiB; a long prompt
+// goes through in blocks, a huge context with many heads one token at a time).
+constexpr int64_t kMaxBlockTokens = 16;
+constexpr int64_t kMaxScoreFloats = int64_t{16} << 20;
 // Cache rows of one KV head per part of the score phase: about 16 KiB of keys, which stay in L1
 // while every query of the block is scored against them.
 constexpr int64_t kChunkBytes = 16 << 10;
@@ -100,17 +102,19 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
   // Score rows span the whole cache, so the buffer is sized once per cache size rather than
   // growing with the context (the decode loop must not allocate).
   const int64_t cap = cache.capacity();
-  if (scratch.score_slots < cap) {
-    scratch.score_slots = cap;
-    scratch.scores.assign(static_cast<size_t>(kBlockTokens * c.n_head * cap), 0.0f);
-    scratch.inv_sums.assign(static_cast<size_t>(kBlockTokens * c.n_head), 0.0f);
+  const int64_t block_tokens =
+      std::clamp<int64_t>(kMaxScoreFloats / (int64_t{c.n_head} * cap), 1, kMaxBlockTokens);
+  const auto n_rows = static_cast<size_t>(block_tokens * c.n_head);
+  if (scratch.scores.size() < n_rows * static_cast<size_t>(cap)) {
+    scratch.scores.assign(n_rows * static_cast<size_t>(cap), 0.0f);
   }
+  if (scratch.inv_sums.size() < n_rows) scratch.inv_sums.assign(n_rows, 0.0f);
   const int32_t n_kv = c.n_head_kv;
   const int64_t chunk_rows = std::max<int64_t>(4, kChunkBytes / (c.head_dim * 4) / 4 * 4);
   const int64_t col_block = std::min<int64_t>(kColumnBlock, c.head_dim);
   const int64_t n_col_blocks = (c.head_dim + col_block - 1) / col_block;
 
-  for (int64_t t0 = 0; t0 < k; t0 += kBlockTokens) {
+  for (int64_t t0 = 0; t0 < k; t0 += block_tokens) {
     const Block blk{c,
                     cache,
                     layer,
@@ -118,7 +122,7 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
                     c.n_head / n_kv,
                     scale,
                     t0,
-                    std::min(kBlockTokens, k - t0),
+                    std::min(block_tokens, k - t0),
                     first_slot,
                     cap,
                     q,

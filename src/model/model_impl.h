@@ -41,7 +41,6 @@ struct Scratch {
   // Attention scores, then probabilities: a row of cache slots per (token, head) of a block of
   // new tokens; and 1 / sum of each row.
   std::vector<float> scores, inv_sums;
-  int64_t score_slots = 0;
 };
 
 struct Model::Impl {
