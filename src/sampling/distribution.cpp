@@ -15,6 +15,8 @@
 #include "sampling/distribution.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -85,6 +87,40 @@ size_t sorted_prefix_reaching(std::vector<int32_t>& ids, const RanksBefore& befo
     chunk *= 2;
   }
   return ids.size();
+}
+
+// Sorts ids into RanksBefore order (higher logit first, then the lower id) by an LSD radix sort
+// of 64-bit keys: the logit's bits made to sort descending as unsigned integers, then the id.
+// A comparison sort of a whole vocabulary through the logits (unfiltered sampling) cost ~5 ms
+// per token on SmolLM2's 49k; this is a few passes over the array.
+void radix_sort_ranks(std::vector<int32_t>& ids, std::span<const float> logits) {
+  thread_local std::vector<uint64_t> keys, tmp;
+  keys.resize(ids.size());
+  tmp.resize(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    float l = logits[static_cast<size_t>(ids[i])];
+    if (l == 0.0f) l = 0.0f;  // -0 ties with +0, as the comparison order has it
+    const uint32_t bits = std::bit_cast<uint32_t>(l);
+    // Ascending unsigned order of `up` is ascending float order; its complement, descending.
+    const uint32_t up = (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+    keys[i] = (static_cast<uint64_t>(~up) << 32) | static_cast<uint32_t>(ids[i]);
+  }
+  constexpr int kDigitBits = 11;  // 6 passes cover 64 bits; passes whose digit is constant skip
+  constexpr size_t kBuckets = size_t{1} << kDigitBits;
+  for (int shift = 0; shift < 64; shift += kDigitBits) {
+    std::array<size_t, kBuckets> count{};
+    for (uint64_t k : keys) ++count[(k >> shift) & (kBuckets - 1)];
+    if (count[(keys[0] >> shift) & (kBuckets - 1)] == keys.size()) continue;
+    size_t sum = 0;
+    for (size_t& c : count) {
+      const size_t n = c;
+      c = sum;
+      sum += n;
+    }
+    for (uint64_t k : keys) tmp[count[(k >> shift) & (kBuckets - 1)]++] = k;
+    keys.swap(tmp);
+  }
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(keys[i] & 0xffffffffu);
 }
 
 void make_one_hot(std::span<const float> logits, Distribution& out) {
@@ -186,7 +222,11 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
   if (params.top_p < 1.0f && ids.size() > 1) {
     cut = sorted_prefix_reaching(ids, before, weight, static_cast<double>(params.top_p) * mass);
   } else {
-    std::sort(ids.begin(), ids.end(), before);
+    if (ids.size() > 2048) {
+      radix_sort_ranks(ids, logits);
+    } else {
+      std::sort(ids.begin(), ids.end(), before);
+    }
   }
   ids.resize(cut);
 

@@ -238,7 +238,7 @@ TEST(Distribution, MatchesFullSortReferenceOnRandomInputs) {
 TEST(Distribution, MatchesFullSortReferenceOnLargeVocabularies) {
   Rng rng(11);
   Distribution d;
-  for (int trial = 0; trial < 24; ++trial) {
+  for (int trial = 0; trial < 36; ++trial) {
     const int n = 49152;
     std::vector<float> logits(static_cast<size_t>(n));
     const double spread = trial % 3 == 0 ? 2.0 : 12.0;  // flat rows need most of the vocabulary
@@ -249,8 +249,12 @@ TEST(Distribution, MatchesFullSortReferenceOnLargeVocabularies) {
     SamplingParams p;
     p.temperature = std::array{0.3f, 0.7f, 1.0f, 1.5f}[static_cast<size_t>(trial % 4)];
     p.top_k = 0;
-    p.top_p = std::array{0.5f, 0.9f, 0.95f, 0.99f, 0.999f}[static_cast<size_t>(trial % 5)];
-    p.min_p = trial % 2 == 0 ? 0.0f : 0.001f;
+    // Top-p 1 with min-p 0 is unfiltered sampling: the whole vocabulary gets sorted.
+    p.top_p = std::array{0.5f, 0.9f, 0.95f, 0.99f, 0.999f, 1.0f}[static_cast<size_t>(trial % 6)];
+    p.min_p = trial % 4 < 2 ? 0.0f : 0.001f;
+    if (trial % 8 == 7) {  // signed zeros and negative logits tie the way the comparison says
+      for (size_t i = 0; i < 300; ++i) logits[i * 7] = i % 2 == 0 ? -0.0f : 0.0f;
+    }
     make_distribution(logits, p, d);
     const Distribution r = reference(logits, p);
     ASSERT_EQ(d.ids, r.ids) << "trial " << trial;
