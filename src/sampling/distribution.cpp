@@ -10,8 +10,9 @@
 // the one coupling: top-p measures mass relative to the top-k survivors. That lets us
 //   1. select the top k with a heap scan (O(n), no sort),
 //   2. drop everything below the min-p threshold while accumulating the mass top-p needs,
-//   3. sort the survivors only as far as top-p needs, in growing chunks (nth_element + sort).
-// Only the unfiltered case (no top-k, top-p, min-p) sorts the whole vocabulary.
+//   3. sort the survivors only as far as top-p needs, in growing chunks (nth_element + sort),
+//      starting from the candidates with the largest weights when there is no top-k.
+// Only the unfiltered case (no top-k, top-p, min-p) sorts the whole vocabulary (a radix sort).
 #include "sampling/distribution.h"
 
 #include <algorithm>
