@@ -56,8 +56,14 @@ std::string format_summary(const GenerationResult& r, double load_ms, uint64_t s
   std::ostringstream out;
   out << std::fixed << std::setprecision(1);
   out << "\nload:      " << load_ms << " ms, " << n_threads << " threads, seed " << seed << "\n";
-  out << "prompt:    " << s.prompt_tokens << " tokens in " << s.prefill_ms << " ms ("
-      << per_second(s.prompt_tokens, s.prefill_ms) << " tok/s)\n";
+  if (s.prompt_tokens <= 1) {
+    // The last prompt token is evaluated by the first decode step, so a one-token prompt has
+    // no prefill to time (a rate would divide by ~0).
+    out << "prompt:    " << s.prompt_tokens << " token (evaluated with the first generated one)\n";
+  } else {
+    out << "prompt:    " << s.prompt_tokens << " tokens in " << s.prefill_ms << " ms ("
+        << per_second(s.prompt_tokens, s.prefill_ms) << " tok/s)\n";
+  }
   out << "generated: " << s.generated_tokens << " tokens in " << s.decode_ms << " ms ("
       << per_second(s.generated_tokens, s.decode_ms)
       << " tok/s), finish: " << finish_reason_name(r.finish) << "\n";
