@@ -126,10 +126,7 @@ void radix_sort_ranks(std::vector<int32_t>& ids, std::span<const float> logits) 
 
 void make_one_hot(std::span<const float> logits, Distribution& out) {
   // First strict maximum: ties go to the lowest id. NaN never compares greater, so it is skipped.
-  size_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i) {
-    if (logits[i] > logits[best] || std::isnan(logits[best])) best = i;
-  }
+  const int64_t best = argmax_f32(logits.data(), static_cast<int64_t>(logits.size()));
   out.ids.assign(1, static_cast<int32_t>(best));
   out.probs.assign(1, 1.0f);
 }

@@ -151,4 +151,17 @@ void exp_shifted_scaled_f64(const float* x, int64_t n, double shift, double scal
   }
 }
 
+int64_t argmax_f32_scalar(const float* x, int64_t n) {
+  // First strict maximum; a NaN never compares greater and is replaced by whatever follows.
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i) {
+    if (x[i] > x[best] || std::isnan(x[best])) best = i;
+  }
+  return best;
+}
+
+int64_t argmax_f32(const float* x, int64_t n) {
+  return active_isa() == Isa::kAvx2 ? argmax_f32_avx2(x, n) : argmax_f32_scalar(x, n);
+}
+
 }  // namespace specdec

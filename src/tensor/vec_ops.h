@@ -48,6 +48,10 @@ float softmax_exp_f32(float* row, int64_t n, float scale);
 // 2^-54 or at least 512 and NaN, to std::exp). Sampling's softmax weights over a vocabulary.
 void exp_shifted_scaled_f64(const float* x, int64_t n, double shift, double scale, double* out);
 
+// Index of the first maximum of x[0..n), NaNs skipped (n - 1 when every entry is NaN): greedy
+// decoding's argmax over a vocabulary. Both paths give the same index. n >= 1.
+int64_t argmax_f32(const float* x, int64_t n);
+
 // Fast exp: clamps x to [-87.3, 88] (so results never overflow; below the range they stay at
 // about 1.2e-38 instead of reaching 0), then e^x = 2^n * p(r) with a degree-6 polynomial,
 // within 2 ulp. Scalar and AVX2 versions run the same operations (fused multiply-adds
@@ -67,6 +71,8 @@ void dot_rows_f32_avx2(const float* q, const float* rows, int64_t stride, int64_
 void weighted_sum_rows_f32_avx2(const float* p, const float* rows, int64_t stride, int64_t n_rows,
                                 int64_t dim, float* out);
 float softmax_exp_f32_scalar(float* row, int64_t n, float scale);
+int64_t argmax_f32_scalar(const float* x, int64_t n);
+int64_t argmax_f32_avx2(const float* x, int64_t n);
 void exp_shifted_scaled_f64_scalar(const float* x, int64_t n, double shift, double scale,
                                    double* out);
 void exp_shifted_scaled_f64_avx2(const float* x, int64_t n, double shift, double scale,

@@ -505,4 +505,26 @@ void exp_shifted_scaled_f64_avx2(const float* x, int64_t n, double shift, double
   for (; i < n; ++i) out[i] = __builtin_exp((static_cast<double>(x[i]) - shift) * scale);
 }
 
+int64_t argmax_f32_avx2(const float* x, int64_t n) {
+  // The maximum over the non-NaN entries (max_ps returns its second operand when the first is
+  // NaN), then the first index holding it: the scalar loop's answer in two vector passes.
+  __m256 vmax = _mm256_set1_ps(-__builtin_inff());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(_mm256_loadu_ps(x + i), vmax);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, vmax);
+  float m = -__builtin_inff();
+  for (float l : lanes) m = l > m ? l : m;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  const __m256 vm = _mm256_set1_ps(m);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const int eq = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), vm, _CMP_EQ_OQ));
+    if (eq != 0) return i + __builtin_ctz(static_cast<unsigned>(eq));
+  }
+  for (; i < n; ++i) {
+    if (x[i] == m) return i;
+  }
+  return n - 1;  // every entry NaN
+}
+
 }  // namespace specdec

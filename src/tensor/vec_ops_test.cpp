@@ -290,4 +290,44 @@ TEST(VecOps, ExpShiftedScaledEqualsStdExpBitForBit) {
   }
 }
 
+// Greedy decoding's argmax: the first maximum, NaNs skipped, the same index on both paths, for
+// ties, signed zeros, infinities, NaNs anywhere (all-NaN rows included) and every tail length.
+TEST(VecOps, ArgmaxPathsAgree) {
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> pick(0, 9);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int64_t n = 1 + trial % 37 + (trial % 25 == 0 ? 49152 : 0);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) {
+      switch (pick(rng)) {
+        case 0:
+          v = NAN;
+          break;
+        case 1:
+          v = -INFINITY;
+          break;
+        case 2:
+          v = trial % 2 == 0 ? 0.0f : -0.0f;
+          break;
+        case 3:
+          v = 3.0f;
+          break;  // ties
+        default:
+          v = static_cast<float>(pick(rng)) - 5.0f;
+      }
+    }
+    if (trial % 11 == 0) std::fill(x.begin(), x.end(), NAN);
+    const int64_t want = argmax_f32_scalar(x.data(), n);
+    if (cpu_has_avx2()) {
+      ASSERT_EQ(argmax_f32_avx2(x.data(), n), want) << "trial " << trial;
+    }
+    ASSERT_GE(want, 0);
+    ASSERT_LT(want, n);
+  }
+  const std::vector<float> simple = {1.0f, 7.0f, 2.0f, 7.0f};
+  EXPECT_EQ(argmax_f32(simple.data(), 4), 1);
+  const std::vector<float> nan_first = {NAN, 2.0f, NAN, 5.0f, 5.0f};
+  EXPECT_EQ(argmax_f32(nan_first.data(), 5), 3);
+}
+
 }  // namespace specdec
