@@ -172,8 +172,9 @@ namespace {
 // NQ queries x 4 rows of scores with one load of each row chunk: 4 * NQ accumulators, each the
 // 8 partial sums dot_one keeps for its (query, row), updated chunk by chunk in the same order.
 template <int NQ>
-void dot_tile(const float* q, int64_t q_stride, const float* rows, int64_t stride, int64_t dim,
-              float* out, int64_t out_stride) {
+inline __attribute__((always_inline)) void dot_tile(const float* q, int64_t q_stride,
+                                                    const float* rows, int64_t stride, int64_t dim,
+                                                    float* out, int64_t out_stride) {
   __m256 acc[NQ][4];
   for (int j = 0; j < NQ; ++j) {
     for (int r = 0; r < 4; ++r) acc[j][r] = _mm256_setzero_ps();
@@ -207,8 +208,10 @@ void dot_multi_rows(const float* q, int64_t q_stride, const float* rows, int64_t
 // NQ queries x NV vectors of columns: per element the multiply-then-add over rows in order that
 // weighted_sum_rows_f32_avx2 does, with each row chunk loaded once for all NQ queries.
 template <int NQ, int NV>
-void weighted_tile(const float* p, int64_t p_stride, const float* rows, int64_t stride,
-                   int64_t n_rows, float* out, int64_t out_stride) {
+inline __attribute__((always_inline)) void weighted_tile(const float* p, int64_t p_stride,
+                                                         const float* rows, int64_t stride,
+                                                         int64_t n_rows, float* out,
+                                                         int64_t out_stride) {
   __m256 acc[NQ][NV];
   for (int j = 0; j < NQ; ++j) {
     for (int v = 0; v < NV; ++v) acc[j][v] = _mm256_loadu_ps(out + j * out_stride + 8 * v);
@@ -229,10 +232,13 @@ void weighted_tile(const float* p, int64_t p_stride, const float* rows, int64_t 
 template <int NQ>
 void weighted_multi(const float* p, int64_t p_stride, const float* rows, int64_t stride,
                     int64_t n_rows, int64_t dim, float* out, int64_t out_stride) {
-  // Column blocks of 32 (4 vectors): 4 * NQ accumulators stay in registers.
+  // Column blocks of NV vectors with NQ * NV accumulators, NV row chunks and a broadcast in
+  // registers (3 x 2 or 2 x 4: at most 13 of the 16, so nothing spills and each row chunk is
+  // loaded once for all NQ queries).
+  constexpr int kNV = NQ == 3 ? 2 : 4;
   int64_t d = 0;
-  for (; d + 32 <= dim; d += 32) {
-    weighted_tile<NQ, 4>(p, p_stride, rows + d, stride, n_rows, out + d, out_stride);
+  for (; d + 8 * kNV <= dim; d += 8 * kNV) {
+    weighted_tile<NQ, kNV>(p, p_stride, rows + d, stride, n_rows, out + d, out_stride);
   }
   for (; d + 8 <= dim; d += 8) {
     weighted_tile<NQ, 1>(p, p_stride, rows + d, stride, n_rows, out + d, out_stride);
@@ -256,12 +262,10 @@ void dot_rows_multi_f32_avx2(const float* q, int64_t q_stride, int64_t nq, const
     }
     return;
   }
-  // Tiles of 3 queries (12 accumulators and 4 row chunks fit the 16 registers); 4 goes as 2 + 2.
+  // Tiles of 2 queries x 4 rows: 8 accumulators, 2 query chunks and the row chunk in registers,
+  // each row chunk loaded once. (3 x 4 needed 19 registers: the compiler then reloaded every
+  // row chunk once per query, and the tile ran at the speed of three one-query calls.)
   int64_t j = 0;
-  for (; nq - j >= 3 && nq - j != 4; j += 3) {
-    dot_multi_rows<3>(q + j * q_stride, q_stride, rows, stride, n_rows, dim, out + j * out_stride,
-                      out_stride);
-  }
   for (; nq - j >= 2; j += 2) {
     dot_multi_rows<2>(q + j * q_stride, q_stride, rows, stride, n_rows, dim, out + j * out_stride,
                       out_stride);
