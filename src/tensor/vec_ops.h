@@ -38,9 +38,9 @@ void weighted_sum_rows_multi_f32(const float* p, int64_t p_stride, int64_t nq, c
                                  int64_t out_stride);
 
 // Attention's softmax numerator in place: row[i] = exp(scale * row[i] - max_j scale * row[j])
-// with exp exactly std::exp (the AVX2 path runs glibc's expf algorithm 8 lanes at a time, which
-// gives its bits for every argument <= 0, the only ones that occur here); returns the sum of the
-// results, added in index order. n >= 1.
+// with exp exactly std::exp (the AVX2 path runs glibc's expf algorithm in double, 4 lanes at a
+// time, which gives its bits for every argument <= 0, the only ones that occur here); returns
+// the sum of the results, added in index order. n >= 1.
 float softmax_exp_f32(float* row, int64_t n, float scale);
 
 // out[i] = std::exp((double(x[i]) - shift) * scale), bit for bit on both paths (the AVX2 one runs
