@@ -4,10 +4,12 @@
 // from repeat to repeat, so machine drift touches all of them alike; every speedup compares
 // medians from the same invocation. Optionally also measures what the KV cache buys.
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -19,10 +21,14 @@
 #include "common/error.h"
 #include "engine/cache_ablation.h"
 #include "engine/engine.h"
+#include "engine/forward_cost.h"
 #include "tensor/thread_pool.h"
 
 namespace specdec::cli {
 namespace {
+
+// Repeats of each pass width when measuring pass costs for the pass model (a few seconds).
+constexpr int32_t kPassCostRepeats = 7;
 
 struct BenchOptions {
   std::string model, draft_model, prompts_dir = "bench/prompts", json;
@@ -185,8 +191,10 @@ int bench_command(const std::vector<std::string>& args) {
               "every prompt of every category, temperature and repeat, the baseline and each\n"
               "gamma run back to back in a rotating order. Prints per (category, T, gamma) the\n"
               "median decode speed, acceptance, accepted tokens per round, the measured speedup\n"
-              "and the analytic one from the measured acceptance and draft cost; then what the\n"
-              "KV cache buys (the whole prefix recomputed per token vs the cache).");
+              "and the analytic one from the measured acceptance and draft cost, and a pass model\n"
+              "(every target pass of a run charged the cost of a pass of its width, measured on\n"
+              "the first prompt before the runs); then what the KV cache buys (the whole prefix\n"
+              "recomputed per token vs the cache).");
   add_options(p, o);
   if (!p.parse(args)) {
     std::cout << p.help();
@@ -243,6 +251,22 @@ int bench_command(const std::vector<std::string>& args) {
     engine->generate(prompts[0].tokens, options_for(o.temps[0], gamma, o.seed, 8), {});
   }
 
+  // Pass costs for the pass model: a target pass over k = 1 .. max_gamma + 1 tokens on top of
+  // the first prompt, relative to one decode step (what `specdec verify-cost` measures).
+  // The prefix is cut to fit the model's trained context if it must be.
+  std::vector<double> pass_cost;
+  const int64_t pass_room = int64_t{target.model->config().n_ctx_train} - (max_gamma + 1);
+  const std::span<const int32_t> pass_prefix(
+      prompts[0].tokens.data(), static_cast<size_t>(std::clamp<int64_t>(
+                                    pass_room, 0, static_cast<int64_t>(prompts[0].tokens.size()))));
+  if (!pass_prefix.empty()) {
+    ThreadPool pool(eo.n_threads);
+    for (const ForwardCost& fc :
+         measure_forward_costs(*target.model, pass_prefix, max_gamma + 1, kPassCostRepeats, pool)) {
+      pass_cost.push_back(fc.ratio);
+    }
+  }
+
   std::vector<int32_t> configs = {0};
   configs.insert(configs.end(), o.gammas.begin(), o.gammas.end());
   const auto n_configs = static_cast<int32_t>(configs.size());
@@ -279,7 +303,7 @@ int bench_command(const std::vector<std::string>& args) {
   bar.finish();
   engine.reset();  // its thread pool and caches are not needed for the cache check
 
-  const std::vector<BenchRow> rows = summarize_runs(runs);
+  const std::vector<BenchRow> rows = summarize_runs(runs, pass_cost);
   std::cout << "target: " << o.model << "\n"
             << "drafter: "
             << (o.draft_ngram ? "n-gram prompt lookup (" + describe_ngram(o.ngram) + ")"
@@ -287,8 +311,15 @@ int bench_command(const std::vector<std::string>& args) {
             << "\n"
             << "threads " << eo.n_threads << ", " << o.n_predict << " tokens per run, " << o.repeats
             << " repeats, top-p " << o.top_p << ", " << prompts.size() << " prompts ("
-            << (o.no_chat ? "raw" : "chat-formatted") << ")\n\n";
-  std::cout << format_table(rows);
+            << (o.no_chat ? "raw" : "chat-formatted") << ")\n";
+  std::cout << "pass cost (target pass over k tokens / decode step, " << pass_prefix.size()
+            << "-token prefix, median of " << kPassCostRepeats << "):";
+  for (size_t k = 1; k < pass_cost.size(); ++k) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " k=%zu %.2f", k + 1, pass_cost[k]);
+    std::cout << buf;
+  }
+  std::cout << "\n\n" << format_table(rows);
 
   CacheCheck cache;
   if (!o.no_cache_check) {
@@ -330,6 +361,9 @@ int bench_command(const std::vector<std::string>& args) {
     for (const BenchRun& r : runs) raw.push_back(run_to_json(r, eo.n_threads));
     j["runs"] = std::move(raw);
     if (!o.no_cache_check) j["cache_check"] = cache_check_to_json(cache);
+    j["pass_cost"] = {{"prefix_tokens", pass_prefix.size()},
+                      {"repeats", kPassCostRepeats},
+                      {"ratio_by_k", pass_cost}};
     std::ofstream out(o.json);
     if (!out) fail("cannot write --json file '", o.json, "'");
     out << j.dump() << "\n";

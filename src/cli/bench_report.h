@@ -40,11 +40,18 @@ struct BenchRow {
   double verify_cost = 0;         // verify seconds per round / baseline seconds per token
   double theory = 0;              // E(alpha, gamma) / (gamma c + 1)
   double theory_verify = 0;       // E(alpha, gamma) / (gamma c + verify_cost)
+  // Pass by pass: median over runs of tokens / (sum over the run's target passes of the cost of
+  // a pass of that width, in decode steps, + its drafting time in decode steps). Plain steps
+  // (no draft) cost 1. 0 when no pass costs were measured.
+  double pass_model = 0;
 };
 
 // Groups runs by (category, temperature, gamma) in first-seen category/temperature order and
-// ascending gamma, the baseline (gamma 0) first within each group.
-std::vector<BenchRow> summarize_runs(const std::vector<BenchRun>& runs);
+// ascending gamma, the baseline (gamma 0) first within each group. pass_cost[k - 1] is the cost
+// of a target pass over k tokens in decode steps (pass_cost[0] = 1), for the pass model; empty
+// leaves it 0. Throws specdec::Error if a run has a pass wider than pass_cost covers.
+std::vector<BenchRow> summarize_runs(const std::vector<BenchRun>& runs,
+                                     const std::vector<double>& pass_cost = {});
 
 struct CacheCheck {
   int32_t prompt_tokens = 0, tokens = 0, repeats = 0;
