@@ -10,23 +10,21 @@
 namespace specdec::cli {
 namespace {
 
-BenchRun baseline_run(double ms_per_token) {
+BenchRun run(int32_t gamma, int32_t tokens, double ms_per_token) {
   BenchRun r;
   r.category = std::string("summary");
-  r.gamma = 0;
-  r.result.stats.generated_tokens = 10;
-  r.result.stats.decode_ms = 10 * ms_per_token;
+  r.gamma = gamma;
+  r.result.stats.generated_tokens = tokens;
+  r.result.stats.decode_ms = tokens * ms_per_token;
   return r;
 }
+
+BenchRun baseline_run(double ms_per_token) { return run(0, 10, ms_per_token); }
 
 // One plain step (1 token), a round with 2 drafts (3 tokens), one with 4 (5 tokens), and one
 // decode step's worth of drafting time.
 BenchRun speculative_run(double ms_per_token) {
-  BenchRun r;
-  r.category = std::string("summary");
-  r.gamma = 4;
-  r.result.stats.generated_tokens = 9;
-  r.result.stats.decode_ms = 9 * ms_per_token;
+  BenchRun r = run(4, 9, ms_per_token);
   r.result.stats.speculative = true;
   DecodeStats& d = r.result.stats.spec;
   d.log.push_back(RoundLog{0, 0, 1, {}, {}});

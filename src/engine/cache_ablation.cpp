@@ -1,10 +1,10 @@
 #include "engine/cache_ablation.h"
 
-#include <algorithm>
 #include <chrono>
 
 #include "common/error.h"
 #include "engine/model_lm.h"
+#include "tensor/vec_ops.h"
 
 namespace specdec {
 namespace {
@@ -12,7 +12,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int32_t argmax(const std::vector<float>& logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  return static_cast<int32_t>(argmax_f32(logits.data(), static_cast<int64_t>(logits.size())));
 }
 
 void check_args(std::span<const int32_t> prompt, int32_t n) {

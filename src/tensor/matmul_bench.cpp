@@ -4,10 +4,10 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "support/random_floats.h"
 #include "tensor/cpu_features.h"
 #include "tensor/matmul.h"
 #include "tensor/packed_weights.h"
@@ -26,13 +26,7 @@ const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlT
                            GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = normal(rng);
-  return v;
-}
+using testing::random_floats;
 
 // args: shape index, k, threads, packed (use the row-interleaved copy where the type has one).
 // Reports weight bytes/s (weights are read once per call).

@@ -4,9 +4,9 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
+#include "support/random_floats.h"
 #include "tensor/act_quant.h"
 #include "tensor/cpu_features.h"
 #include "tensor/dequant.h"
@@ -23,13 +23,7 @@ const GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
                                  GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
                                  GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = normal(rng);
-  return v;
-}
+using testing::random_floats;
 
 // Restores the process-wide ISA choice when a test ends.
 struct IsaScope {

@@ -3,9 +3,9 @@
 // multi-query forms, and the softmax numerator with the vectorized glibc exp vs std::exp.
 #include <benchmark/benchmark.h>
 
-#include <random>
 #include <vector>
 
+#include "support/random_floats.h"
 #include "tensor/cpu_features.h"
 #include "tensor/vec_ops.h"
 
@@ -14,17 +14,11 @@ namespace {
 
 constexpr int64_t kDim = 64, kSlots = 400, kGroup = 3;
 
-std::vector<float> randoms(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using testing::random_floats;
 
 // Arg: 0 = one query per call, 1 = the multi-query form.
 void BM_AttentionScores(benchmark::State& state) {
-  const std::vector<float> k = randoms(kSlots * kDim, 1), q = randoms(kGroup * kDim, 2);
+  const std::vector<float> k = random_floats(kSlots * kDim, 1), q = random_floats(kGroup * kDim, 2);
   std::vector<float> out(kGroup * kSlots);
   for (auto _ : state) {
     if (state.range(0) == 0) {
@@ -41,7 +35,8 @@ void BM_AttentionScores(benchmark::State& state) {
 BENCHMARK(BM_AttentionScores)->Arg(0)->Arg(1);
 
 void BM_AttentionValues(benchmark::State& state) {
-  const std::vector<float> v = randoms(kSlots * kDim, 3), p = randoms(kGroup * kSlots, 4);
+  const std::vector<float> v = random_floats(kSlots * kDim, 3),
+                           p = random_floats(kGroup * kSlots, 4);
   std::vector<float> out(kGroup * kDim);
   for (auto _ : state) {
     if (state.range(0) == 0) {
@@ -65,7 +60,7 @@ void BM_SoftmaxExp(benchmark::State& state) {
     state.SkipWithError("no AVX2");
     return;
   }
-  const std::vector<float> scores = randoms(kSlots, 5);
+  const std::vector<float> scores = random_floats(kSlots, 5);
   std::vector<float> row(kSlots);
   for (auto _ : state) {
     row = scores;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/random_floats.h"
 #include "tensor/cpu_features.h"
 
 namespace specdec {
@@ -21,19 +22,13 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
          (a.empty() || std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0);
 }
 
-std::vector<float> randoms(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
+using testing::random_floats;
 
 // Every length from 0 to past two vector widths (tails of every size), against a double sum.
 TEST(VecOps, DotMatchesDoubleReferenceOnAllPathsAndTails) {
   for (int64_t n = 0; n <= 41; ++n) {
-    const std::vector<float> a = randoms(static_cast<size_t>(n), 1),
-                             b = randoms(static_cast<size_t>(n), 2);
+    const std::vector<float> a = random_floats(static_cast<size_t>(n), 1),
+                             b = random_floats(static_cast<size_t>(n), 2);
     double ref = 0, mag = 0;
     for (int64_t i = 0; i < n; ++i) {
       ref += static_cast<double>(a[static_cast<size_t>(i)]) * b[static_cast<size_t>(i)];
@@ -49,8 +44,8 @@ TEST(VecOps, DotMatchesDoubleReferenceOnAllPathsAndTails) {
 
 TEST(VecOps, AxpyMatchesScalarOnAllPathsAndTails) {
   for (int64_t n = 0; n <= 41; ++n) {
-    const std::vector<float> x = randoms(static_cast<size_t>(n), 3),
-                             y0 = randoms(static_cast<size_t>(n), 4);
+    const std::vector<float> x = random_floats(static_cast<size_t>(n), 3),
+                             y0 = random_floats(static_cast<size_t>(n), 4);
     std::vector<float> ys = y0, yv = y0, yd = y0;
     axpy_f32_scalar(0.37f, x.data(), ys.data(), n);
     axpy_f32(0.37f, x.data(), yd.data(), n);
@@ -71,8 +66,8 @@ TEST(VecOps, AxpyMatchesScalarOnAllPathsAndTails) {
 TEST(VecOps, Avx2IsBitwiseTheScalarResult) {
   if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2";
   for (int64_t n = 0; n <= 300; n += (n < 40 ? 1 : 37)) {
-    const std::vector<float> a = randoms(static_cast<size_t>(n), 11),
-                             b = randoms(static_cast<size_t>(n), 12);
+    const std::vector<float> a = random_floats(static_cast<size_t>(n), 11),
+                             b = random_floats(static_cast<size_t>(n), 12);
     const float s = dot_f32_scalar(a.data(), b.data(), n), v = dot_f32_avx2(a.data(), b.data(), n);
     EXPECT_EQ(std::memcmp(&s, &v, sizeof s), 0) << n << ": " << s << " vs " << v;
     std::vector<float> ys = b, yv = b;
@@ -87,10 +82,10 @@ TEST(VecOps, Avx2IsBitwiseTheScalarResult) {
 TEST(VecOps, RowFormsEqualOneRowCalls) {
   for (int64_t dim : {1, 7, 8, 64, 70, 72, 136, 256}) {
     const int64_t n_rows = 13, stride = dim * 3 + 5;
-    const std::vector<float> rows = randoms(static_cast<size_t>(n_rows * stride), 21);
-    const std::vector<float> q = randoms(static_cast<size_t>(dim), 22);
-    const std::vector<float> p = randoms(static_cast<size_t>(n_rows), 23);
-    const std::vector<float> out0 = randoms(static_cast<size_t>(dim), 24);
+    const std::vector<float> rows = random_floats(static_cast<size_t>(n_rows * stride), 21);
+    const std::vector<float> q = random_floats(static_cast<size_t>(dim), 22);
+    const std::vector<float> p = random_floats(static_cast<size_t>(n_rows), 23);
+    const std::vector<float> out0 = random_floats(static_cast<size_t>(dim), 24);
     for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
       if (isa == Isa::kAvx2 && !cpu_has_avx2()) continue;
       const Isa saved = active_isa();
@@ -126,8 +121,8 @@ TEST(VecOps, ExpIsWithinTwoUlpOverTheUsefulRange) {
 
 TEST(VecOps, SiluMulIsBitwiseEqualOnBothPaths) {
   for (int64_t n : {0, 1, 7, 8, 9, 64, 1536, 1539}) {
-    std::vector<float> x = randoms(static_cast<size_t>(n), 31),
-                       up = randoms(static_cast<size_t>(n), 32);
+    std::vector<float> x = random_floats(static_cast<size_t>(n), 31),
+                       up = random_floats(static_cast<size_t>(n), 32);
     for (float& v : x) v *= 20.0f;  // reaches both tails of the clamp
     std::vector<float> g[2];
     int paths = 0;
@@ -154,7 +149,7 @@ TEST(VecOps, SiluMulIsBitwiseEqualOnBothPaths) {
 // The result must not depend on where the inputs sit (attention calls it on cache rows at any
 // offset): same values at different alignments give the same bits.
 TEST(VecOps, DotIsIndependentOfAlignment) {
-  const std::vector<float> a = randoms(64, 5), b = randoms(64, 6);
+  const std::vector<float> a = random_floats(64, 5), b = random_floats(64, 6);
   std::vector<float> a2(67), b2(67);
   for (size_t i = 0; i < 64; ++i) {
     a2[i + 3] = a[i];
@@ -171,11 +166,12 @@ TEST(VecOps, MultiQueryFormsEqualOneQueryCalls) {
     for (int64_t nq : {1, 2, 3, 4, 5, 7, 9}) {
       for (int64_t n_rows : {0, 1, 4, 6, 13}) {
         const int64_t stride = dim + 3, q_stride = dim + 1, out_stride = n_rows + 2;
-        const std::vector<float> rows = randoms(static_cast<size_t>((n_rows + 1) * stride), 41);
-        const std::vector<float> q = randoms(static_cast<size_t>(nq * q_stride), 42);
-        const std::vector<float> p = randoms(static_cast<size_t>(nq * out_stride), 43);
+        const std::vector<float> rows =
+            random_floats(static_cast<size_t>((n_rows + 1) * stride), 41);
+        const std::vector<float> q = random_floats(static_cast<size_t>(nq * q_stride), 42);
+        const std::vector<float> p = random_floats(static_cast<size_t>(nq * out_stride), 43);
         const int64_t sum_stride = dim + 2;
-        const std::vector<float> out0 = randoms(static_cast<size_t>(nq * sum_stride), 44);
+        const std::vector<float> out0 = random_floats(static_cast<size_t>(nq * sum_stride), 44);
         for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
           if (isa == Isa::kAvx2 && !cpu_has_avx2()) continue;
           const Isa saved = active_isa();
@@ -249,7 +245,7 @@ TEST(VecOps, SoftmaxExpEqualsStdExpBitForBit) {
 // same numerators and the same sum.
 TEST(VecOps, SoftmaxExpPathsAgreeOnScaledRows) {
   for (int64_t n : {1, 3, 4, 7, 8, 9, 31, 400}) {
-    std::vector<float> row = randoms(static_cast<size_t>(n), 51);
+    std::vector<float> row = random_floats(static_cast<size_t>(n), 51);
     for (float& v : row) v *= 30.0f;
     std::vector<float> a = row, b = row;
     const float sa = softmax_exp_f32_scalar(a.data(), n, 0.125f);
