@@ -257,7 +257,9 @@ TEST(Matmul, PackedScalarAndAvx2Bitwise) {
 }
 
 // Q8_0 weights of -128 (never produced by quantizing, but legal in a file) and extreme
-// activations: the sign trick and the int16 bounds of every packed kind must still hold.
+// activations (alternating signs, all +1, all -1: quantized to +-127, so every chunk's products
+// reach the int16 bounds of the packed kinds): the sign and offset handling and those bounds
+// must still hold.
 TEST(Matmul, PackedExtremeValues) {
   ThreadPool pool(1);
   const int64_t rows = 8, cols = 64;
@@ -274,17 +276,22 @@ TEST(Matmul, PackedExtremeValues) {
         std::memset(m.bytes.data() + blk * bs + hdr, 0xff, bs - hdr);
         if (t == GgmlType::Q8_0) m.bytes[blk * bs + 2] = 0x80;
       }
-      std::vector<float> x(static_cast<size_t>(cols));
-      for (int64_t c = 0; c < cols; ++c) x[static_cast<size_t>(c)] = c % 2 ? -1.0f : 1.0f;
+      const int64_t k = 3;
+      std::vector<float> x(static_cast<size_t>(k * cols));
+      for (int64_t c = 0; c < cols; ++c) {
+        x[static_cast<size_t>(c)] = c % 2 ? -1.0f : 1.0f;
+        x[static_cast<size_t>(cols + c)] = 1.0f;
+        x[static_cast<size_t>(2 * cols + c)] = -1.0f;
+      }
       x[0] = -1.0f;
-      std::vector<float> plain(static_cast<size_t>(rows)), packed(plain.size());
-      matmul(m.w, x.data(), 1, plain.data(), pool);
+      std::vector<float> plain(static_cast<size_t>(k * rows)), packed(plain.size());
+      matmul(m.w, x.data(), k, plain.data(), pool);
       m.packed.resize(packed_bytes(m.w));
       pack_weights(m.w, m.packed.data());
       m.w.packed = m.packed.data();
-      matmul(m.w, x.data(), 1, packed.data(), pool);
+      matmul(m.w, x.data(), k, packed.data(), pool);
       std::vector<double> ref, abs_sum;
-      reference(m.w, x.data(), 1, &ref, &abs_sum);
+      reference(m.w, x.data(), k, &ref, &abs_sum);
       for (size_t i = 0; i < plain.size(); ++i) {
         EXPECT_NEAR(packed[i], ref[i], 2e-6 * abs_sum[i] + 1e-6) << type_name(t) << " " << i;
         EXPECT_NEAR(plain[i], ref[i], 2e-6 * abs_sum[i] + 1e-6) << type_name(t) << " " << i;
@@ -293,29 +300,47 @@ TEST(Matmul, PackedExtremeValues) {
   }
 }
 
-// The packed kernels' activation format keeps the quantized values and widens the fp16 scale
-// (and Q8_1's sum) exactly.
+// The packed kernels' activation formats keep the quantized values (as int16 for the Q8_0
+// kernel, with their sum for the others) and widen the fp16 scale (and Q8_1's sum) exactly.
 TEST(Matmul, WidenedActivationsKeepValuesAndScales) {
   const std::vector<float> x = random_floats(64, 41);
-  for (GgmlType act : {GgmlType::Q8_0, GgmlType::Q8_1}) {
-    std::vector<uint8_t> q(row_bytes(act, 64)), wide(2 * sizeof(PackedActBlock));
+  for (GgmlType weight : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0}) {
+    const GgmlType act = weight == GgmlType::Q4_1 ? GgmlType::Q8_1 : GgmlType::Q8_0;
+    std::vector<uint8_t> q(row_bytes(act, 64)), wide(2 * packed_act_block_bytes(weight));
     (act == GgmlType::Q8_0 ? quantize_act_q8_0_scalar : quantize_act_q8_1_scalar)(x.data(),
                                                                                   q.data(), 64);
-    widen_activation_row(act, q.data(), wide.data(), 64);
+    widen_activation_row(weight, act, q.data(), wide.data(), 64);
     const size_t bs = act == GgmlType::Q8_0 ? 34 : 36, hdr = act == GgmlType::Q8_0 ? 2 : 4;
     for (size_t b = 0; b < 2; ++b) {
-      PackedActBlock w;
-      std::memcpy(&w, wide.data() + b * sizeof w, sizeof w);
       uint16_t d, sx = 0;
       std::memcpy(&d, q.data() + b * bs, 2);
       if (act == GgmlType::Q8_1) std::memcpy(&sx, q.data() + b * bs + 2, 2);
+      int8_t qs[32];
+      std::memcpy(qs, q.data() + b * bs + hdr, 32);
+      if (weight == GgmlType::Q8_0) {
+        PackedActBlock16 w;
+        ASSERT_EQ(packed_act_block_bytes(weight), sizeof w);
+        std::memcpy(&w, wide.data() + b * sizeof w, sizeof w);
+        EXPECT_EQ(w.d, fp16_to_fp32(d));
+        for (int j = 0; j < 32; ++j) EXPECT_EQ(w.qs[j], qs[j]) << j;
+        continue;
+      }
+      PackedActBlock w;
+      ASSERT_EQ(packed_act_block_bytes(weight), sizeof w);
+      std::memcpy(&w, wide.data() + b * sizeof w, sizeof w);
       EXPECT_EQ(w.d, fp16_to_fp32(d));
       EXPECT_EQ(w.s, act == GgmlType::Q8_1 ? fp16_to_fp32(sx) : 0.0f);
-      EXPECT_EQ(std::memcmp(w.qs, q.data() + b * bs + hdr, 32), 0);
+      EXPECT_EQ(std::memcmp(w.qs, qs, 32), 0);
+      int32_t sum = 0;
+      for (int8_t v : qs) sum += v;
+      EXPECT_EQ(w.sum, sum);
     }
   }
   std::vector<uint8_t> buf(1024);
-  EXPECT_ANY_THROW(widen_activation_row(GgmlType::Q8_K, buf.data(), buf.data() + 512, 256));
+  EXPECT_ANY_THROW(
+      widen_activation_row(GgmlType::Q8_0, GgmlType::Q8_K, buf.data(), buf.data() + 512, 256));
+  EXPECT_ANY_THROW(
+      widen_activation_row(GgmlType::Q4_K, GgmlType::Q8_0, buf.data(), buf.data() + 512, 64));
 }
 
 TEST(Matmul, PackedBytesOnlyForPackableShapes) {
