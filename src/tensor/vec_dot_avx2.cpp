@@ -36,6 +36,9 @@ void multi(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_t nx,
   const int64_t rest = nx - t;
   const uint8_t* xt = x + static_cast<size_t>(t) * xs;
   float* ot = out + t * os;
+  if constexpr (K::kMaxNR > 4) {
+    if (rest == 4) K::template run<4>(n, w, xt, xs, ot, os);
+  }
   if (rest == 3) K::template run<3>(n, w, xt, xs, ot, os);
   if (rest == 2) K::template run<2>(n, w, xt, xs, ot, os);
   if (rest == 1) K::template run<1>(n, w, xt, xs, ot, os);
@@ -201,7 +204,7 @@ inline __m128i mins_dot(const int16_t m[8], const int16_t* bsums) {
 
 template <bool kFiveBit>
 struct KQuant45 {
-  static constexpr int kMaxNR = 4;
+  static constexpr int kMaxNR = 5;
   template <int NR>
   static void run(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, float* out,
                   int64_t os) {
@@ -270,7 +273,7 @@ struct KQuant45 {
 };
 
 struct KQuant6 {
-  static constexpr int kMaxNR = 4;
+  static constexpr int kMaxNR = 5;
   template <int NR>
   static void run(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, float* out,
                   int64_t os) {
