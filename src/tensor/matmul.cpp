@@ -49,8 +49,7 @@ void check_shape(const WeightMatrix& w) {
 struct Activations {
   const uint8_t* data;
   size_t stride;  // bytes per row
-  // The same rows in the packed kernels' format, for packed matrices (nullptr when none takes
-  // part).
+  // The same rows as PackedActBlocks, for packed matrices (nullptr when none takes part).
   const uint8_t* widened = nullptr;
   size_t widened_stride = 0;
 };
@@ -58,8 +57,8 @@ struct Activations {
 // The k activation rows in the kernel's format: quantized into thread-local scratch, or the
 // floats themselves for F32 weights; with `widen`, also in the packed kernels' format. Rows are
 // quantized independently, so splitting them over threads changes nothing.
-Activations prepare_activations(const DotKernel& kern, GgmlType weight_type, int64_t cols,
-                                const float* x, int64_t k, bool widen, ThreadPool& pool) {
+Activations prepare_activations(const DotKernel& kern, int64_t cols, const float* x, int64_t k,
+                                bool widen, ThreadPool& pool) {
   if (kern.quantize == nullptr) {
     return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
   }
@@ -68,7 +67,7 @@ Activations prepare_activations(const DotKernel& kern, GgmlType weight_type, int
   const size_t need = stride * static_cast<size_t>(k);
   if (buf.size() < need) buf.resize(need);
   uint8_t* dst = buf.data();
-  const size_t wstride = static_cast<size_t>(cols / kQK) * packed_act_block_bytes(weight_type);
+  const size_t wstride = static_cast<size_t>(cols / kQK) * sizeof(PackedActBlock);
   uint8_t* wdst = nullptr;
   if (widen) {
     std::vector<uint8_t>& wbuf = widened_scratch();
@@ -81,8 +80,7 @@ Activations prepare_activations(const DotKernel& kern, GgmlType weight_type, int
       uint8_t* row = dst + static_cast<size_t>(t) * stride;
       kern.quantize(x + t * cols, row, cols);
       if (wdst != nullptr) {
-        widen_activation_row(weight_type, kern.act_type, row,
-                             wdst + static_cast<size_t>(t) * wstride, cols);
+        widen_activation_row(kern.act_type, row, wdst + static_cast<size_t>(t) * wstride, cols);
       }
     }
   };
@@ -158,7 +156,7 @@ void matmul_group(std::span<const MatmulTarget> targets, const float* x, int64_t
   if (total_units == 0) return;
   const DotKernel& kern = dot_kernel(w0.type, active_isa());
   const bool widen = any_packed && kern.packed != nullptr;
-  const Activations act = prepare_activations(kern, w0.type, w0.cols, x, k, widen, pool);
+  const Activations act = prepare_activations(kern, w0.cols, x, k, widen, pool);
   const int64_t tile = tile_rows(act, k);
 
   // Global unit u runs over the targets' units back to back; a chunk may straddle targets.

@@ -300,47 +300,32 @@ TEST(Matmul, PackedExtremeValues) {
   }
 }
 
-// The packed kernels' activation formats keep the quantized values (as int16 for the Q8_0
-// kernel, with their sum for the others) and widen the fp16 scale (and Q8_1's sum) exactly.
+// The packed kernels' activation format keeps the quantized values and their sum, and widens
+// the fp16 scale (and Q8_1's sum) exactly.
 TEST(Matmul, WidenedActivationsKeepValuesAndScales) {
   const std::vector<float> x = random_floats(64, 41);
-  for (GgmlType weight : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0}) {
-    const GgmlType act = weight == GgmlType::Q4_1 ? GgmlType::Q8_1 : GgmlType::Q8_0;
-    std::vector<uint8_t> q(row_bytes(act, 64)), wide(2 * packed_act_block_bytes(weight));
+  for (GgmlType act : {GgmlType::Q8_0, GgmlType::Q8_1}) {
+    std::vector<uint8_t> q(row_bytes(act, 64)), wide(2 * sizeof(PackedActBlock));
     (act == GgmlType::Q8_0 ? quantize_act_q8_0_scalar : quantize_act_q8_1_scalar)(x.data(),
                                                                                   q.data(), 64);
-    widen_activation_row(weight, act, q.data(), wide.data(), 64);
+    widen_activation_row(act, q.data(), wide.data(), 64);
     const size_t bs = act == GgmlType::Q8_0 ? 34 : 36, hdr = act == GgmlType::Q8_0 ? 2 : 4;
     for (size_t b = 0; b < 2; ++b) {
+      PackedActBlock w;
+      std::memcpy(&w, wide.data() + b * sizeof w, sizeof w);
       uint16_t d, sx = 0;
       std::memcpy(&d, q.data() + b * bs, 2);
       if (act == GgmlType::Q8_1) std::memcpy(&sx, q.data() + b * bs + 2, 2);
-      int8_t qs[32];
-      std::memcpy(qs, q.data() + b * bs + hdr, 32);
-      if (weight == GgmlType::Q8_0) {
-        PackedActBlock16 w;
-        ASSERT_EQ(packed_act_block_bytes(weight), sizeof w);
-        std::memcpy(&w, wide.data() + b * sizeof w, sizeof w);
-        EXPECT_EQ(w.d, fp16_to_fp32(d));
-        for (int j = 0; j < 32; ++j) EXPECT_EQ(w.qs[j], qs[j]) << j;
-        continue;
-      }
-      PackedActBlock w;
-      ASSERT_EQ(packed_act_block_bytes(weight), sizeof w);
-      std::memcpy(&w, wide.data() + b * sizeof w, sizeof w);
       EXPECT_EQ(w.d, fp16_to_fp32(d));
       EXPECT_EQ(w.s, act == GgmlType::Q8_1 ? fp16_to_fp32(sx) : 0.0f);
-      EXPECT_EQ(std::memcmp(w.qs, qs, 32), 0);
+      EXPECT_EQ(std::memcmp(w.qs, q.data() + b * bs + hdr, 32), 0);
       int32_t sum = 0;
-      for (int8_t v : qs) sum += v;
+      for (size_t j = 0; j < 32; ++j) sum += static_cast<int8_t>(q[b * bs + hdr + j]);
       EXPECT_EQ(w.sum, sum);
     }
   }
   std::vector<uint8_t> buf(1024);
-  EXPECT_ANY_THROW(
-      widen_activation_row(GgmlType::Q8_0, GgmlType::Q8_K, buf.data(), buf.data() + 512, 256));
-  EXPECT_ANY_THROW(
-      widen_activation_row(GgmlType::Q4_K, GgmlType::Q8_0, buf.data(), buf.data() + 512, 64));
+  EXPECT_ANY_THROW(widen_activation_row(GgmlType::Q8_K, buf.data(), buf.data() + 512, 256));
 }
 
 TEST(Matmul, PackedBytesOnlyForPackableShapes) {

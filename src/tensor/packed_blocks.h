@@ -13,8 +13,7 @@
 // Chunk p of `qs` covers columns 4p .. 4p+3 of the block: byte 4r + c of a chunk is column
 // 4p + c of row r. For the 4-bit formats one byte carries two chunks: its low nibble belongs to
 // chunk p (columns 4p..4p+3), its high nibble to chunk p + 4 (columns 16+4p..16+4p+3), matching
-// the low/high nibble split of the unpacked formats. Q8_0 is the exception: its 16-byte pairs
-// hold two columns each (see PackedQ8_0x8).
+// the low/high nibble split of the unpacked formats.
 #pragma once
 
 #include <cstdint>
@@ -44,34 +43,24 @@ struct PackedQ5_0x8 {
   uint32_t qh[kPackRows];
   uint8_t qs[kPackRows * kQK / 2];
 };
-// Q8_0 x8: q in [-128, 127], x = d * q. Pair p of `qs` (16 bytes, p < 16) covers columns 2p
-// and 2p + 1: byte 2r + c is column 2p + c of row r. Sign-extended to int16, one pair times one
-// broadcast int16 pair of an activation row is a single madd giving 8 rows' partial sums; int8
-// maddubs needs a sign fix-up and a widening madd per 4 columns instead, about a third more
-// vector operations, and with 5 activation rows the Q8_0 kernel is compute bound.
+// Q8_0 x8: q in [-128, 127], x = d * q.
 struct PackedQ8_0x8 {
   uint16_t d[kPackRows];
   int8_t qs[kPackRows * kQK];
 };
 
-// Activation block for the Q4_0, Q4_1 and Q5_0 packed kernels: a Q8_0 or Q8_1 block with its
-// fp16 scale d (and, for Q8_1, s = d * sum(qs)) widened to float once per matmul, so that a
-// kernel broadcasts it straight from memory instead of converting it again for every group of 8
-// weight rows, and the integer sum of its quants, which lets Q4_0 and Q5_0 multiply their
-// unsigned codes q and subtract offset * sum once per block (sum((q - offset) * y) exactly)
-// instead of sign-fixing every product. The widening is exact, so results are the same bits as
-// converting in the kernel.
+// Activation block for the packed kernels: a Q8_0 or Q8_1 block with its fp16 scale d (and,
+// for Q8_1, s = d * sum(qs)) widened to float once per matmul, so that a kernel broadcasts it
+// straight from memory instead of converting it again for every group of 8 weight rows, and
+// the integer sum of its quants, which lets Q4_0 and Q5_0 multiply their unsigned codes q and
+// subtract offset * sum once per block (sum((q - offset) * y) exactly) instead of sign-fixing
+// every product. The widening is exact, so results are the same bits as converting in the
+// kernel.
 struct PackedActBlock {
   float d;
   float s;      // 0 when widened from Q8_0
   int32_t sum;  // sum of qs
   int8_t qs[kQK];
-};
-// Activation block for the Q8_0 packed kernel: the same values with the quants widened to
-// int16, so that a pair of them is one 32-bit broadcast (see PackedQ8_0x8).
-struct PackedActBlock16 {
-  float d;
-  int16_t qs[kQK];
 };
 
 static_assert(sizeof(PackedQ4_0x8) == kPackRows * sizeof(BlockQ4_0));

@@ -30,27 +30,17 @@ int value(const PackedQ4_1x8& b, int r, int j) { return packed_nibble(b.qs, r, j
 int value(const PackedQ5_0x8& b, int r, int j) {
   return (packed_nibble(b.qs, r, j) | (packed_q5_high(b.qh, r, j) << 4)) - 16;
 }
-int value(const PackedQ8_0x8& b, int r, int j) { return b.qs[16 * (j / 2) + 2 * r + j % 2]; }
+int value(const PackedQ8_0x8& b, int r, int j) { return b.qs[32 * (j / 4) + 4 * r + j % 4]; }
 
 template <typename P>
 constexpr bool kHasMin = false;
 template <>
 constexpr bool kHasMin<PackedQ4_1x8> = true;
 
-// The activation format each packed kernel reads.
-template <typename P>
-struct ActBlock {
-  using type = PackedActBlock;
-};
-template <>
-struct ActBlock<PackedQ8_0x8> {
-  using type = PackedActBlock16;
-};
-
 template <typename P>
 void packed_dot(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_t nx, float* out,
                 int64_t os) {
-  using X = typename ActBlock<P>::type;
+  using X = PackedActBlock;
   const int64_t nb = n / kQK;
   for (int64_t t = 0; t < nx; ++t) {
     float acc[kPackRows] = {};

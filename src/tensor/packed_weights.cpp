@@ -29,10 +29,11 @@ void pack_groups(const WeightMatrix& w, uint8_t* dst, Fill fill) {
 
 // Byte j < 16 of a 4-bit block holds column j (low nibble) and column j + 16 (high nibble),
 // and chunk p of the packed block wants exactly columns 4p..4p+3 and 16+4p..16+4p+3 of row r at
-// bytes 4r..4r+3: so each chunk's 4 bytes are copied unchanged.
+// bytes 4r..4r+3: so each chunk's 4 bytes are copied unchanged. The same copy places Q8_0's
+// columns 4p..4p+3 (one byte each).
 template <typename Packed, typename Block>
-void put_chunks(Packed& p, int r, const Block& blk) {
-  for (int c = 0; c < 4; ++c) std::memcpy(&p.qs[32 * c + 4 * r], &blk.qs[4 * c], 4);
+void put_chunks(Packed& p, int r, const Block& blk, int chunks) {
+  for (int c = 0; c < chunks; ++c) std::memcpy(&p.qs[32 * c + 4 * r], &blk.qs[4 * c], 4);
 }
 
 }  // namespace
@@ -53,20 +54,20 @@ void pack_weights(const WeightMatrix& w, uint8_t* dst) {
     case GgmlType::Q4_0:
       pack_groups<PackedQ4_0x8, BlockQ4_0>(w, dst, [](PackedQ4_0x8& p, int r, const BlockQ4_0& b) {
         p.d[r] = b.d;
-        put_chunks(p, r, b);
+        put_chunks(p, r, b, 4);
       });
       break;
     case GgmlType::Q4_1:
       pack_groups<PackedQ4_1x8, BlockQ4_1>(w, dst, [](PackedQ4_1x8& p, int r, const BlockQ4_1& b) {
         p.d[r] = b.d;
         p.m[r] = b.m;
-        put_chunks(p, r, b);
+        put_chunks(p, r, b, 4);
       });
       break;
     case GgmlType::Q5_0:
       pack_groups<PackedQ5_0x8, BlockQ5_0>(w, dst, [](PackedQ5_0x8& p, int r, const BlockQ5_0& b) {
         p.d[r] = b.d;
-        put_chunks(p, r, b);
+        put_chunks(p, r, b, 4);
         // Bit 4r + c of chunk mask s is the fifth bit of column 4s + c (s < 4) or
         // 16 + 4(s - 4) + c: a nibble of the block's qh, moved to row r's place.
         uint32_t qh;
@@ -77,8 +78,7 @@ void pack_weights(const WeightMatrix& w, uint8_t* dst) {
     case GgmlType::Q8_0:
       pack_groups<PackedQ8_0x8, BlockQ8_0>(w, dst, [](PackedQ8_0x8& p, int r, const BlockQ8_0& b) {
         p.d[r] = b.d;
-        // Pair c holds columns 2c and 2c + 1 of row r at bytes 2r, 2r + 1.
-        for (int c = 0; c < 16; ++c) std::memcpy(&p.qs[16 * c + 2 * r], &b.qs[2 * c], 2);
+        put_chunks(p, r, b, 8);
       });
       break;
     default:
@@ -86,46 +86,25 @@ void pack_weights(const WeightMatrix& w, uint8_t* dst) {
   }
 }
 
-size_t packed_act_block_bytes(GgmlType weight_type) {
-  return weight_type == GgmlType::Q8_0 ? sizeof(PackedActBlock16) : sizeof(PackedActBlock);
-}
-
-void widen_activation_row(GgmlType weight_type, GgmlType act_type, const uint8_t* src,
-                          uint8_t* dst, int64_t n) {
+void widen_activation_row(GgmlType act_type, const uint8_t* src, uint8_t* dst, int64_t n) {
   const bool q8_1 = act_type == GgmlType::Q8_1;
   if (!q8_1 && act_type != GgmlType::Q8_0) {
     fail("widen_activation_row: ", type_name(act_type), " is not a packed activation format");
   }
-  if (!packable(weight_type)) {
-    fail("widen_activation_row: ", type_name(weight_type), " has no packed kernel");
-  }
-  const bool sixteen = weight_type == GgmlType::Q8_0;
   const size_t src_block = q8_1 ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0);
-  const size_t dst_block = packed_act_block_bytes(weight_type);
   for (int64_t b = 0; b < n / kQK; ++b) {
     const uint8_t* in = src + static_cast<size_t>(b) * src_block;
-    uint8_t* out = dst + static_cast<size_t>(b) * dst_block;
+    PackedActBlock out{};
     uint16_t h;
     std::memcpy(&h, in, 2);
-    const float d = fp16_to_fp32(h);
-    int8_t qs[kQK];
-    std::memcpy(qs, in + (q8_1 ? 4 : 2), kQK);
-    if (sixteen) {
-      PackedActBlock16 blk{};
-      blk.d = d;
-      for (int j = 0; j < kQK; ++j) blk.qs[j] = qs[j];
-      std::memcpy(out, &blk, sizeof blk);
-      continue;
-    }
-    PackedActBlock blk{};
-    blk.d = d;
+    out.d = fp16_to_fp32(h);
     if (q8_1) {
       std::memcpy(&h, in + 2, 2);
-      blk.s = fp16_to_fp32(h);
+      out.s = fp16_to_fp32(h);
     }
-    for (int j = 0; j < kQK; ++j) blk.sum += qs[j];
-    std::memcpy(blk.qs, qs, kQK);
-    std::memcpy(out, &blk, sizeof blk);
+    std::memcpy(out.qs, in + (q8_1 ? 4 : 2), kQK);
+    for (int8_t v : out.qs) out.sum += v;
+    std::memcpy(dst + static_cast<size_t>(b) * sizeof(PackedActBlock), &out, sizeof out);
   }
 }
 

@@ -22,14 +22,8 @@ size_t packed_bytes(const WeightMatrix& w);
 // Writes w's packed copy into dst (packed_bytes(w) bytes, any alignment).
 void pack_weights(const WeightMatrix& w, uint8_t* dst);
 
-// Bytes per 32 elements of the activation format the packed kernel for weight_type reads:
-// PackedActBlock16 for Q8_0, PackedActBlock for the others.
-size_t packed_act_block_bytes(GgmlType weight_type);
-
-// Widens one activation row of n elements from Q8_0 or Q8_1 (act_type, the format weight_type's
-// dot kernel quantizes into) into the packed kernels' format for weight_type (dst: n / 32
-// blocks of packed_act_block_bytes(weight_type)).
-void widen_activation_row(GgmlType weight_type, GgmlType act_type, const uint8_t* src,
-                          uint8_t* dst, int64_t n);
+// Widens one activation row of n elements from Q8_0 or Q8_1 (act_type) into PackedActBlocks
+// (dst: n / 32 blocks), the format the packed kernels read.
+void widen_activation_row(GgmlType act_type, const uint8_t* src, uint8_t* dst, int64_t n);
 
 }  // namespace specdec
