@@ -152,11 +152,8 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
     return;
   }
 
-  float max_logit = -std::numeric_limits<float>::infinity();
-  for (float l : logits) {
-    if (std::isnan(l)) fail("make_distribution: NaN logit");
-    max_logit = std::max(max_logit, l);
-  }
+  const float max_logit = max_f32(logits.data(), n);
+  if (std::isnan(max_logit)) fail("make_distribution: NaN logit");
   if (std::isinf(max_logit)) fail("make_distribution: logits have no finite maximum");
 
   // Unnormalized probabilities relative to the maximum: w = exp((l - max) / T) in (0, 1], computed
@@ -191,26 +188,27 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
   } else {
     // The same exps, several at a time (bit for bit std::exp's).
     exp_shifted_scaled_f64(logits.data(), n, m, inv_t, weights.data());
-    for (int32_t i = 0; i < n; ++i) mass += weights[static_cast<size_t>(i)];
     // Top-p over the whole vocabulary: its prefix lies among the largest weights (w is monotone
     // in the logit, so every w >= tau ranks before every w < tau). If the candidates with
     // w >= tau already hold the target mass, with a margin far above the rounding of summing
     // them in another order, the prefix found among them is the one the whole list gives, after
     // the same additions in the same order; the cut-off tau is lowered until that holds. Sorting
     // a few hundred candidates instead of the vocabulary is most of a T > 0 token's sampling.
-    const double target = static_cast<double>(params.top_p) * mass;
+    // The first scan also sums the mass, in index order: that sum is a chain of dependent adds,
+    // and the comparisons and appends run alongside it instead of in a pass of their own.
     double tau = params.top_p < 1.0f ? 1e-3 : 0.0;
-    for (;;) {
+    for (bool first = true;; first = false) {
       ids.clear();
       double held = 0;
       for (int32_t i = 0; i < n; ++i) {
         const double w = weights[static_cast<size_t>(i)];
+        if (first) mass += w;
         if (keep(w) && w >= tau) {
           ids.push_back(i);
           held += w;
         }
       }
-      if (tau == 0.0 || held >= target * (1 + 1e-9)) break;
+      if (tau == 0.0 || held >= static_cast<double>(params.top_p) * mass * (1 + 1e-9)) break;
       tau = tau > 1e-9 ? tau * 1e-3 : 0.0;
     }
   }

@@ -160,6 +160,19 @@ int64_t argmax_f32_scalar(const float* x, int64_t n) {
   return best;
 }
 
+float max_f32_scalar(const float* x, int64_t n) {
+  float m = x[0];
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(x[i])) return x[i];
+    m = x[i] > m ? x[i] : m;
+  }
+  return m;
+}
+
+float max_f32(const float* x, int64_t n) {
+  return active_isa() == Isa::kAvx2 ? max_f32_avx2(x, n) : max_f32_scalar(x, n);
+}
+
 int64_t argmax_f32(const float* x, int64_t n) {
   return active_isa() == Isa::kAvx2 ? argmax_f32_avx2(x, n) : argmax_f32_scalar(x, n);
 }

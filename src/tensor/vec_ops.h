@@ -48,6 +48,11 @@ float softmax_exp_f32(float* row, int64_t n, float scale);
 // 2^-54 or at least 512 and NaN, to std::exp). Sampling's softmax weights over a vocabulary.
 void exp_shifted_scaled_f64(const float* x, int64_t n, double shift, double scale, double* out);
 
+// The maximum of x[0..n), or NaN if any entry is NaN (sampling checks its logits with it). The
+// maximum does not depend on the order of comparisons (+0 and -0 aside, which compare equal),
+// so both paths agree. n >= 1.
+float max_f32(const float* x, int64_t n);
+
 // Index of the first maximum of x[0..n), NaNs skipped (n - 1 when every entry is NaN): greedy
 // decoding's argmax over a vocabulary. Both paths give the same index. n >= 1.
 int64_t argmax_f32(const float* x, int64_t n);
@@ -72,6 +77,8 @@ void weighted_sum_rows_f32_avx2(const float* p, const float* rows, int64_t strid
                                 int64_t dim, float* out);
 float softmax_exp_f32_scalar(float* row, int64_t n, float scale);
 int64_t argmax_f32_scalar(const float* x, int64_t n);
+float max_f32_scalar(const float* x, int64_t n);
+float max_f32_avx2(const float* x, int64_t n);
 int64_t argmax_f32_avx2(const float* x, int64_t n);
 void exp_shifted_scaled_f64_scalar(const float* x, int64_t n, double shift, double scale,
                                    double* out);

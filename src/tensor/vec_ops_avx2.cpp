@@ -509,6 +509,37 @@ void exp_shifted_scaled_f64_avx2(const float* x, int64_t n, double shift, double
   for (; i < n; ++i) out[i] = __builtin_exp((static_cast<double>(x[i]) - shift) * scale);
 }
 
+float max_f32_avx2(const float* x, int64_t n) {
+  // Four independent max chains (one would wait on max_ps's latency every 8 entries) and an
+  // unordered-compare mask that remembers any NaN.
+  __m256 m0 = _mm256_set1_ps(-__builtin_inff()), m1 = m0, m2 = m0, m3 = m0;
+  __m256 nan = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+    const __m256 c = _mm256_loadu_ps(x + i + 16), d = _mm256_loadu_ps(x + i + 24);
+    m0 = _mm256_max_ps(m0, a);
+    m1 = _mm256_max_ps(m1, b);
+    m2 = _mm256_max_ps(m2, c);
+    m3 = _mm256_max_ps(m3, d);
+    nan = _mm256_or_ps(
+        nan, _mm256_or_ps(_mm256_cmp_ps(a, b, _CMP_UNORD_Q), _mm256_cmp_ps(c, d, _CMP_UNORD_Q)));
+  }
+  if (_mm256_movemask_ps(nan) != 0) return __builtin_nanf("");
+  alignas(32) float lanes[32];
+  _mm256_store_ps(lanes, m0);
+  _mm256_store_ps(lanes + 8, m1);
+  _mm256_store_ps(lanes + 16, m2);
+  _mm256_store_ps(lanes + 24, m3);
+  float m = -__builtin_inff();
+  for (float l : lanes) m = l > m ? l : m;
+  for (; i < n; ++i) {
+    if (x[i] != x[i]) return x[i];
+    m = x[i] > m ? x[i] : m;
+  }
+  return m;
+}
+
 int64_t argmax_f32_avx2(const float* x, int64_t n) {
   // The maximum over the non-NaN entries (max_ps returns its second operand when the first is
   // NaN), then the first index holding it: the scalar loop's answer in two vector passes.

@@ -326,4 +326,39 @@ TEST(VecOps, ArgmaxPathsAgree) {
   EXPECT_EQ(argmax_f32(nan_first.data(), 5), 3);
 }
 
+// Sampling's logit check: the maximum, or NaN when any entry is NaN, on both paths, for
+// infinities, signed zeros, NaNs at every position (each vector lane and the tail) and every
+// tail length; the maximum itself compared against a plain loop.
+TEST(VecOps, MaxPathsAgreeAndReportNaN) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> pick(0, 9);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int64_t n = 1 + trial % 71 + (trial % 25 == 0 ? 49152 : 0);
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) {
+      const int kind = pick(rng);
+      v = kind == 0   ? -INFINITY
+          : kind == 1 ? (trial % 2 == 0 ? 0.0f : -0.0f)
+          : kind == 2 ? INFINITY * static_cast<float>(trial % 7 == 0)
+                      : static_cast<float>(pick(rng)) - 5.0f;
+      if (std::isnan(v)) v = 1.0f;  // inf * 0
+    }
+    const bool with_nan = trial % 3 == 0;
+    if (with_nan) x[static_cast<size_t>(trial) % x.size()] = NAN;
+    float plain = x[0];
+    for (float v : x) plain = v > plain ? v : plain;
+    for (bool avx2 : {false, true}) {
+      if (avx2 && !cpu_has_avx2()) continue;
+      const float got = avx2 ? max_f32_avx2(x.data(), n) : max_f32_scalar(x.data(), n);
+      if (with_nan) {
+        ASSERT_TRUE(std::isnan(got)) << "trial " << trial << " avx2 " << avx2;
+      } else {
+        ASSERT_EQ(got, plain) << "trial " << trial << " avx2 " << avx2;
+      }
+    }
+  }
+  const std::vector<float> simple = {1.0f, 7.0f, -2.0f};
+  EXPECT_EQ(max_f32(simple.data(), 3), 7.0f);
+}
+
 }  // namespace specdec
