@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "tensor/cpu_features.h"
+#include "tensor/quantize.h"
 
 namespace specdec {
 
@@ -158,6 +159,22 @@ int64_t argmax_f32_scalar(const float* x, int64_t n) {
     if (x[i] > x[best] || std::isnan(x[best])) best = i;
   }
   return best;
+}
+
+void gelu_table_mul_f32_scalar(float* gate, const float* up, int64_t n, const float* table) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    const float g = x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[fp32_to_fp16(x)];
+    gate[i] = g * up[i];
+  }
+}
+
+void gelu_table_mul_f32(float* gate, const float* up, int64_t n, const float* table) {
+  if (active_isa() == Isa::kAvx2) {
+    gelu_table_mul_f32_avx2(gate, up, n, table);
+  } else {
+    gelu_table_mul_f32_scalar(gate, up, n, table);
+  }
 }
 
 float max_f32_scalar(const float* x, int64_t n) {

@@ -48,6 +48,11 @@ float softmax_exp_f32(float* row, int64_t n, float scale);
 // 2^-54 or at least 512 and NaN, to std::exp). Sampling's softmax weights over a vocabulary.
 void exp_shifted_scaled_f64(const float* x, int64_t n, double shift, double scale, double* out);
 
+// gate[i] = f(gate[i]) * up[i] with ggml's table GELU: f(x) = 0 for x <= -10, x for x >= 10,
+// else table[fp16 bits of x] (x rounded to nearest-even fp16; table: 65536 entries). The AVX2
+// path converts with F16C and gathers from the table: the same bits as the scalar loop.
+void gelu_table_mul_f32(float* gate, const float* up, int64_t n, const float* table);
+
 // The maximum of x[0..n), or NaN if any entry is NaN (sampling checks its logits with it). The
 // maximum does not depend on the order of comparisons (+0 and -0 aside, which compare equal),
 // so both paths agree. n >= 1.
@@ -78,6 +83,8 @@ void weighted_sum_rows_f32_avx2(const float* p, const float* rows, int64_t strid
 float softmax_exp_f32_scalar(float* row, int64_t n, float scale);
 int64_t argmax_f32_scalar(const float* x, int64_t n);
 float max_f32_scalar(const float* x, int64_t n);
+void gelu_table_mul_f32_scalar(float* gate, const float* up, int64_t n, const float* table);
+void gelu_table_mul_f32_avx2(float* gate, const float* up, int64_t n, const float* table);
 float max_f32_avx2(const float* x, int64_t n);
 int64_t argmax_f32_avx2(const float* x, int64_t n);
 void exp_shifted_scaled_f64_scalar(const float* x, int64_t n, double shift, double scale,

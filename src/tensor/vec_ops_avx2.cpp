@@ -509,6 +509,22 @@ void exp_shifted_scaled_f64_avx2(const float* x, int64_t n, double shift, double
   for (; i < n; ++i) out[i] = __builtin_exp((static_cast<double>(x[i]) - shift) * scale);
 }
 
+void gelu_table_mul_f32_avx2(float* gate, const float* up, int64_t n, const float* table) {
+  // F16C's round-to-nearest-even conversion gives the scalar fp32_to_fp16's bits (subnormals,
+  // overflow to inf and NaN included); the index is gathered unsigned from the low half-words.
+  const __m256 lo = _mm256_set1_ps(-10.0f), hi = _mm256_set1_ps(10.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(gate + i);
+    const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 g = _mm256_i32gather_ps(table, _mm256_cvtepu16_epi32(h), 4);
+    g = _mm256_blendv_ps(g, x, _mm256_cmp_ps(x, hi, _CMP_GE_OQ));
+    g = _mm256_blendv_ps(g, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LE_OQ));
+    _mm256_storeu_ps(gate + i, _mm256_mul_ps(g, _mm256_loadu_ps(up + i)));
+  }
+  if (i < n) gelu_table_mul_f32_scalar(gate + i, up + i, n - i, table);
+}
+
 float max_f32_avx2(const float* x, int64_t n) {
   // Four independent max chains (one would wait on max_ps's latency every 8 entries) and an
   // unordered-compare mask that remembers any NaN.

@@ -12,6 +12,7 @@
 
 #include "support/random_floats.h"
 #include "tensor/cpu_features.h"
+#include "tensor/quantize.h"
 
 namespace specdec {
 namespace {
@@ -359,6 +360,59 @@ TEST(VecOps, MaxPathsAgreeAndReportNaN) {
   }
   const std::vector<float> simple = {1.0f, 7.0f, -2.0f};
   EXPECT_EQ(max_f32(simple.data(), 3), 7.0f);
+}
+
+// Gemma's GeGLU gate: both paths give the table rule's bits. The table is random, so an index
+// off by one anywhere (rounding ties between fp16 neighbours, subnormals, the sign) shows; the
+// inputs cover the +-10 cut-offs, fp16 rounding ties, fp16 subnormals, overflow, NaN and tails.
+TEST(VecOps, GeluTablePathsAgree) {
+  std::mt19937 rng(19);
+  std::vector<float> table(1 << 16);
+  std::uniform_real_distribution<float> any(-50.0f, 50.0f);
+  for (float& t : table) t = any(rng);
+  std::vector<float> special = {-10.0f,
+                                10.0f,
+                                std::nextafter(-10.0f, 0.0f),
+                                std::nextafter(10.0f, 0.0f),
+                                0.0f,
+                                -0.0f,
+                                1e-6f,
+                                -3e-7f,
+                                6e-8f,
+                                65504.0f,
+                                70000.0f,
+                                -1e30f,
+                                NAN,
+                                INFINITY,
+                                -INFINITY};
+  // fp16 rounding ties: halfway between neighbouring fp16 values (1 + k/1024 + 1/2048).
+  for (int k = 0; k < 8; ++k) special.push_back(1.0f + (2.0f * k + 1.0f) / 2048.0f);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int64_t n = 1 + trial % 53;
+    std::vector<float> gate(static_cast<size_t>(n)), up(static_cast<size_t>(n));
+    for (size_t i = 0; i < gate.size(); ++i) {
+      gate[i] =
+          trial % 4 == 0 ? special[(i + static_cast<size_t>(trial)) % special.size()] : normal(rng);
+      up[i] = normal(rng);
+    }
+    std::vector<float> want(gate.size());
+    for (size_t i = 0; i < gate.size(); ++i) {
+      const float x = gate[i];
+      const float g = x <= -10.0f ? 0.0f : x >= 10.0f ? x : table[fp32_to_fp16(x)];
+      want[i] = g * up[i];
+    }
+    for (bool avx2 : {false, true}) {
+      if (avx2 && !cpu_has_avx2()) continue;
+      std::vector<float> got = gate;
+      (avx2 ? gelu_table_mul_f32_avx2 : gelu_table_mul_f32_scalar)(got.data(), up.data(), n,
+                                                                   table.data());
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0)
+            << "trial " << trial << " i " << i << " x " << gate[i] << " avx2 " << avx2;
+      }
+    }
+  }
 }
 
 }  // namespace specdec
