@@ -204,6 +204,8 @@ inline __m128i mins_dot(const int16_t m[8], const int16_t* bsums) {
 
 template <bool kFiveBit>
 struct KQuant45 {
+  // 5 rows: a verify pass at gamma = 4 is one call, so each block is unpacked once. What does not
+  // fit in registers is spilled per 256-weight block, not per chunk.
   static constexpr int kMaxNR = 5;
   template <int NR>
   static void run(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, float* out,
@@ -273,7 +275,7 @@ struct KQuant45 {
 };
 
 struct KQuant6 {
-  static constexpr int kMaxNR = 5;
+  static constexpr int kMaxNR = 5;  // as KQuant45
   template <int NR>
   static void run(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, float* out,
                   int64_t os) {
