@@ -105,6 +105,7 @@ GenerationResult Engine::generate(std::span<const int32_t> prompt, const Generat
   SpeculativeDecoder decoder =
       drafter ? SpeculativeDecoder(s.target, *drafter, opts.sampling, opts.draft_max, rng)
               : SpeculativeDecoder(s.target, nullptr, opts.sampling, 0, rng);
+  decoder.set_thread_pool(pool_.get());
   const Tokenizer& tok = tokenizer();
   auto is_end = [&tok, &opts](int32_t id) { return !opts.ignore_eos && tok.is_eog(id); };
 

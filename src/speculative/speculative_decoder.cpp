@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "tensor/thread_pool.h"
 
 namespace specdec {
 
@@ -140,7 +141,6 @@ int32_t SpeculativeDecoder::step() {
   if (g == 0) return step_baseline();
 
   const auto n = static_cast<int32_t>(tokens_.size());
-  const int32_t v = target_.n_vocab();
   const bool greedy = params_.greedy();
 
   // 1. Draft: m <= γ proposals with their distributions.
@@ -163,9 +163,7 @@ int32_t SpeculativeDecoder::step() {
   inputs_.assign(1, tokens_.back());
   inputs_.insert(inputs_.end(), drafts.begin(), drafts.end());
   target_.forward(inputs_, logits_);
-  for (int32_t j = 0; j <= m; ++j) {
-    make_distribution(row(logits_, v, static_cast<size_t>(j)), params_, p_[static_cast<size_t>(j)]);
-  }
+  make_target_distributions(m + 1);
   const std::span<const Distribution> q(q_.data(), static_cast<size_t>(m));
   const std::span<const Distribution> p(p_.data(), static_cast<size_t>(m) + 1);
   const VerifyResult r = verify_(drafts, q, p, greedy, rng_);
@@ -197,6 +195,23 @@ int32_t SpeculativeDecoder::step() {
   target_.truncate(n_new - 1);
   drafter_->finish_round(tokens_, n, m, r.n_accepted);
   return n_new - n;
+}
+
+void SpeculativeDecoder::make_target_distributions(int32_t k) {
+  const int32_t v = target_.n_vocab();
+  const auto build = [&](int64_t j) {
+    make_distribution(row(logits_, v, static_cast<size_t>(j)), params_, p_[static_cast<size_t>(j)]);
+  };
+  // Greedy distributions are an argmax each: not worth a hand-off.
+  if (pool_ == nullptr || pool_->size() < 2 || k < 2 || params_.greedy()) {
+    for (int32_t j = 0; j < k; ++j) build(j);
+    return;
+  }
+  // A position whose logits are bad throws on whichever thread built it; the pool rethrows it
+  // here once every task is done.
+  pool_->parallel_for(k, [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j) build(j);
+  });
 }
 
 void SpeculativeDecoder::run() {

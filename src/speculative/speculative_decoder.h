@@ -46,6 +46,8 @@
 
 namespace specdec {
 
+class ThreadPool;
+
 enum class StopReason { None, MaxTokens, StopToken, ContextFull };
 
 class SpeculativeDecoder {
@@ -85,11 +87,19 @@ class SpeculativeDecoder {
   const Drafter* drafter() const { return drafter_; }  // null: target-only
   const DecodeStats& stats() const { return stats_; }
 
+  // Builds a verify pass's target distributions (T > 0) on this pool, one position per task,
+  // instead of one after another on the calling thread; null (the default) keeps them on the
+  // caller. Each distribution is computed exactly as on one thread, so the output does not change.
+  // The pool must outlive the decoder.
+  void set_thread_pool(ThreadPool* pool) { pool_ = pool; }
+
   // Tests only: run a deliberately broken accept/reject rule (see rejection_rules.h).
   void set_verifier(VerifyFn verify) { verify_ = verify; }
 
  private:
   bool commit(int32_t token);  // false once generation has ended
+  // p_[0..k) from the first k rows of logits_ (on pool_ when set and k > 1).
+  void make_target_distributions(int32_t k);
   int32_t effective_gamma() const;
   bool target_full();
 
@@ -102,6 +112,7 @@ class SpeculativeDecoder {
   Rng& rng_;
   VerifyFn verify_ = &verify_drafts;
   StopPredicate stop_;
+  ThreadPool* pool_ = nullptr;
 
   std::vector<int32_t> tokens_;
   size_t prompt_len_ = 0;

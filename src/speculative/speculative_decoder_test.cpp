@@ -9,12 +9,14 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/error.h"
 #include "sampling/chi_square.h"
 #include "speculative/exactness_harness_test_util.h"
 #include "speculative/fake_lm.h"
+#include "tensor/thread_pool.h"
 
 namespace specdec {
 namespace {
@@ -369,6 +371,75 @@ TEST(SpeculativeDecoder, SameSeedSameOutputAndStats) {
   }
   EXPECT_EQ(out[0], out[1]);
   EXPECT_EQ(accepted[0], accepted[1]);
+}
+
+// Building a verify pass's target distributions on a thread pool changes nothing: the same seed
+// gives the same tokens and the same acceptance with no pool and with pools of 1, 2 and 3
+// threads, at T > 0 with top-p (where each distribution is real work) and greedy.
+TEST(SpeculativeDecoder, PooledTargetDistributionsGiveTheSameRun) {
+  for (float temp : {0.9f, 0.0f}) {
+    std::vector<int32_t> want;
+    int64_t want_accepted = -1;
+    for (int threads : {0, 1, 2, 3}) {
+      Models m(40);
+      std::unique_ptr<ThreadPool> pool;
+      if (threads > 0) pool = std::make_unique<ThreadPool>(threads);
+      Rng rng(77);
+      SpeculativeDecoder dec(m.target, &m.draft, params(temp, 0.95f), 4, rng);
+      dec.set_thread_pool(pool.get());
+      dec.start(std::vector<int32_t>{3, 1, 4}, 120);
+      dec.run();
+      const std::vector<int32_t> got(dec.generated().begin(), dec.generated().end());
+      ASSERT_EQ(got.size(), 120u);
+      ASSERT_GT(dec.stats().rounds, 10);
+      if (threads == 0) {
+        want = got;
+        want_accepted = dec.stats().accepted;
+        continue;
+      }
+      EXPECT_EQ(got, want) << "T " << temp << ", " << threads << " threads";
+      EXPECT_EQ(dec.stats().accepted, want_accepted) << "T " << temp << ", " << threads;
+    }
+  }
+}
+
+// A target whose verify passes give NaN logits in every row after the first: with the
+// distributions built on a pool, the error reaches the caller as the same clear exception
+// whichever thread hit it.
+class NanLaterRowsLM final : public CausalLM {
+ public:
+  explicit NanLaterRowsLM(FakeLM& base) : base_(base) {}
+  int32_t n_vocab() const override { return base_.n_vocab(); }
+  int32_t length() const override { return base_.length(); }
+  int32_t capacity() const override { return base_.capacity(); }
+  void truncate(int32_t n) override { base_.truncate(n); }
+  void forward(std::span<const int32_t> tokens, std::vector<float>& logits) override {
+    base_.forward(tokens, logits);
+    for (size_t row = 1; row < tokens.size(); ++row) {
+      logits[row * static_cast<size_t>(n_vocab()) + 1] = NAN;
+    }
+  }
+
+ private:
+  FakeLM& base_;
+};
+
+TEST(SpeculativeDecoder, PooledDistributionErrorsReachTheCaller) {
+  ThreadPool pool(3);
+  for (int trial = 0; trial < 40; ++trial) {  // so that workers, not only the caller, hit one
+    Models m(12);
+    NanLaterRowsLM target(m.target);
+    Rng rng(5 + static_cast<uint64_t>(trial));
+    SpeculativeDecoder dec(target, &m.draft, params(0.9f, 0.95f), 6, rng);
+    dec.set_thread_pool(&pool);
+    dec.start(std::vector<int32_t>{0}, 20);
+    try {
+      dec.step();
+      FAIL() << "expected an error for NaN logits";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find("NaN"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(SpeculativeDecoder, StatsAreConsistent) {
