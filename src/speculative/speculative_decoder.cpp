@@ -202,8 +202,9 @@ void SpeculativeDecoder::make_target_distributions(int32_t k) {
   const auto build = [&](int64_t j) {
     make_distribution(row(logits_, v, static_cast<size_t>(j)), params_, p_[static_cast<size_t>(j)]);
   };
-  // Greedy distributions are an argmax each: not worth a hand-off.
-  if (pool_ == nullptr || pool_->size() < 2 || k < 2 || params_.greedy()) {
+  // Greedy distributions are an argmax each: not worth a hand-off. (A one-thread pool or a
+  // single position runs inline in parallel_for anyway.)
+  if (pool_ == nullptr || params_.greedy()) {
     for (int32_t j = 0; j < k; ++j) build(j);
     return;
   }

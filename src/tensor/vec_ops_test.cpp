@@ -287,32 +287,43 @@ TEST(VecOps, ExpShiftedScaledEqualsStdExpBitForBit) {
   }
 }
 
+namespace {
+
+// A row of n entries for the maximum and argmax tests: NaN (with_nan), -inf, +inf (every 7th
+// trial), signed zeros (the sign by trial), ties at 3, and small integers.
+std::vector<float> edge_case_row(std::mt19937& rng, int64_t n, int trial, bool with_nan) {
+  std::uniform_int_distribution<int> pick(0, 9);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) {
+    switch (pick(rng)) {
+      case 0:
+        v = with_nan ? NAN : -INFINITY;
+        break;
+      case 1:
+        v = -INFINITY;
+        break;
+      case 2:
+        v = trial % 2 == 0 ? 0.0f : -0.0f;
+        break;
+      case 3:
+        v = trial % 7 == 0 ? INFINITY : 3.0f;  // otherwise ties
+        break;
+      default:
+        v = static_cast<float>(pick(rng)) - 5.0f;
+    }
+  }
+  return x;
+}
+
+}  // namespace
+
 // Greedy decoding's argmax: the first maximum, NaNs skipped, the same index on both paths, for
 // ties, signed zeros, infinities, NaNs anywhere (all-NaN rows included) and every tail length.
 TEST(VecOps, ArgmaxPathsAgree) {
   std::mt19937 rng(13);
-  std::uniform_int_distribution<int> pick(0, 9);
   for (int trial = 0; trial < 3000; ++trial) {
     const int64_t n = 1 + trial % 37 + (trial % 25 == 0 ? 49152 : 0);
-    std::vector<float> x(static_cast<size_t>(n));
-    for (float& v : x) {
-      switch (pick(rng)) {
-        case 0:
-          v = NAN;
-          break;
-        case 1:
-          v = -INFINITY;
-          break;
-        case 2:
-          v = trial % 2 == 0 ? 0.0f : -0.0f;
-          break;
-        case 3:
-          v = 3.0f;
-          break;  // ties
-        default:
-          v = static_cast<float>(pick(rng)) - 5.0f;
-      }
-    }
+    std::vector<float> x = edge_case_row(rng, n, trial, /*with_nan=*/true);
     if (trial % 11 == 0) std::fill(x.begin(), x.end(), NAN);
     const int64_t want = argmax_f32_scalar(x.data(), n);
     if (cpu_has_avx2()) {
@@ -332,18 +343,9 @@ TEST(VecOps, ArgmaxPathsAgree) {
 // tail length; the maximum itself compared against a plain loop.
 TEST(VecOps, MaxPathsAgreeAndReportNaN) {
   std::mt19937 rng(17);
-  std::uniform_int_distribution<int> pick(0, 9);
   for (int trial = 0; trial < 3000; ++trial) {
     const int64_t n = 1 + trial % 71 + (trial % 25 == 0 ? 49152 : 0);
-    std::vector<float> x(static_cast<size_t>(n));
-    for (float& v : x) {
-      const int kind = pick(rng);
-      v = kind == 0   ? -INFINITY
-          : kind == 1 ? (trial % 2 == 0 ? 0.0f : -0.0f)
-          : kind == 2 ? INFINITY * static_cast<float>(trial % 7 == 0)
-                      : static_cast<float>(pick(rng)) - 5.0f;
-      if (std::isnan(v)) v = 1.0f;  // inf * 0
-    }
+    std::vector<float> x = edge_case_row(rng, n, trial, /*with_nan=*/false);
     const bool with_nan = trial % 3 == 0;
     if (with_nan) x[static_cast<size_t>(trial) % x.size()] = NAN;
     float plain = x[0];
