@@ -1,6 +1,7 @@
 #include "tensor/cpu_features.h"
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -19,21 +20,86 @@ bool cpu_has_avx2() {
 #endif
 }
 
-Isa default_isa() {
-  static const Isa isa = [] {
-    const char* force = std::getenv("SPECDEC_FORCE_SCALAR");
-    if (force != nullptr && *force != '\0' && std::strcmp(force, "0") != 0) return Isa::kScalar;
-    return cpu_has_avx2() ? Isa::kAvx2 : Isa::kScalar;
+bool cpu_has_avx512_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  // __builtin_cpu_supports reports the CPUID bits, and GCC's implementation also requires the
+  // OS to save the opmask and zmm registers (XCR0) before it reports any AVX-512 feature.
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512vnni");
   }();
-  return isa;
+  return has;
+#else
+  return false;
+#endif
+}
+
+bool cpu_supports(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return true;
+    case Isa::kAvx2:
+      return cpu_has_avx2();
+    case Isa::kAvx512Vnni:
+      return cpu_has_avx512_vnni();
+  }
+  return false;
+}
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512Vnni:
+      return "avx512vnni";
+  }
+  return "?";
 }
 
 namespace {
+
+// The best supported path at or below `cap`.
+Isa best_up_to(Isa cap) {
+  for (int i = static_cast<int>(cap); i > 0; --i) {
+    if (cpu_supports(static_cast<Isa>(i))) return static_cast<Isa>(i);
+  }
+  return Isa::kScalar;
+}
+
 std::atomic<int>& isa_override() {
   static std::atomic<int> v{-1};  // -1: use default_isa()
   return v;
 }
+
 }  // namespace
+
+Isa default_isa() {
+  static const Isa isa = [] {
+    const char* force = std::getenv("SPECDEC_FORCE_SCALAR");
+    if (force != nullptr && *force != '\0' && std::strcmp(force, "0") != 0) return Isa::kScalar;
+    Isa cap = Isa::kAvx512Vnni;
+    if (const char* want = std::getenv("SPECDEC_ISA"); want != nullptr && *want != '\0') {
+      bool known = false;
+      for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {
+        if (isa_name(i) == want) {
+          cap = i;
+          known = true;
+        }
+      }
+      if (!known) {
+        std::fprintf(stderr,
+                     "specdec: ignoring SPECDEC_ISA=%s (expected scalar, avx2 or avx512vnni)\n",
+                     want);
+      }
+    }
+    return best_up_to(cap);
+  }();
+  return isa;
+}
 
 Isa active_isa() {
   const int v = isa_override().load(std::memory_order_relaxed);
@@ -41,8 +107,7 @@ Isa active_isa() {
 }
 
 void set_active_isa(Isa isa) {
-  if (isa == Isa::kAvx2 && !cpu_has_avx2()) isa = Isa::kScalar;
-  isa_override().store(static_cast<int>(isa), std::memory_order_relaxed);
+  isa_override().store(static_cast<int>(best_up_to(isa)), std::memory_order_relaxed);
 }
 
 }  // namespace specdec

@@ -27,12 +27,16 @@ struct DotKernelTable {
 
 const DotKernelTable& dot_kernels_scalar();  // vec_dot_scalar.cpp
 const DotKernelTable& dot_kernels_avx2();    // vec_dot_avx2.cpp; only if cpu_has_avx2()
+// vec_dot_avx512.cpp (float formats: the AVX2 kernels); only if cpu_has_avx512_vnni()
+const DotKernelTable& dot_kernels_avx512vnni();
 
 // Matrix-vector kernels where a type has one (nullptr otherwise: use DotFn row by row).
 struct DotRowsKernelTable {
   DotRowsFn q4_0, q4_1, q5_0, q5_1, q8_0;
 };
 const DotRowsKernelTable& dot_rows_kernels_avx2();  // vec_dot_avx2.cpp; only if cpu_has_avx2()
+// vec_dot_avx512.cpp; only if cpu_has_avx512_vnni()
+const DotRowsKernelTable& dot_rows_kernels_avx512vnni();
 
 // Packed kernels (packed_blocks.h): w is one group of 8 interleaved weight rows (n / 32 packed
 // blocks), x holds PackedActBlock rows; out[t * out_stride + r] = dot(weight row r of the
@@ -44,5 +48,7 @@ struct PackedKernelTable {
 };
 const PackedKernelTable& packed_kernels_scalar();  // packed_dot_scalar.cpp
 const PackedKernelTable& packed_kernels_avx2();    // packed_dot_avx2.cpp; only if cpu_has_avx2()
+// packed_dot_avx512.cpp; only if cpu_has_avx512_vnni()
+const PackedKernelTable& packed_kernels_avx512vnni();
 
 }  // namespace specdec

@@ -55,7 +55,7 @@ void BM_Matmul(benchmark::State& state, GgmlType type) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
                           static_cast<int64_t>(wq.size()));
-  state.SetLabel(std::string(type_name(type)) + (active_isa() == Isa::kAvx2 ? " avx2" : " scalar") +
+  state.SetLabel(std::string(type_name(type)) + " " + std::string(isa_name(active_isa())) +
                  (w.packed != nullptr ? " packed" : ""));
 }
 

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "support/random_floats.h"
@@ -32,10 +34,25 @@ struct IsaScope {
   Isa saved;
 };
 
+// Every path this CPU can run (the tests of a path the CPU lacks cannot run here; the test
+// log names the paths that ran, see AvailablePaths).
 std::vector<Isa> paths() {
-  std::vector<Isa> p = {Isa::kScalar};
-  if (cpu_has_avx2()) p.push_back(Isa::kAvx2);
+  std::vector<Isa> p;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {
+    if (cpu_supports(isa)) p.push_back(isa);
+  }
   return p;
+}
+
+TEST(Matmul, AvailablePaths) {
+  std::string names;
+  for (Isa isa : paths()) names += std::string(isa_name(isa)) + " ";
+  std::printf("kernel paths tested on this CPU: %s(default %s)\n", names.c_str(),
+              std::string(isa_name(default_isa())).c_str());
+  EXPECT_EQ(paths().front(), Isa::kScalar);
+  // Asking for a path the CPU lacks gives the best one it has, never one it cannot run.
+  IsaScope s(Isa::kAvx512Vnni);
+  EXPECT_EQ(active_isa(), paths().back());
 }
 
 struct Matrix {
@@ -230,28 +247,60 @@ TEST(Matmul, GroupEqualsSeparateMatmuls) {
   }
 }
 
-// The packed kernels mirror their scalar reference operation for operation, so the two paths
-// give the same bits (unlike the plain kernels, whose float summation orders differ).
-TEST(Matmul, PackedScalarAndAvx2Bitwise) {
-  if (!cpu_has_avx2()) GTEST_SKIP() << "no AVX2";
+// The packed kernels mirror their scalar reference operation for operation, so every path
+// gives the same bits (unlike the plain kernels, whose float summation orders differ between
+// scalar and SIMD).
+TEST(Matmul, PackedPathsBitwise) {
   ThreadPool pool(2);
   for (GgmlType t : kWeightTypes) {
     if (!packable(t)) continue;
     for (int64_t cols : {32, 96, 576}) {
-      const int64_t rows = 24, k = 7;
-      const Matrix m = make_weights(t, rows, cols, static_cast<uint32_t>(cols), true);
-      const std::vector<float> x = random_floats(static_cast<size_t>(k * cols), 7);
-      std::vector<float> a(static_cast<size_t>(k * rows)), b(a.size());
-      {
-        IsaScope s(Isa::kScalar);
-        matmul(m.w, x.data(), k, a.data(), pool);
+      for (int64_t k : {1, 5, 7, 9, 13}) {
+        const int64_t rows = 24;
+        const Matrix m = make_weights(t, rows, cols, static_cast<uint32_t>(cols), true);
+        const std::vector<float> x = random_floats(static_cast<size_t>(k * cols), 7);
+        std::vector<float> a(static_cast<size_t>(k * rows)), b(a.size());
+        {
+          IsaScope s(Isa::kScalar);
+          matmul(m.w, x.data(), k, a.data(), pool);
+        }
+        for (Isa isa : paths()) {
+          IsaScope s(isa);
+          matmul(m.w, x.data(), k, b.data(), pool);
+          ASSERT_EQ(std::memcmp(a.data(), b.data(), sizeof(float) * a.size()), 0)
+              << type_name(t) << " cols " << cols << " k " << k << " " << isa_name(isa);
+        }
       }
-      {
-        IsaScope s(Isa::kAvx2);
-        matmul(m.w, x.data(), k, b.data(), pool);
+    }
+  }
+}
+
+// The AVX-512 VNNI kernels compute the AVX2 kernels' integer sums with other instructions and
+// share their float code, so the two give the same bits for every type, packed or not.
+TEST(Matmul, Avx512VnniAndAvx2Bitwise) {
+  if (!cpu_supports(Isa::kAvx512Vnni)) {
+    GTEST_SKIP() << "this CPU has no AVX-512 VNNI; its kernels cannot run here";
+  }
+  ThreadPool pool(2);
+  for (GgmlType t : kWeightTypes) {
+    for (bool pack : layouts(t)) {
+      for (int64_t k : {1, 2, 4, 5, 8, 9}) {
+        // 37 rows: packed groups of 8 and 5 plain rows; 512 columns: two K-quant super-blocks.
+        const int64_t rows = 37, cols = 512;
+        const Matrix m = make_weights(t, rows, cols, 31, pack);
+        const std::vector<float> x = random_floats(static_cast<size_t>(k * cols), 32);
+        std::vector<float> a(static_cast<size_t>(k * rows)), b(a.size());
+        {
+          IsaScope s(Isa::kAvx2);
+          matmul(m.w, x.data(), k, a.data(), pool);
+        }
+        {
+          IsaScope s(Isa::kAvx512Vnni);
+          matmul(m.w, x.data(), k, b.data(), pool);
+        }
+        ASSERT_EQ(std::memcmp(a.data(), b.data(), sizeof(float) * a.size()), 0)
+            << type_name(t) << " k " << k << " packed " << pack;
       }
-      ASSERT_EQ(std::memcmp(a.data(), b.data(), sizeof(float) * a.size()), 0)
-          << type_name(t) << " cols " << cols;
     }
   }
 }

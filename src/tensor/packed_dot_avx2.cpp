@@ -1,15 +1,12 @@
-// AVX2 kernels for the packed layouts (packed_blocks.h). Per block and activation row, each
-// 4-column chunk costs one broadcast load and one maddubs (Q8_0: plus a sign and a madd) for all
-// 8 weight rows; the block's int -> float conversion, scale multiply and accumulate are done for
-// the 8 rows at once. Compiled with -mavx2 -mfma -mf16c; raw intrinsics, no STL.
-//
-// Every float operation is an explicit intrinsic in the order of packed_dot_scalar.cpp, so the
-// two give identical bits, and an output never depends on how many activation rows share a
-// call (the NR rows of a call keep separate accumulators).
+// AVX2 block sums for the packed layouts (packed_blocks.h; the float side is the shared driver in
+// packed_dot_x86.h). Per block and activation row, each 4-column chunk costs one broadcast load
+// and one maddubs (Q8_0: plus a sign and a madd) for all 8 weight rows. Compiled with -mavx2
+// -mfma -mf16c; raw intrinsics, no STL.
 #include <immintrin.h>
 
 #include "tensor/kernel_types.h"
 #include "tensor/packed_blocks.h"
+#include "tensor/packed_dot_x86.h"
 #include "tensor/simd_avx2.h"
 
 namespace specdec {
@@ -121,71 +118,15 @@ struct KindQ8_0 {
   }
 };
 
-template <typename K>
-struct Packed {
-  template <int NR>
-  static void run(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, float* out,
-                  int64_t os) {
-    using P = typename K::P;
-    using X = typename K::X;
-    const auto* wb = reinterpret_cast<const P*>(w);
-    const X* xb[NR];
-    // One accumulator per activation row: the block term and (Q4_1) the min term are added
-    // into it one after the other, which leaves registers for 5 rows.
-    __m256 acc[NR];
-    for (int t = 0; t < NR; ++t) {
-      xb[t] = reinterpret_cast<const X*>(x + static_cast<size_t>(t) * xs);
-      acc[t] = _mm256_setzero_ps();
-    }
-    const int64_t nb = n / kQK;
-    for (int64_t i = 0; i < nb; ++i) {
-      __m256i sum[NR];
-      K::template block_sums<NR>(wb[i], xb, i, sum);
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[i].d)));
-      __m256 mw = _mm256_setzero_ps();
-      if constexpr (K::kMin) {
-        mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[i].m)));
-      }
-      for (int t = 0; t < NR; ++t) {
-        const __m256 scale = _mm256_mul_ps(dw, _mm256_broadcast_ss(&xb[t][i].d));
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[t]), scale, acc[t]);
-        if constexpr (K::kMin) {
-          acc[t] = _mm256_fmadd_ps(mw, _mm256_broadcast_ss(&xb[t][i].s), acc[t]);
-        }
-      }
-    }
-    for (int t = 0; t < NR; ++t) _mm256_storeu_ps(out + t * os, acc[t]);
-  }
-};
-
-// Activation rows in groups of at most 5 (the register budget), split evenly (6 = 3 + 3, not
-// 5 + 1) so the weight unpacking is shared as widely as possible; a verify pass at gamma = 4 is
-// one group.
-template <typename K>
-void multi_packed(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_t nx, float* out,
-                  int64_t os) {
-  int64_t t = 0;
-  while (t < nx) {
-    const int64_t left = nx - t, groups = (left + 4) / 5, nr = (left + groups - 1) / groups;
-    const uint8_t* xt = x + static_cast<size_t>(t) * xs;
-    float* ot = out + t * os;
-    if (nr == 5) Packed<K>::template run<5>(n, w, xt, xs, ot, os);
-    if (nr == 4) Packed<K>::template run<4>(n, w, xt, xs, ot, os);
-    if (nr == 3) Packed<K>::template run<3>(n, w, xt, xs, ot, os);
-    if (nr == 2) Packed<K>::template run<2>(n, w, xt, xs, ot, os);
-    if (nr == 1) Packed<K>::template run<1>(n, w, xt, xs, ot, os);
-    t += nr;
-  }
-}
-
 }  // namespace
 
 const PackedKernelTable& packed_kernels_avx2() {
+  constexpr int kMaxGroup = 5;  // acc and sum per row plus the unpacked block: 16 registers
   static constexpr PackedKernelTable kTable = {
-      multi_packed<KindSmallOffset<PackedQ4_0x8, false>>,
-      multi_packed<KindQ4_1>,
-      multi_packed<KindSmallOffset<PackedQ5_0x8, true>>,
-      multi_packed<KindQ8_0>,
+      multi_packed<KindSmallOffset<PackedQ4_0x8, false>, kMaxGroup>,
+      multi_packed<KindQ4_1, kMaxGroup>,
+      multi_packed<KindSmallOffset<PackedQ5_0x8, true>, kMaxGroup>,
+      multi_packed<KindQ8_0, kMaxGroup>,
   };
   return kTable;
 }

@@ -4,6 +4,7 @@
 #include "tensor/vec_dot.h"
 
 #include <array>
+#include <iterator>
 
 #include "common/error.h"
 #include "tensor/act_quant.h"
@@ -11,48 +12,60 @@
 namespace specdec {
 namespace {
 
+constexpr Isa kPaths[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni};
+
 struct Tables {
-  // Indexed by the raw GgmlType id; missing entries have dot == nullptr.
-  std::array<DotKernel, 31> by_type[2];
+  // Indexed by path (Isa), then by the raw GgmlType id; missing entries have dot == nullptr.
+  std::array<std::array<DotKernel, 31>, std::size(kPaths)> by_type;
 };
+
+// The kernels of one path. Only called for paths this CPU supports: the tables of a path
+// are built in its own instruction-set file and may run its instructions.
+void fill_path(Isa isa, std::array<DotKernel, 31>& by) {
+  const bool simd = isa != Isa::kScalar;  // the AVX-512 path quantizes activations as AVX2 does
+  const DotKernelTable& k = isa == Isa::kAvx512Vnni ? dot_kernels_avx512vnni()
+                            : simd                  ? dot_kernels_avx2()
+                                                    : dot_kernels_scalar();
+  const ActQuantFn q8_0 = simd ? quantize_act_q8_0_avx2 : quantize_act_q8_0_scalar;
+  const ActQuantFn q8_1 = simd ? quantize_act_q8_1_avx2 : quantize_act_q8_1_scalar;
+  const ActQuantFn q8_k = simd ? quantize_act_q8_k_avx2 : quantize_act_q8_k_scalar;
+  const ActQuantFn f16 = simd ? quantize_act_f16_avx2 : quantize_act_f16_scalar;
+  auto set = [&](GgmlType w, GgmlType a, ActQuantFn q, DotFn d) {
+    by[static_cast<size_t>(w)] = DotKernel{a, q, d};
+  };
+  set(GgmlType::F32, GgmlType::F32, nullptr, k.f32);
+  set(GgmlType::F16, GgmlType::F16, f16, k.f16);
+  set(GgmlType::BF16, GgmlType::BF16, quantize_act_bf16_scalar, k.bf16);
+  set(GgmlType::Q4_0, GgmlType::Q8_0, q8_0, k.q4_0);
+  set(GgmlType::Q5_0, GgmlType::Q8_0, q8_0, k.q5_0);
+  set(GgmlType::Q8_0, GgmlType::Q8_0, q8_0, k.q8_0);
+  set(GgmlType::Q4_1, GgmlType::Q8_1, q8_1, k.q4_1);
+  set(GgmlType::Q5_1, GgmlType::Q8_1, q8_1, k.q5_1);
+  if (simd) {
+    const DotRowsKernelTable& r =
+        isa == Isa::kAvx512Vnni ? dot_rows_kernels_avx512vnni() : dot_rows_kernels_avx2();
+    by[static_cast<size_t>(GgmlType::Q4_0)].dot_rows = r.q4_0;
+    by[static_cast<size_t>(GgmlType::Q4_1)].dot_rows = r.q4_1;
+    by[static_cast<size_t>(GgmlType::Q5_0)].dot_rows = r.q5_0;
+    by[static_cast<size_t>(GgmlType::Q5_1)].dot_rows = r.q5_1;
+    by[static_cast<size_t>(GgmlType::Q8_0)].dot_rows = r.q8_0;
+  }
+  const PackedKernelTable& pk = isa == Isa::kAvx512Vnni ? packed_kernels_avx512vnni()
+                                : simd                  ? packed_kernels_avx2()
+                                                        : packed_kernels_scalar();
+  by[static_cast<size_t>(GgmlType::Q4_0)].packed = pk.q4_0;
+  by[static_cast<size_t>(GgmlType::Q4_1)].packed = pk.q4_1;
+  by[static_cast<size_t>(GgmlType::Q5_0)].packed = pk.q5_0;
+  by[static_cast<size_t>(GgmlType::Q8_0)].packed = pk.q8_0;
+  set(GgmlType::Q4_K, GgmlType::Q8_K, q8_k, k.q4_k);
+  set(GgmlType::Q5_K, GgmlType::Q8_K, q8_k, k.q5_k);
+  set(GgmlType::Q6_K, GgmlType::Q8_K, q8_k, k.q6_k);
+}
 
 Tables build_tables() {
   Tables t{};
-  for (int path = 0; path < 2; ++path) {
-    const bool avx2 = path == 1;
-    const DotKernelTable& k = avx2 ? dot_kernels_avx2() : dot_kernels_scalar();
-    const ActQuantFn q8_0 = avx2 ? quantize_act_q8_0_avx2 : quantize_act_q8_0_scalar;
-    const ActQuantFn q8_1 = avx2 ? quantize_act_q8_1_avx2 : quantize_act_q8_1_scalar;
-    const ActQuantFn q8_k = avx2 ? quantize_act_q8_k_avx2 : quantize_act_q8_k_scalar;
-    const ActQuantFn f16 = avx2 ? quantize_act_f16_avx2 : quantize_act_f16_scalar;
-    auto& by = t.by_type[path];
-    auto set = [&](GgmlType w, GgmlType a, ActQuantFn q, DotFn d) {
-      by[static_cast<size_t>(w)] = DotKernel{a, q, d};
-    };
-    set(GgmlType::F32, GgmlType::F32, nullptr, k.f32);
-    set(GgmlType::F16, GgmlType::F16, f16, k.f16);
-    set(GgmlType::BF16, GgmlType::BF16, quantize_act_bf16_scalar, k.bf16);
-    set(GgmlType::Q4_0, GgmlType::Q8_0, q8_0, k.q4_0);
-    set(GgmlType::Q5_0, GgmlType::Q8_0, q8_0, k.q5_0);
-    set(GgmlType::Q8_0, GgmlType::Q8_0, q8_0, k.q8_0);
-    set(GgmlType::Q4_1, GgmlType::Q8_1, q8_1, k.q4_1);
-    set(GgmlType::Q5_1, GgmlType::Q8_1, q8_1, k.q5_1);
-    if (avx2) {
-      const DotRowsKernelTable& r = dot_rows_kernels_avx2();
-      by[static_cast<size_t>(GgmlType::Q4_0)].dot_rows = r.q4_0;
-      by[static_cast<size_t>(GgmlType::Q4_1)].dot_rows = r.q4_1;
-      by[static_cast<size_t>(GgmlType::Q5_0)].dot_rows = r.q5_0;
-      by[static_cast<size_t>(GgmlType::Q5_1)].dot_rows = r.q5_1;
-      by[static_cast<size_t>(GgmlType::Q8_0)].dot_rows = r.q8_0;
-    }
-    const PackedKernelTable& pk = avx2 ? packed_kernels_avx2() : packed_kernels_scalar();
-    by[static_cast<size_t>(GgmlType::Q4_0)].packed = pk.q4_0;
-    by[static_cast<size_t>(GgmlType::Q4_1)].packed = pk.q4_1;
-    by[static_cast<size_t>(GgmlType::Q5_0)].packed = pk.q5_0;
-    by[static_cast<size_t>(GgmlType::Q8_0)].packed = pk.q8_0;
-    set(GgmlType::Q4_K, GgmlType::Q8_K, q8_k, k.q4_k);
-    set(GgmlType::Q5_K, GgmlType::Q8_K, q8_k, k.q5_k);
-    set(GgmlType::Q6_K, GgmlType::Q8_K, q8_k, k.q6_k);
+  for (Isa isa : kPaths) {
+    if (cpu_supports(isa)) fill_path(isa, t.by_type[static_cast<size_t>(isa)]);
   }
   return t;
 }
@@ -61,7 +74,9 @@ Tables build_tables() {
 
 const DotKernel& dot_kernel(GgmlType weight, Isa isa) {
   static const Tables tables = build_tables();
-  const int path = (isa == Isa::kAvx2 && cpu_has_avx2()) ? 1 : 0;
+  // A path this CPU cannot run falls back to the best one it can (its table is empty).
+  size_t path = static_cast<size_t>(isa);
+  while (path > 0 && !cpu_supports(static_cast<Isa>(path))) --path;
   const auto id = static_cast<size_t>(weight);
   if (id >= tables.by_type[path].size() || tables.by_type[path][id].dot == nullptr) {
     fail("matmul: unsupported weight type ", type_name(weight));

@@ -23,8 +23,8 @@ struct DotKernel {
   PackedDotFn packed = nullptr;  // kernel for the packed layout, where the type has one
 };
 
-// The kernel pair for a weight type on one path. Throws for unsupported weight types;
-// Isa::kAvx2 on a CPU without AVX2 gives the scalar kernels.
+// The kernel pair for a weight type on one path. Throws for unsupported weight types; a path
+// the CPU cannot run gives the best one it can (kAvx2 without AVX2: the scalar kernels).
 const DotKernel& dot_kernel(GgmlType weight, Isa isa);
 
 }  // namespace specdec

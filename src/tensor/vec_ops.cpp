@@ -39,7 +39,7 @@ float exp_f32(float x) {
 }
 
 void silu_mul_f32(float* gate, const float* up, int64_t n) {
-  if (active_isa() == Isa::kAvx2) {
+  if (uses_avx2(active_isa())) {
     silu_mul_f32_avx2(gate, up, n);
     return;
   }
@@ -67,11 +67,11 @@ void axpy_f32_scalar(float alpha, const float* x, float* y, int64_t n) {
 }
 
 float dot_f32(const float* a, const float* b, int64_t n) {
-  return active_isa() == Isa::kAvx2 ? dot_f32_avx2(a, b, n) : dot_f32_scalar(a, b, n);
+  return uses_avx2(active_isa()) ? dot_f32_avx2(a, b, n) : dot_f32_scalar(a, b, n);
 }
 
 void axpy_f32(float alpha, const float* x, float* y, int64_t n) {
-  if (active_isa() == Isa::kAvx2) {
+  if (uses_avx2(active_isa())) {
     axpy_f32_avx2(alpha, x, y, n);
   } else {
     axpy_f32_scalar(alpha, x, y, n);
@@ -80,7 +80,7 @@ void axpy_f32(float alpha, const float* x, float* y, int64_t n) {
 
 void dot_rows_f32(const float* q, const float* rows, int64_t stride, int64_t n_rows, int64_t dim,
                   float* out) {
-  if (active_isa() == Isa::kAvx2) {
+  if (uses_avx2(active_isa())) {
     dot_rows_f32_avx2(q, rows, stride, n_rows, dim, out);
     return;
   }
@@ -89,7 +89,7 @@ void dot_rows_f32(const float* q, const float* rows, int64_t stride, int64_t n_r
 
 void weighted_sum_rows_f32(const float* p, const float* rows, int64_t stride, int64_t n_rows,
                            int64_t dim, float* out) {
-  if (active_isa() == Isa::kAvx2) {
+  if (uses_avx2(active_isa())) {
     weighted_sum_rows_f32_avx2(p, rows, stride, n_rows, dim, out);
     return;
   }
@@ -99,7 +99,7 @@ void weighted_sum_rows_f32(const float* p, const float* rows, int64_t stride, in
 void dot_rows_multi_f32(const float* q, int64_t q_stride, int64_t nq, const float* rows,
                         int64_t stride, int64_t n_rows, int64_t dim, float* out,
                         int64_t out_stride) {
-  if (active_isa() == Isa::kAvx2) {
+  if (uses_avx2(active_isa())) {
     dot_rows_multi_f32_avx2(q, q_stride, nq, rows, stride, n_rows, dim, out, out_stride);
     return;
   }
@@ -111,7 +111,7 @@ void dot_rows_multi_f32(const float* q, int64_t q_stride, int64_t nq, const floa
 void weighted_sum_rows_multi_f32(const float* p, int64_t p_stride, int64_t nq, const float* rows,
                                  int64_t stride, int64_t n_rows, int64_t dim, float* out,
                                  int64_t out_stride) {
-  if (active_isa() == Isa::kAvx2) {
+  if (uses_avx2(active_isa())) {
     weighted_sum_rows_multi_f32_avx2(p, p_stride, nq, rows, stride, n_rows, dim, out, out_stride);
     return;
   }
@@ -135,8 +135,8 @@ float softmax_exp_f32_scalar(float* row, int64_t n, float scale) {
 }
 
 float softmax_exp_f32(float* row, int64_t n, float scale) {
-  return active_isa() == Isa::kAvx2 ? softmax_exp_f32_avx2(row, n, scale)
-                                    : softmax_exp_f32_scalar(row, n, scale);
+  return uses_avx2(active_isa()) ? softmax_exp_f32_avx2(row, n, scale)
+                                 : softmax_exp_f32_scalar(row, n, scale);
 }
 
 void exp_shifted_scaled_f64_scalar(const float* x, int64_t n, double shift, double scale,
@@ -145,7 +145,7 @@ void exp_shifted_scaled_f64_scalar(const float* x, int64_t n, double shift, doub
 }
 
 void exp_shifted_scaled_f64(const float* x, int64_t n, double shift, double scale, double* out) {
-  if (active_isa() == Isa::kAvx2) {
+  if (uses_avx2(active_isa())) {
     exp_shifted_scaled_f64_avx2(x, n, shift, scale, out);
   } else {
     exp_shifted_scaled_f64_scalar(x, n, shift, scale, out);
@@ -170,7 +170,7 @@ void gelu_table_mul_f32_scalar(float* gate, const float* up, int64_t n, const fl
 }
 
 void gelu_table_mul_f32(float* gate, const float* up, int64_t n, const float* table) {
-  if (active_isa() == Isa::kAvx2) {
+  if (uses_avx2(active_isa())) {
     gelu_table_mul_f32_avx2(gate, up, n, table);
   } else {
     gelu_table_mul_f32_scalar(gate, up, n, table);
@@ -187,11 +187,11 @@ float max_f32_scalar(const float* x, int64_t n) {
 }
 
 float max_f32(const float* x, int64_t n) {
-  return active_isa() == Isa::kAvx2 ? max_f32_avx2(x, n) : max_f32_scalar(x, n);
+  return uses_avx2(active_isa()) ? max_f32_avx2(x, n) : max_f32_scalar(x, n);
 }
 
 int64_t argmax_f32(const float* x, int64_t n) {
-  return active_isa() == Isa::kAvx2 ? argmax_f32_avx2(x, n) : argmax_f32_scalar(x, n);
+  return uses_avx2(active_isa()) ? argmax_f32_avx2(x, n) : argmax_f32_scalar(x, n);
 }
 
 }  // namespace specdec
