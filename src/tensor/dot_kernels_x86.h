@@ -228,6 +228,7 @@ struct KQuant45 {
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     for (int64_t i = 0; i < n / kQK_K; ++i) {
       const uint8_t* blk = w + static_cast<size_t>(i) * wsize;
+      prefetch_ahead(blk, wsize);
       // Q4_K and Q5_K share d, dmin, scales at the same offsets.
       const auto* b4 = reinterpret_cast<const BlockQ4_K*>(blk);
       const uint8_t* qs = kFiveBit ? reinterpret_cast<const BlockQ5_K*>(blk)->qs : b4->qs;
@@ -238,8 +239,11 @@ struct KQuant45 {
       }
       alignas(16) int16_t sc[8], m[8];
       k_scales(b4->scales, sc, m);
-      __m256i sumi[NR];
-      for (int t = 0; t < NR; ++t) sumi[t] = _mm256_setzero_si256();
+      // Two partial sums per row (the low- and high-nibble sub-blocks), added once per
+      // super-block: VNNI's accumulating instructions have a latency of several cycles, and one
+      // chain of 8 per row would bound a one-row pass.
+      __m256i sumi[NR], sumi_hi[NR];
+      for (int t = 0; t < NR; ++t) sumi[t] = sumi_hi[t] = _mm256_setzero_si256();
       for (int c = 0; c < 4; ++c) {
         const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
         __m256i ql = _mm256_and_si256(raw, low4);
@@ -257,14 +261,15 @@ struct KQuant45 {
         for (int t = 0; t < NR; ++t) {
           const auto* y = reinterpret_cast<const __m256i*>(xb[t][i].qs + 64 * c);
           sumi[t] = Ops::add_scaled_dot(sumi[t], sc0, ql, _mm256_loadu_si256(y));
-          sumi[t] = Ops::add_scaled_dot(sumi[t], sc1, qhi, _mm256_loadu_si256(y + 1));
+          sumi_hi[t] = Ops::add_scaled_dot(sumi_hi[t], sc1, qhi, _mm256_loadu_si256(y + 1));
         }
       }
       const float d = h2f(b4->d), dmin = h2f(b4->dmin);
       for (int t = 0; t < NR; ++t) {
         const float yd = xb[t][i].d;
         const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_set1_ps(yd));
-        acc[t] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        const __m256i si = _mm256_add_epi32(sumi[t], sumi_hi[t]);
+        acc[t] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(si), acc[t]);
         const __m128 dm = _mm_mul_ps(_mm_set1_ps(-dmin), _mm_set1_ps(yd));
         accm[t] = _mm_fmadd_ps(dm, _mm_cvtepi32_ps(mins_dot(m, xb[t][i].bsums)), accm[t]);
       }
@@ -293,14 +298,17 @@ struct KQuant6 {
     const __m256i low4 = _mm256_set1_epi8(0x0f), two = _mm256_set1_epi8(3);
     for (int64_t i = 0; i < n / kQK_K; ++i) {
       const BlockQ6_K& b = wb[i];
+      prefetch_ahead(&b, sizeof(BlockQ6_K));
       // Scales as int16 for the 32 bsums correction: sumi -= 32 * sum_j sc[j] * bsums[j].
       const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
       const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-      __m256i sumi[NR];
+      // Two partial sums per row (even and odd groups g), as in KQuant45.
+      __m256i sumi[NR], sumi_odd[NR];
       for (int t = 0; t < NR; ++t) {
         const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[t][i].bsums));
         sumi[t] = _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5);
         sumi[t] = _mm256_sub_epi32(_mm256_setzero_si256(), sumi[t]);
+        sumi_odd[t] = _mm256_setzero_si256();
       }
       for (int h = 0; h < 2; ++h) {
         const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
@@ -325,14 +333,19 @@ struct KQuant6 {
           for (int t = 0; t < NR; ++t) {
             const __m256i y = _mm256_loadu_si256(
                 reinterpret_cast<const __m256i*>(xb[t][i].qs + 128 * h + 32 * g));
-            sumi[t] = Ops::add_scaled_dot(sumi[t], s, q[g], y);
+            if (g % 2 == 0) {
+              sumi[t] = Ops::add_scaled_dot(sumi[t], s, q[g], y);
+            } else {
+              sumi_odd[t] = Ops::add_scaled_dot(sumi_odd[t], s, q[g], y);
+            }
           }
         }
       }
       const float d = h2f(b.d);
       for (int t = 0; t < NR; ++t) {
         const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_set1_ps(xb[t][i].d));
-        acc[t] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(sumi[t]), acc[t]);
+        acc[t] =
+            _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(_mm256_add_epi32(sumi[t], sumi_odd[t])), acc[t]);
       }
     }
     for (int t = 0; t < NR; ++t) out[t * os] = _mm_cvtss_f32(hsum8(acc[t]));

@@ -22,14 +22,40 @@ namespace specdec {
 namespace {
 
 // Chunk c of a block holds columns 4c .. 4c + 3 of the 8 rows (packed_blocks.h): one dword per
-// row, so the activation row's 4 bytes are broadcast to all 8 lanes.
+// row, so the activation row's 4 bytes are broadcast to all 8 lanes. Chunk c goes into partial
+// sum c % kParts: vpdpbusd has a latency of several cycles, and a single chain of 8 per row and
+// block bounds the passes with few rows (a decode step's one row most of all). The parts are
+// added exactly at the end of the block.
 template <int NR>
-inline void dot_chunk(__m256i* sum, __m256i codes, const PackedActBlock* const* xb, int64_t i,
-                      int c) {
-  for (int t = 0; t < NR; ++t) {
-    sum[t] = _mm256_dpbusd_epi32(sum[t], codes, broadcast4(xb[t][i].qs + 4 * c));
-  }
+constexpr int parts() {
+  return NR == 1 ? 4 : NR == 2 ? 3 : NR <= 4 ? 2 : 1;
 }
+
+template <int NR>
+struct BlockSums {
+  static constexpr int kParts = parts<NR>();
+  __m256i part[kParts][NR];
+
+  BlockSums() {
+    for (int p = 0; p < kParts; ++p) {
+      for (int t = 0; t < NR; ++t) part[p][t] = _mm256_setzero_si256();
+    }
+  }
+  void add_chunk(__m256i codes, const PackedActBlock* const* xb, int64_t i, int c) {
+    for (int t = 0; t < NR; ++t) {
+      part[c % kParts][t] =
+          _mm256_dpbusd_epi32(part[c % kParts][t], codes, broadcast4(xb[t][i].qs + 4 * c));
+    }
+  }
+  // The block sums, minus offset * sum(y) per row.
+  void finish(const PackedActBlock* const* xb, int64_t i, int offset, __m256i* sum) const {
+    for (int t = 0; t < NR; ++t) {
+      __m256i s = part[0][t];
+      for (int p = 1; p < kParts; ++p) s = _mm256_add_epi32(s, part[p][t]);
+      sum[t] = offset != 0 ? _mm256_sub_epi32(s, _mm256_set1_epi32(offset * xb[t][i].sum)) : s;
+    }
+  }
+};
 
 // Q4_0 (offset 8), Q5_0 (offset 16) and Q4_1 (no offset: its min term is the driver's). Load p
 // holds chunk p in its low nibbles and chunk p + 4 in its high ones; Q5_0's fifth bit of chunk
@@ -42,7 +68,7 @@ struct KindNibbles {
   template <int NR>
   static void block_sums(const P& b, const X* const* xb, int64_t i, __m256i* sum) {
     const __m256i low4 = _mm256_set1_epi8(0x0f);
-    for (int t = 0; t < NR; ++t) sum[t] = _mm256_setzero_si256();
+    BlockSums<NR> bs;
     for (int p = 0; p < 4; ++p) {
       const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
       __m256i lo = _mm256_and_si256(raw, low4);
@@ -52,14 +78,10 @@ struct KindNibbles {
         lo = _mm256_mask_add_epi8(lo, static_cast<__mmask32>(b.qh[p]), lo, bit4);
         hi = _mm256_mask_add_epi8(hi, static_cast<__mmask32>(b.qh[p + 4]), hi, bit4);
       }
-      dot_chunk<NR>(sum, lo, xb, i, p);
-      dot_chunk<NR>(sum, hi, xb, i, p + 4);
+      bs.add_chunk(lo, xb, i, p);
+      bs.add_chunk(hi, xb, i, p + 4);
     }
-    if constexpr (kOffset != 0) {
-      for (int t = 0; t < NR; ++t) {
-        sum[t] = _mm256_sub_epi32(sum[t], _mm256_set1_epi32(kOffset * xb[t][i].sum));
-      }
-    }
+    bs.finish(xb, i, kOffset, sum);
   }
 };
 
@@ -70,14 +92,12 @@ struct KindQ8_0 {
   template <int NR>
   static void block_sums(const P& b, const X* const* xb, int64_t i, __m256i* sum) {
     const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
-    for (int t = 0; t < NR; ++t) sum[t] = _mm256_setzero_si256();
+    BlockSums<NR> bs;
     for (int c = 0; c < 8; ++c) {
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c));
-      dot_chunk<NR>(sum, _mm256_xor_si256(q, bias), xb, i, c);  // q + 128 in [0, 255]
+      bs.add_chunk(_mm256_xor_si256(q, bias), xb, i, c);  // q + 128 in [0, 255]
     }
-    for (int t = 0; t < NR; ++t) {
-      sum[t] = _mm256_sub_epi32(sum[t], _mm256_set1_epi32(128 * xb[t][i].sum));
-    }
+    bs.finish(xb, i, 128, sum);
   }
 };
 

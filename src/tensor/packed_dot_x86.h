@@ -35,6 +35,7 @@ struct Packed {
     }
     const int64_t nb = n / kQK;
     for (int64_t i = 0; i < nb; ++i) {
+      prefetch_ahead(wb + i, sizeof(P));
       __m256i sum[NR];
       K::template block_sums<NR>(wb[i], xb, i, sum);
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[i].d)));

@@ -5,6 +5,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace specdec {
@@ -41,6 +42,20 @@ inline __m256i broadcast4(const void* p) {
   int v;
   __builtin_memcpy(&v, p, 4);
   return _mm256_set1_epi32(v);
+}
+
+// Asks for the weight bytes [p + 2 KiB, p + 2 KiB + n) in L1, one request per 64-byte line
+// (stepping 64 from the first address touches every line a block can straddle, give or take
+// the last). The kernels stream their weights once, front to back, and a decode step is a chain
+// of short streams (a thread's slice of one matrix, a few hundred KiB); asking this far ahead
+// keeps the loads ahead of the hardware prefetchers' ramp-up at each new stream. Measured on a
+// 2-core Xeon VM (medians of 3 interleaved runs): decode step Gemma 3 270M 16.4 -> 14.0 ms,
+// SmolLM2 7.7 -> 6.0 ms; 512 bytes ahead gained about half of that, 4 and 8 KiB no more than
+// 2 KiB. Prefetching past a matrix's end is harmless.
+inline void prefetch_ahead(const void* p, size_t n) {
+  constexpr size_t kAhead = 2048;
+  const char* a = static_cast<const char*>(p) + kAhead;
+  for (size_t off = 0; off < n; off += 64) _mm_prefetch(a + off, _MM_HINT_T0);
 }
 
 // An empty asm that claims to modify v: the compiler must materialize v here and cannot
