@@ -9,6 +9,7 @@
 
 #include "support/cli_runner.h"
 #include "support/tiny_model.h"
+#include "tensor/cpu_features.h"
 
 namespace specdec {
 namespace {
@@ -66,9 +67,13 @@ TEST_F(Cli, InfoDescribesTheModel) {
   CliResult r = run_cli({"info", "-m", *target_});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* s : {"architecture:  llama", "layers:        2", "F32", "byte-level BPE",
-                        "chat template: chatml", "memory:"}) {
+                        "chat template: chatml", "memory:", "kernels:       "}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
+  // The kernel path in use is named, and it is one this CPU runs.
+  const std::string in_use(isa_name(active_isa()));
+  EXPECT_NE(r.out.find("kernels:       " + in_use + " (this CPU runs:"), std::string::npos)
+      << r.out;
 }
 
 TEST_F(Cli, RunGreedyIsReproducibleAndSpeculationDoesNotChangeIt) {

@@ -8,12 +8,10 @@
 #include "cli/stats_report.h"
 #include "common/error.h"
 #include "engine/loaded_model.h"
+#include "tensor/cpu_features.h"
 
 namespace specdec::cli {
-namespace {
-
-
-}  // namespace
+namespace {}  // namespace
 
 int info_command(const std::vector<std::string>& args) {
   std::string model_path;
@@ -75,6 +73,11 @@ int info_command(const std::vector<std::string>& args) {
             << " (mapped from the file), packed copies "
             << human_bytes(static_cast<double>(m.model->packed_weight_bytes())) << ", KV cache "
             << human_bytes(kv_bytes_per_token * n_ctx) << " at -c " << n_ctx << "\n";
+  std::cout << "kernels:       " << isa_name(active_isa()) << " (this CPU runs:";
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {
+    if (cpu_supports(isa)) std::cout << " " << isa_name(isa);
+  }
+  std::cout << "; SPECDEC_ISA caps the choice)\n";
   return 0;
 }
 
