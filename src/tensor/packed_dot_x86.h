@@ -27,7 +27,7 @@ struct Packed {
     const auto* wb = reinterpret_cast<const P*>(w);
     const X* xb[NR];
     // One accumulator per activation row: the block term and (Q4_1) the min term are added
-    // into it one after the other, which leaves registers for 5 rows.
+    // into it one after the other, which leaves room for 5 rows in AVX2's 16 registers.
     __m256 acc[NR];
     for (int t = 0; t < NR; ++t) {
       xb[t] = reinterpret_cast<const X*>(x + static_cast<size_t>(t) * xs);

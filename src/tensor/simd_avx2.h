@@ -1,6 +1,7 @@
-// Small AVX2/F16C helpers shared by the *_avx2.cpp kernel files, and only by them (they are
-// compiled with -mavx2 -mfma -mf16c). Everything is in an unnamed namespace, so each
-// translation unit gets its own copy and none can leak into baseline code through the linker.
+// Small AVX2/F16C helpers shared by the *_avx2.cpp and *_avx512.cpp kernel files, and only by
+// them (they are compiled with -mavx2 -mfma -mf16c at least). Everything is in an unnamed
+// namespace, so each translation unit gets its own copy and none can leak into baseline code
+// (or AVX-512 code into the AVX2 path) through the linker.
 #pragma once
 
 #include <immintrin.h>
