@@ -4,6 +4,8 @@
 #include <immintrin.h>
 
 #include "tensor/act_quant.h"
+#include "tensor/packed_blocks.h"
+#include "tensor/packed_weights.h"
 #include "tensor/quant_blocks.h"
 
 namespace specdec {
@@ -125,6 +127,27 @@ void quantize_act_f16_avx2(const float* x, uint8_t* dst, int64_t n) {
   for (; i < n; ++i) {
     const uint16_t h = f2h(x[i]);
     __builtin_memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+void widen_activation_row_avx2(bool q8_1, const uint8_t* src, uint8_t* dst, int64_t n) {
+  const size_t src_block = q8_1 ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0);
+  const size_t hdr = q8_1 ? 4 : 2;
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const uint8_t* in = src + static_cast<size_t>(b) * src_block;
+    PackedActBlock out;
+    uint16_t h;
+    __builtin_memcpy(&h, in, 2);
+    out.d = _cvtsh_ss(h);  // fp16 -> fp32 is exact, as in fp16_to_fp32
+    out.s = 0.0f;
+    if (q8_1) {
+      __builtin_memcpy(&h, in + 2, 2);
+      out.s = _cvtsh_ss(h);
+    }
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + hdr));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.qs), q);
+    out.sum = hsum_i8(q);
+    __builtin_memcpy(dst + static_cast<size_t>(b) * sizeof(PackedActBlock), &out, sizeof out);
   }
 }
 

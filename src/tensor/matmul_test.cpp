@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -350,27 +351,35 @@ TEST(Matmul, PackedExtremeValues) {
 }
 
 // The packed kernels' activation format keeps the quantized values and their sum, and widens
-// the fp16 scale (and Q8_1's sum) exactly.
+// the fp16 scale (and Q8_1's sum) exactly, on every path (the SIMD one converts with F16C and
+// sums with vector instructions). Row 2 holds extreme values (all quants +-127).
 TEST(Matmul, WidenedActivationsKeepValuesAndScales) {
-  const std::vector<float> x = random_floats(64, 41);
+  std::vector<float> x = random_floats(3 * 64, 41);
+  for (int c = 0; c < 64; ++c) x[static_cast<size_t>(128 + c)] = c % 3 == 0 ? -5.0f : 5.0f;
   for (GgmlType act : {GgmlType::Q8_0, GgmlType::Q8_1}) {
-    std::vector<uint8_t> q(row_bytes(act, 64)), wide(2 * sizeof(PackedActBlock));
-    (act == GgmlType::Q8_0 ? quantize_act_q8_0_scalar : quantize_act_q8_1_scalar)(x.data(),
-                                                                                  q.data(), 64);
-    widen_activation_row(act, q.data(), wide.data(), 64);
     const size_t bs = act == GgmlType::Q8_0 ? 34 : 36, hdr = act == GgmlType::Q8_0 ? 2 : 4;
-    for (size_t b = 0; b < 2; ++b) {
-      PackedActBlock w;
-      std::memcpy(&w, wide.data() + b * sizeof w, sizeof w);
-      uint16_t d, sx = 0;
-      std::memcpy(&d, q.data() + b * bs, 2);
-      if (act == GgmlType::Q8_1) std::memcpy(&sx, q.data() + b * bs + 2, 2);
-      EXPECT_EQ(w.d, fp16_to_fp32(d));
-      EXPECT_EQ(w.s, act == GgmlType::Q8_1 ? fp16_to_fp32(sx) : 0.0f);
-      EXPECT_EQ(std::memcmp(w.qs, q.data() + b * bs + hdr, 32), 0);
-      int32_t sum = 0;
-      for (size_t j = 0; j < 32; ++j) sum += static_cast<int8_t>(q[b * bs + hdr + j]);
-      EXPECT_EQ(w.sum, sum);
+    for (int row = 0; row < 3; ++row) {
+      std::vector<uint8_t> q(row_bytes(act, 64)), wide(2 * sizeof(PackedActBlock));
+      (act == GgmlType::Q8_0 ? quantize_act_q8_0_scalar : quantize_act_q8_1_scalar)(
+          x.data() + 64 * row, q.data(), 64);
+      for (Isa isa : paths()) {
+        IsaScope scope(isa);
+        std::fill(wide.begin(), wide.end(), uint8_t{0xee});
+        widen_activation_row(act, q.data(), wide.data(), 64);
+        for (size_t b = 0; b < 2; ++b) {
+          PackedActBlock w;
+          std::memcpy(&w, wide.data() + b * sizeof w, sizeof w);
+          uint16_t d, sx = 0;
+          std::memcpy(&d, q.data() + b * bs, 2);
+          if (act == GgmlType::Q8_1) std::memcpy(&sx, q.data() + b * bs + 2, 2);
+          EXPECT_EQ(w.d, fp16_to_fp32(d)) << isa_name(isa);
+          EXPECT_EQ(w.s, act == GgmlType::Q8_1 ? fp16_to_fp32(sx) : 0.0f) << isa_name(isa);
+          EXPECT_EQ(std::memcmp(w.qs, q.data() + b * bs + hdr, 32), 0) << isa_name(isa);
+          int32_t sum = 0;
+          for (size_t j = 0; j < 32; ++j) sum += static_cast<int8_t>(q[b * bs + hdr + j]);
+          EXPECT_EQ(w.sum, sum) << isa_name(isa) << " row " << row;
+        }
+      }
     }
   }
   std::vector<uint8_t> buf(1024);

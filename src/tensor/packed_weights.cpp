@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "tensor/cpu_features.h"
 #include "tensor/packed_blocks.h"
 #include "tensor/quantize.h"
 
@@ -90,6 +91,10 @@ void widen_activation_row(GgmlType act_type, const uint8_t* src, uint8_t* dst, i
   const bool q8_1 = act_type == GgmlType::Q8_1;
   if (!q8_1 && act_type != GgmlType::Q8_0) {
     fail("widen_activation_row: ", type_name(act_type), " is not a packed activation format");
+  }
+  if (uses_avx2(active_isa())) {
+    widen_activation_row_avx2(q8_1, src, dst, n);
+    return;
   }
   const size_t src_block = q8_1 ? sizeof(BlockQ8_1) : sizeof(BlockQ8_0);
   for (int64_t b = 0; b < n / kQK; ++b) {

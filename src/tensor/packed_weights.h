@@ -24,6 +24,11 @@ void pack_weights(const WeightMatrix& w, uint8_t* dst);
 
 // Widens one activation row of n elements from Q8_0 or Q8_1 (act_type) into PackedActBlocks
 // (dst: n / 32 blocks), the format the packed kernels read.
+// On the SIMD paths it runs widen_activation_row_avx2; both give the same bytes (tested).
 void widen_activation_row(GgmlType act_type, const uint8_t* src, uint8_t* dst, int64_t n);
+
+// AVX2 + F16C version (act_quant_avx2.cpp) for Q8_1 (q8_1) or Q8_0 rows; call only when
+// cpu_has_avx2() is true.
+void widen_activation_row_avx2(bool q8_1, const uint8_t* src, uint8_t* dst, int64_t n);
 
 }  // namespace specdec
