@@ -2,9 +2,10 @@
 # scripts/test.sh: the project's test command (also what CI runs, via .ci/run).
 #
 # On a fresh Debian 12 machine (as root) it installs the build dependencies, fetches the real
-# models the tests use, builds Release in build/ and runs the whole test suite, then builds with
-# ASan+UBSan in build-asan/ and runs the suite again (without the slow real-model tests, whose
-# names contain "RealModel"). Idempotent: a second run only rebuilds what changed.
+# models the tests use, builds Release in build/ and runs the whole test suite, then again on the
+# AVX2 and scalar kernel paths, then builds with ASan+UBSan in build-asan/ and runs the suite
+# again (those extra passes without the slow real-model tests, whose names contain "RealModel").
+# Idempotent: a second run only rebuilds what changed.
 #
 # Environment:
 #   SPECDEC_SKIP_ASAN=1          skip the sanitizer pass (quick local runs)
@@ -49,6 +50,17 @@ if ! ctest --test-dir build --output-on-failure -j2 --timeout "${SPECDEC_TEST_TI
     "${CTEST_FILTER[@]}"; then
   FAILED+=("Release tests")
 fi
+
+# The default run takes the best kernel path this CPU has; the lower paths run the whole suite
+# again (without the slow real-model tests), so that each stays tested end to end on a CPU that
+# would never pick it: AVX2 where AVX-512 VNNI is the default, and the scalar fallback always.
+for isa in avx2 scalar; do
+  step "Release tests on the $isa kernel path (SPECDEC_ISA=$isa, RealModel tests excluded)"
+  if ! SPECDEC_ISA=$isa ctest --test-dir build --output-on-failure -j2 \
+      --timeout "${SPECDEC_TEST_TIMEOUT:-300}" "${CTEST_FILTER[@]}" -E RealModel; then
+    FAILED+=("Release tests (SPECDEC_ISA=$isa)")
+  fi
+done
 
 if [[ ${SPECDEC_SKIP_ASAN:-0} == 1 ]]; then
   specdec_log "SPECDEC_SKIP_ASAN=1: skipping the ASan+UBSan pass"

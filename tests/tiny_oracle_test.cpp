@@ -13,6 +13,7 @@
 
 #include "engine/loaded_model.h"
 #include "support/real_models.h"
+#include "tensor/cpu_features.h"
 #include "tensor/thread_pool.h"
 
 namespace specdec {
@@ -62,11 +63,15 @@ class TinyOracle : public ::testing::TestWithParam<std::string> {};
 
 // Tolerances: F32 models should agree to float rounding. Quantized ones round activations to
 // Q8 exactly as llama.cpp does, so only accumulation order differs; F16 rounds activations to
-// F16 on both sides.
+// F16 on both sides. The fixtures come from llama.cpp's x86 SIMD build, whose float summation
+// order our SIMD kernels share; the scalar kernels sum in another order, and where an activation
+// sits on a Q8 rounding boundary that flips one quantized value: measured 0.15 and 0.12 on two
+// of the 21 models (llama_q5_k, qwen2_q4_k), the rest below 1e-4. So the scalar path gets a
+// looser bound on quantized models; clear argmax disagreements are checked on every path.
 double tolerance(const std::string& name) {
   if (name.ends_with("f32")) return 1e-3;
   if (name.ends_with("f16")) return 2e-2;
-  return 5e-2;
+  return active_isa() == Isa::kScalar ? 0.3 : 5e-2;
 }
 
 TEST_P(TinyOracle, LogitsMatchLlamaCpp) {
