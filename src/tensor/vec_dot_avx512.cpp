@@ -1,12 +1,14 @@
-// AVX-512 VNNI dot kernels for the integer weight formats. Compiled with AVX2/FMA/F16C plus
-// AVX-512 F/BW/VL/VNNI; only reached through dot_kernels_avx512vnni() after
-// cpu_has_avx512_vnni(). The kernels are dot_kernels_x86.h's, on 256-bit vectors, with VNNI as
-// the integer dot step: one vpdpbusd for the 8-bit products (AVX2 needs maddubs + madd) and one
-// vpdpwssd for the K-quants' scaled sums (AVX2: madd + add). The integer sums are the same, the
-// float operations are the same, so the results are the same bits as the AVX2 path. The float
-// formats (F32/F16/BF16) have kernels of their own on 512-bit vectors: twice the lanes of the
-// AVX2 ones, masked loads for the tail, and a different (fixed) summation order, so they agree
-// with AVX2 to rounding, not bit for bit, like the scalar path does.
+// AVX-512 dot kernels: VNNI for the integer weight formats, 512-bit FMAs for the float ones.
+// Compiled with AVX2/FMA/F16C plus AVX-512 F/BW/VL/VNNI; only reached through
+// dot_kernels_avx512vnni() after cpu_has_avx512_vnni(). The integer kernels are
+// dot_kernels_x86.h's, on 256-bit vectors, with VNNI as the integer dot step: one vpdpbusd for
+// the 8-bit products (AVX2 needs maddubs + madd) and one vpdpwssd for the K-quants' scaled sums
+// (AVX2: madd + add). The integer sums are the same, the float operations are the same, so the
+// results are the same bits as the AVX2 path. The float formats (F32/F16/BF16) have kernels of
+// their own on 512-bit vectors: twice the lanes of the AVX2 ones, masked loads for the tail,
+// and a different (fixed) summation order, so they agree with AVX2 to rounding, not bit for
+// bit, like the scalar path does.
+//
 // GCC 12's avx512fintrin.h builds its "undefined" pass-through vectors by self-initialization
 // (GCC bug 105593, fixed in 13), which -Wuninitialized reports at every use of the 512-bit
 // conversions below; nothing here reads an uninitialized value.
@@ -36,14 +38,14 @@ struct VnniOps {
 struct Load512F32 {
   static constexpr size_t kElem = 4;
   static __m512 load(const uint8_t* p) { return _mm512_loadu_ps(p); }
-  static __m512 load_first(const uint8_t* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+  static __m512 load_masked(const uint8_t* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 };
 struct Load512F16 {
   static constexpr size_t kElem = 2;
   static __m512 load(const uint8_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  static __m512 load_first(const uint8_t* p, __mmask16 m) {
+  static __m512 load_masked(const uint8_t* p, __mmask16 m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));  // masked-off halves are +0
   }
 };
@@ -55,7 +57,7 @@ struct Load512BF16 {
   static __m512 load(const uint8_t* p) {
     return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  static __m512 load_first(const uint8_t* p, __mmask16 m) {
+  static __m512 load_masked(const uint8_t* p, __mmask16 m) {
     return widen(_mm256_maskz_loadu_epi16(m, p));
   }
 };
@@ -86,9 +88,9 @@ struct FloatDot512 {
     for (; i < n; i += 16) {  // the rest in steps of 16, the last one masked (zeros past n)
       const __mmask16 m =
           n - i >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << (n - i)) - 1);
-      const __m512 wv = L::load_first(w + i * E, m);
+      const __m512 wv = L::load_masked(w + i * E, m);
       for (int t = 0; t < NR; ++t) {
-        acc[t][0] = _mm512_fmadd_ps(wv, L::load_first(x + static_cast<size_t>(t) * xs + i * E, m),
+        acc[t][0] = _mm512_fmadd_ps(wv, L::load_masked(x + static_cast<size_t>(t) * xs + i * E, m),
                                     acc[t][0]);
       }
     }
