@@ -16,6 +16,7 @@ namespace {
 
 using testing::CliResult;
 using testing::run_cli;
+using testing::run_cli_env;
 
 // Exit 1 with one line "error: ..." containing fragment; anything else (a crash is 128+signal,
 // an internal error 2) fails.
@@ -74,6 +75,34 @@ TEST_F(Cli, InfoDescribesTheModel) {
   const std::string in_use(isa_name(active_isa()));
   EXPECT_NE(r.out.find("kernels:       " + in_use + " (this CPU runs:"), std::string::npos)
       << r.out;
+}
+
+// SPECDEC_ISA caps the kernel path (read once per process); an unknown value is reported and
+// ignored, never fatal. (SPECDEC_FORCE_SCALAR is emptied, which means unset, so that a caller's
+// setting cannot decide the outcome.)
+TEST_F(Cli, IsaEnvironmentCapsTheKernelPath) {
+  Isa best = Isa::kScalar;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512Vnni}) {
+    if (cpu_supports(isa)) best = isa;
+  }
+  CliResult scalar =
+      run_cli_env({"SPECDEC_ISA=scalar", "SPECDEC_FORCE_SCALAR="}, {"info", "-m", *target_});
+  ASSERT_EQ(scalar.exit_code, 0) << scalar.err;
+  EXPECT_NE(scalar.out.find("kernels:       scalar (this CPU runs:"), std::string::npos)
+      << scalar.out;
+  if (cpu_supports(Isa::kAvx2)) {
+    CliResult avx2 =
+        run_cli_env({"SPECDEC_ISA=avx2", "SPECDEC_FORCE_SCALAR="}, {"info", "-m", *target_});
+    ASSERT_EQ(avx2.exit_code, 0) << avx2.err;
+    EXPECT_NE(avx2.out.find("kernels:       avx2 (this CPU runs:"), std::string::npos) << avx2.out;
+  }
+  CliResult bogus =
+      run_cli_env({"SPECDEC_ISA=avx9000", "SPECDEC_FORCE_SCALAR="}, {"info", "-m", *target_});
+  ASSERT_EQ(bogus.exit_code, 0) << bogus.err;
+  EXPECT_NE(bogus.err.find("ignoring SPECDEC_ISA=avx9000"), std::string::npos) << bogus.err;
+  EXPECT_NE(bogus.out.find("kernels:       " + std::string(isa_name(best)) + " (this CPU runs:"),
+            std::string::npos)
+      << bogus.out;
 }
 
 TEST_F(Cli, RunGreedyIsReproducibleAndSpeculationDoesNotChangeIt) {

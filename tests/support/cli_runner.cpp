@@ -42,8 +42,16 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-CliResult run_cli(const std::vector<std::string>& args) {
-  std::string cmd = shell_quote(cli_path());
+CliResult run_cli(const std::vector<std::string>& args) { return run_cli_env({}, args); }
+
+CliResult run_cli_env(const std::vector<std::string>& env, const std::vector<std::string>& args) {
+  std::string cmd;
+  if (!env.empty()) {
+    cmd = "env";
+    for (const auto& e : env) cmd += ' ' + shell_quote(e);
+    cmd += ' ';
+  }
+  cmd += shell_quote(cli_path());
   for (const auto& a : args) {
     cmd += ' ';
     cmd += shell_quote(a);

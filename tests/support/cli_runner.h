@@ -16,6 +16,8 @@ struct CliResult {
 // in the build directory).
 std::string cli_path();
 CliResult run_cli(const std::vector<std::string>& args);
+// The same with extra environment variables, each "NAME=value".
+CliResult run_cli_env(const std::vector<std::string>& env, const std::vector<std::string>& args);
 std::string read_file(const std::string& path);
 
 }  // namespace specdec::testing
