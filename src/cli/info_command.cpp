@@ -11,7 +11,6 @@
 #include "tensor/cpu_features.h"
 
 namespace specdec::cli {
-namespace {}  // namespace
 
 int info_command(const std::vector<std::string>& args) {
   std::string model_path;
