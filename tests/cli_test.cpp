@@ -81,10 +81,7 @@ TEST_F(Cli, InfoDescribesTheModel) {
 // ignored, never fatal. (SPECDEC_FORCE_SCALAR is emptied, which means unset, so that a caller's
 // setting cannot decide the outcome.)
 TEST_F(Cli, IsaEnvironmentCapsTheKernelPath) {
-  Isa best = Isa::kScalar;
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512Vnni}) {
-    if (cpu_supports(isa)) best = isa;
-  }
+  const Isa best = best_supported(Isa::kAvx512Vnni);
   CliResult scalar =
       run_cli_env({"SPECDEC_ISA=scalar", "SPECDEC_FORCE_SCALAR="}, {"info", "-m", *target_});
   ASSERT_EQ(scalar.exit_code, 0) << scalar.err;

@@ -73,7 +73,7 @@ int info_command(const std::vector<std::string>& args) {
             << human_bytes(static_cast<double>(m.model->packed_weight_bytes())) << ", KV cache "
             << human_bytes(kv_bytes_per_token * n_ctx) << " at -c " << n_ctx << "\n";
   std::cout << "kernels:       " << isa_name(active_isa()) << " (this CPU runs:";
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {
+  for (Isa isa : kAllIsas) {
     if (cpu_supports(isa)) std::cout << " " << isa_name(isa);
   }
   std::cout << "; SPECDEC_ISA caps the choice)\n";

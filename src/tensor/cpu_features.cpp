@@ -60,15 +60,14 @@ std::string_view isa_name(Isa isa) {
   return "?";
 }
 
-namespace {
-
-// The best supported path at or below `cap`.
-Isa best_up_to(Isa cap) {
+Isa best_supported(Isa cap) {
   for (int i = static_cast<int>(cap); i > 0; --i) {
     if (cpu_supports(static_cast<Isa>(i))) return static_cast<Isa>(i);
   }
   return Isa::kScalar;
 }
+
+namespace {
 
 std::atomic<int>& isa_override() {
   static std::atomic<int> v{-1};  // -1: use default_isa()
@@ -84,7 +83,7 @@ Isa default_isa() {
     Isa cap = Isa::kAvx512Vnni;
     if (const char* want = std::getenv("SPECDEC_ISA"); want != nullptr && *want != '\0') {
       bool known = false;
-      for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {
+      for (Isa i : kAllIsas) {
         if (isa_name(i) == want) {
           cap = i;
           known = true;
@@ -96,7 +95,7 @@ Isa default_isa() {
                      want);
       }
     }
-    return best_up_to(cap);
+    return best_supported(cap);
   }();
   return isa;
 }
@@ -107,7 +106,7 @@ Isa active_isa() {
 }
 
 void set_active_isa(Isa isa) {
-  isa_override().store(static_cast<int>(best_up_to(isa)), std::memory_order_relaxed);
+  isa_override().store(static_cast<int>(best_supported(isa)), std::memory_order_relaxed);
 }
 
 }  // namespace specdec

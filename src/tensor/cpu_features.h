@@ -11,6 +11,7 @@ namespace specdec {
 // Ordered: each path includes the one before it (the AVX-512 VNNI path runs AVX2 code wherever
 // it has no kernel of its own).
 enum class Isa { kScalar, kAvx2, kAvx512Vnni };
+inline constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni};  // in that order
 
 // AVX2 + FMA + F16C are all available on this CPU.
 bool cpu_has_avx2();
@@ -19,6 +20,9 @@ bool cpu_has_avx512_vnni();
 
 // Whether code for `isa` can run here.
 bool cpu_supports(Isa isa);
+
+// The best path this CPU runs at or below `cap` (kScalar at worst).
+Isa best_supported(Isa cap);
 
 // Whether a path runs the AVX2 float primitives (every path but the scalar one).
 inline bool uses_avx2(Isa isa) { return isa != Isa::kScalar; }

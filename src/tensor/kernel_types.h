@@ -27,7 +27,7 @@ struct DotKernelTable {
 
 const DotKernelTable& dot_kernels_scalar();  // vec_dot_scalar.cpp
 const DotKernelTable& dot_kernels_avx2();    // vec_dot_avx2.cpp; only if cpu_has_avx2()
-// vec_dot_avx512.cpp (float formats: the AVX2 kernels); only if cpu_has_avx512_vnni()
+// vec_dot_avx512.cpp; only if cpu_has_avx512_vnni()
 const DotKernelTable& dot_kernels_avx512vnni();
 
 // Matrix-vector kernels where a type has one (nullptr otherwise: use DotFn row by row).

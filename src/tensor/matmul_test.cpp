@@ -39,7 +39,7 @@ struct IsaScope {
 // log names the paths that ran, see AvailablePaths).
 std::vector<Isa> paths() {
   std::vector<Isa> p;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni}) {
+  for (Isa isa : kAllIsas) {
     if (cpu_supports(isa)) p.push_back(isa);
   }
   return p;

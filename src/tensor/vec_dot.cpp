@@ -12,11 +12,9 @@
 namespace specdec {
 namespace {
 
-constexpr Isa kPaths[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512Vnni};
-
 struct Tables {
   // Indexed by path (Isa), then by the raw GgmlType id; missing entries have dot == nullptr.
-  std::array<std::array<DotKernel, 31>, std::size(kPaths)> by_type;
+  std::array<std::array<DotKernel, 31>, std::size(kAllIsas)> by_type;
 };
 
 // The kernels of one path. Only called for paths this CPU supports: the tables of a path
@@ -64,7 +62,7 @@ void fill_path(Isa isa, std::array<DotKernel, 31>& by) {
 
 Tables build_tables() {
   Tables t{};
-  for (Isa isa : kPaths) {
+  for (Isa isa : kAllIsas) {
     if (cpu_supports(isa)) fill_path(isa, t.by_type[static_cast<size_t>(isa)]);
   }
   return t;
@@ -75,8 +73,7 @@ Tables build_tables() {
 const DotKernel& dot_kernel(GgmlType weight, Isa isa) {
   static const Tables tables = build_tables();
   // A path this CPU cannot run falls back to the best one it can (its table is empty).
-  size_t path = static_cast<size_t>(isa);
-  while (path > 0 && !cpu_supports(static_cast<Isa>(path))) --path;
+  const auto path = static_cast<size_t>(best_supported(isa));
   const auto id = static_cast<size_t>(weight);
   if (id >= tables.by_type[path].size() || tables.by_type[path][id].dot == nullptr) {
     fail("matmul: unsupported weight type ", type_name(weight));
