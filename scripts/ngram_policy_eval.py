@@ -15,12 +15,22 @@ equality), so the numbers are exact; at T > 0 they are averaged over --seeds.
 --replay instead reads the token ids of T = 0 runs and prints, per effective match length, how
 often a prompt-lookup copy is accepted: the prior table of NgramDrafter (ngram_drafter.cpp).
 
+--bound asks how far any prompt-lookup policy could go. At T = 0 the text is the target's greedy
+text whatever the drafter does, so on it we can replay drafters that know the future: "oracle"
+uses the same lookup as NgramDrafter (most recent occurrence of the longest suffix, n <= 3) and
+drafts exactly the tokens that will be accepted (never a rejected one, never a missed one);
+"oracle-any" may pick the best continuation among all occurrences of that suffix (a perfect
+choice among the candidates a tree of drafts could verify). Both are printed next to the
+adaptive drafter's real run on the same text, all charged the same pass costs: --pass-costs
+(ratio_by_k of a `specdec bench --json` file, k = 1, 2, ...) or else 1 + c * drafted.
+
 usage:
   python3 scripts/ngram_policy_eval.py --cli build-ngram/specdec \\
       [--model M.gguf] [--categories summary,opinion,code] [--temps 0,0.7] [--seeds 1,2,3] \\
       [-n 128] [--jobs 1] [--json-out FILE] \\
       [--policy NAME='FLAGS' ...]          # default: fixed g=1,2,4 and adaptive (c 0.36, 0.1)
   python3 scripts/ngram_policy_eval.py --cli build-ngram/specdec --replay
+  python3 scripts/ngram_policy_eval.py --bound [--pass-costs 1,1.12,1.27,...] [-n 200]
 """
 from __future__ import annotations
 
@@ -122,6 +132,84 @@ def replay_table(runs: list[dict], gamma: int = 16) -> dict[int, list[int]]:
     return table
 
 
+# --- bound (T = 0): drafters that know the greedy text ----------------------------------------
+def agreement(t: list[int], e: int, gen: list[int], i: int, most: int) -> int:
+    """How many of the tokens copied from t[e:] equal gen[i:], at most `most`."""
+    a = 0
+    while a < most and e + a < len(t) and gen[i + a] == t[e + a]:
+        a += 1
+    return a
+
+
+def occurrences(t: list[int], n_max: int = 3) -> list[int]:
+    """Continuation starts of every earlier occurrence of the longest suffix that occurs."""
+    size = len(t)
+    for n in range(min(n_max, size - 1), 0, -1):
+        suffix = t[size - n:]
+        found = [e for e in range(size - 1, n - 1, -1) if t[e - n:e] == suffix]
+        if found:
+            return found
+    return []
+
+
+def oracle_drafts(prompt: list[int], gen: list[int], gamma: int, any_occurrence: bool) -> list[int]:
+    """Drafts per target pass (0: a plain step) of an oracle prompt-lookup drafter."""
+    t, i, log = list(prompt), 0, []
+    while i < len(gen):
+        most = min(gamma, len(gen) - i - 1)  # a round emits its drafts and one more token
+        found = occurrences(t) if most > 0 else []
+        if not any_occurrence:
+            found = found[:1]
+        a = max((agreement(t, e, gen, i, most) for e in found), default=0)
+        log.append(a)
+        t.extend(gen[i:i + a + 1])
+        i += a + 1
+    return log
+
+
+def pass_cost(drafted: int, curve: list[float], slope: float) -> float:
+    if curve:
+        if drafted >= len(curve):
+            sys.exit(f"ngram_policy_eval: --pass-costs has no entry for k = {drafted + 1}")
+        return curve[drafted]
+    return 1 + slope * drafted
+
+
+def bound(args, ps) -> int:
+    curve = [float(c) for c in args.pass_costs.split(",")] if args.pass_costs else []
+    slope = float(args.costs.split(",")[0])
+    gamma = 8
+    flags = ["--draft-ngram", "--draft-max", str(gamma)]
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        runs = list(pool.map(lambda p: run_one(args.cli, args.model, p[2], flags, 0.0, 1, args.n,
+                                               args.threads), ps))
+    cost_desc = ("pass costs " + ",".join(f"{c:g}" for c in curve)) if curve else \
+        f"pass cost 1 + {slope:g} x drafted"
+    print(f"T = 0, gamma <= {gamma}, {cost_desc}; modelled speedup (passes) per prompt")
+    print(f"{'category':8} {'prompt':24} {'adaptive':>14} {'oracle':>14} {'oracle-any':>14}")
+    totals: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for (cat, pid, _), stats in zip(ps, runs):
+        gen, prompt = stats["token_ids"], list(stats["prompt_token_ids"])
+        s = stats.get("speculative_stats")
+        logs = {
+            "adaptive": [r["gamma"] for r in s["per_round"]] if s else [0] * len(gen),
+            "oracle": oracle_drafts(prompt, gen, gamma, False),
+            "oracle-any": oracle_drafts(prompt, gen, gamma, True),
+        }
+        cells = []
+        for name, log in logs.items():
+            cost = sum(pass_cost(g, curve, slope) for g in log)
+            for key in (cat, "all"):
+                totals[key][name + ":cost"] += cost
+                totals[key][name + ":tokens"] += len(gen)
+            cells.append(f"{len(gen) / cost:6.2f}x ({len(log):3d})")
+        print(f"{cat:8} {pid:24} " + " ".join(f"{c:>14}" for c in cells))
+    for key, tot in totals.items():
+        print(f"{key:8} {'(pooled)':24} " + " ".join(
+            f"{tot[n + ':tokens'] / tot[n + ':cost']:13.2f}x" for n in logs))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -138,12 +226,18 @@ def main() -> int:
                     help="NAME='specdec run flags' (repeatable; replaces the defaults)")
     ap.add_argument("--replay", action="store_true",
                     help="print the acceptance-by-match-length table from greedy runs")
+    ap.add_argument("--bound", action="store_true",
+                    help="greedy runs: the adaptive drafter against drafters that know the text")
+    ap.add_argument("--pass-costs", default="",
+                    help="--bound: pass cost by k = 1, 2, ... (a bench JSON's ratio_by_k)")
     ap.add_argument("--json-out")
     args = ap.parse_args()
     cats = args.categories.split(",")
     costs = [float(c) for c in args.costs.split(",")]
     ps = prompts(cats)
 
+    if args.bound:
+        return bound(args, ps)
     if args.replay:
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             runs = list(pool.map(lambda p: run_one(args.cli, args.model, p[2], [], 0.0, 1, args.n,
