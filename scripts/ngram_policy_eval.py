@@ -21,8 +21,9 @@ uses the same lookup as NgramDrafter (most recent occurrence of the longest suff
 drafts exactly the tokens that will be accepted (never a rejected one, never a missed one);
 "oracle-any" may pick the best continuation among all occurrences of that suffix (a perfect
 choice among the candidates a tree of drafts could verify). Both are printed next to the
-adaptive drafter's real run on the same text, all charged the same pass costs: --pass-costs
-(ratio_by_k of a `specdec bench --json` file, k = 1, 2, ...) or else 1 + c * drafted.
+adaptive drafter's real run on the same text (gamma <= 8), all charged the same pass costs:
+--pass-costs (the pass / decode-step ratios for k = 1..9 of `specdec verify-cost --k-max 9`) or
+else 1 + c * drafted with c the first of --costs.
 
 usage:
   python3 scripts/ngram_policy_eval.py --cli build-ngram/specdec \\
@@ -229,7 +230,7 @@ def main() -> int:
     ap.add_argument("--bound", action="store_true",
                     help="greedy runs: the adaptive drafter against drafters that know the text")
     ap.add_argument("--pass-costs", default="",
-                    help="--bound: pass cost by k = 1, 2, ... (a bench JSON's ratio_by_k)")
+                    help="--bound: pass cost in decode steps for k = 1..9 (specdec verify-cost --k-max 9)")
     ap.add_argument("--json-out")
     args = ap.parse_args()
     cats = args.categories.split(",")
