@@ -225,7 +225,6 @@ struct KQuant45 {
       accm[t] = _mm_setzero_ps();
     }
     const size_t wsize = kFiveBit ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
     for (int64_t i = 0; i < n / kQK_K; ++i) {
       const uint8_t* blk = w + static_cast<size_t>(i) * wsize;
       prefetch_ahead(blk, wsize);
@@ -245,9 +244,8 @@ struct KQuant45 {
       __m256i sumi[NR], sumi_hi[NR];
       for (int t = 0; t < NR; ++t) sumi[t] = sumi_hi[t] = _mm256_setzero_si256();
       for (int c = 0; c < 4; ++c) {
-        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * c));
-        __m256i ql = _mm256_and_si256(raw, low4);
-        __m256i qhi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+        __m256i ql, qhi;
+        unpack_nibbles(qs + 32 * c, ql, qhi);
         if constexpr (kFiveBit) {
           const __m256i one = _mm256_set1_epi8(1);
           const __m128i s0 = _mm_cvtsi32_si128(2 * c), s1 = _mm_cvtsi32_si128(2 * c + 1);

@@ -27,13 +27,8 @@ struct KindQ4_1 {
     // All 8 chunks unpacked first, then one activation row at a time: a short dependent chain
     // per row keeps the compiler from reassociating the int16 adds into a tree of spilled
     // temporaries (which it did when the rows were interleaved per chunk).
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
     __m256i q[8];
-    for (int p = 0; p < 4; ++p) {
-      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
-      q[p] = _mm256_and_si256(raw, low4);
-      q[p + 4] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-    }
+    for (int p = 0; p < 4; ++p) unpack_nibbles(b.qs + 32 * p, q[p], q[p + 4]);
     for (int t = 0; t < NR; ++t) {
       const int8_t* y = xb[t][i].qs;
       __m256i s16 = _mm256_maddubs_epi16(q[0], broadcast4(y));
@@ -63,7 +58,6 @@ struct KindSmallOffset {
   static constexpr int kPerHalf = 4 / kHalves;  // 32-byte loads (= low/high chunk pairs)
   template <int NR>
   static void block_sums(const P& b, const X* const* xb, int64_t i, __m256i* sum) {
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
     const __m256i ones = _mm256_set1_epi16(1);
     for (int t = 0; t < NR; ++t) sum[t] = _mm256_setzero_si256();
     for (int h = 0; h < kHalves; ++h) {
@@ -71,9 +65,7 @@ struct KindSmallOffset {
       __m256i q[2 * kPerHalf];
       for (int j = 0; j < kPerHalf; ++j) {
         const int p = h * kPerHalf + j;
-        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
-        q[2 * j] = _mm256_and_si256(raw, low4);
-        q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+        unpack_nibbles(b.qs + 32 * p, q[2 * j], q[2 * j + 1]);
         if constexpr (kFive) {
           q[2 * j] = _mm256_or_si256(q[2 * j], bits_to_0x10(b.qh[p]));
           q[2 * j + 1] = _mm256_or_si256(q[2 * j + 1], bits_to_0x10(b.qh[p + 4]));

@@ -67,12 +67,10 @@ struct KindNibbles {
   static constexpr bool kMin = kHasMin;
   template <int NR>
   static void block_sums(const P& b, const X* const* xb, int64_t i, __m256i* sum) {
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
     BlockSums<NR> bs;
     for (int p = 0; p < 4; ++p) {
-      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * p));
-      __m256i lo = _mm256_and_si256(raw, low4);
-      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+      __m256i lo, hi;
+      unpack_nibbles(b.qs + 32 * p, lo, hi);
       if constexpr (kFive) {
         const __m256i bit4 = _mm256_set1_epi8(0x10);
         lo = _mm256_mask_add_epi8(lo, static_cast<__mmask32>(b.qh[p]), lo, bit4);

@@ -38,6 +38,15 @@ inline __m128 h2f_pair(const void* block) {
   return _mm_cvtph_ps(_mm_cvtsi32_si128(bits));
 }
 
+// One 32-byte load of a packed 4-bit block (packed_blocks.h) split into its two chunks: lo gets
+// the low nibbles (chunk p), hi the high ones (chunk p + 4), each as bytes in [0, 16).
+inline void unpack_nibbles(const uint8_t* p, __m256i& lo, __m256i& hi) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  lo = _mm256_and_si256(raw, low4);
+  hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+}
+
 // 4 bytes at p repeated in all 8 lanes (one broadcast load).
 inline __m256i broadcast4(const void* p) {
   int v;
