@@ -27,6 +27,12 @@ struct DecodeStats {
   int64_t drafted = 0;         // draft tokens proposed: the sum of m over rounds
   int64_t accepted = 0;        // draft tokens accepted
   int64_t emitted = 0;         // tokens committed
+  // Rounds whose target token was committed, by kind: a correction after a rejected draft, or a
+  // bonus after all drafts were accepted (a stop token among the accepted drafts commits
+  // neither). With baseline_steps and the committed accepted drafts they add up to emitted; the
+  // per-token record is SpeculativeDecoder::origins().
+  int64_t corrections = 0;
+  int64_t bonus = 0;
   // accepted_hist[a]: rounds that accepted exactly a drafts, a = 0..γ (the configured γ).
   std::vector<int64_t> accepted_hist;
   double draft_seconds = 0;   // draft forwards + draft distributions + draft sampling

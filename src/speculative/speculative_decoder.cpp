@@ -71,6 +71,7 @@ void SpeculativeDecoder::start(std::span<const int32_t> prompt, int32_t max_new_
   // Before anything changes: the drafter validates n_cached against its own state and throws.
   if (drafter_) drafter_->start(prompt, n_cached);
   tokens_.assign(prompt.begin(), prompt.end());
+  origins_.clear();
   prompt_len_ = prompt.size();
   max_new_ = max_new_tokens;
   generated_ = 0;
@@ -87,8 +88,9 @@ void SpeculativeDecoder::start(std::span<const int32_t> prompt, int32_t max_new_
   reason_ = max_new_tokens > 0 ? StopReason::None : StopReason::MaxTokens;
 }
 
-bool SpeculativeDecoder::commit(int32_t token) {
+bool SpeculativeDecoder::commit(int32_t token, TokenOrigin origin) {
   tokens_.push_back(token);
+  origins_.push_back(origin);
   ++generated_;
   ++stats_.emitted;
   if (stop_ && stop_(token)) {
@@ -129,7 +131,7 @@ int32_t SpeculativeDecoder::step_baseline() {
   stats_.verify_seconds += seconds_since(t0);
   ++stats_.baseline_steps;
   stats_.log.push_back(RoundLog{0, 0, 1, {entropy(p_[0])}, {}});
-  commit(token);
+  commit(token, TokenOrigin::Target);
   // Target now holds t[0..n) = all but the new pending token; the drafter's state (a draft
   // model's cache) is unchanged and still a committed prefix.
   return 1;
@@ -184,8 +186,13 @@ int32_t SpeculativeDecoder::step() {
 
   // 3. Commit y_1..y_a then z, stopping early on the budget or a stop token.
   bool open = true;
-  for (int32_t i = 0; i < r.n_accepted && open; ++i) open = commit(drafts[static_cast<size_t>(i)]);
-  if (open) commit(r.next_token);
+  for (int32_t i = 0; i < r.n_accepted && open; ++i) {
+    open = commit(drafts[static_cast<size_t>(i)], TokenOrigin::Draft);
+  }
+  if (open) {
+    commit(r.next_token, r.bonus ? TokenOrigin::Bonus : TokenOrigin::Correction);
+    ++(r.bonus ? stats_.bonus : stats_.corrections);
+  }
   const auto n_new = static_cast<int32_t>(tokens_.size());
   log.emitted = n_new - n;
   stats_.log.push_back(std::move(log));

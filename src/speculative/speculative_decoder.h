@@ -43,6 +43,7 @@
 #include "speculative/decode_stats.h"
 #include "speculative/drafter.h"
 #include "speculative/rejection_rules.h"
+#include "speculative/token_origin.h"
 
 namespace specdec {
 
@@ -82,6 +83,8 @@ class SpeculativeDecoder {
   std::span<const int32_t> generated() const {
     return std::span<const int32_t>(tokens_).subspan(prompt_len_);
   }
+  // origins()[i]: where generated()[i] came from (same length as generated()).
+  std::span<const TokenOrigin> origins() const { return origins_; }
   // d in the protocol above (0 without a draft model).
   int32_t draft_committed() const { return model_view_ ? model_view_->committed() : 0; }
   const Drafter* drafter() const { return drafter_; }  // null: target-only
@@ -97,7 +100,7 @@ class SpeculativeDecoder {
   void set_verifier(VerifyFn verify) { verify_ = verify; }
 
  private:
-  bool commit(int32_t token);  // false once generation has ended
+  bool commit(int32_t token, TokenOrigin origin);  // false once generation has ended
   // p_[0..k) from the first k rows of logits_ (on pool_ when set and k > 1).
   void make_target_distributions(int32_t k);
   int32_t effective_gamma() const;
@@ -115,6 +118,7 @@ class SpeculativeDecoder {
   ThreadPool* pool_ = nullptr;
 
   std::vector<int32_t> tokens_;
+  std::vector<TokenOrigin> origins_;  // one per generated token
   size_t prompt_len_ = 0;
   int32_t max_new_ = 0, generated_ = 0;
   StopReason reason_ = StopReason::MaxTokens;  // nothing to do before start()
