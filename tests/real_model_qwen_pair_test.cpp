@@ -1,0 +1,173 @@
+// The default real pair: Qwen2.5-Coder-0.5B-Instruct drafting for Qwen2.5-Coder-1.5B-Instruct
+// (Q4_K_M), the pair scripts/run.sh uses. Greedy speculative output must equal target-only
+// greedy output token for token (chat and raw prompts, several gammas), seeded sampled runs must
+// repeat, and `specdec verify`'s statistical check must pass at a sample size CI can afford
+// (docs/benchmarks.md records a run with 2,000 continuations per prompt).
+//
+// The 1.5B decodes at ~15 tokens/s on 2 threads, so every test here is short: few tokens, and the
+// target-only references are computed once per prompt.
+#include <gtest/gtest.h>
+
+#include "engine/engine.h"
+#include "engine/self_check.h"
+#include "support/cli_runner.h"
+#include "support/real_models.h"
+
+namespace specdec {
+namespace {
+
+constexpr const char* kTarget = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf";
+constexpr const char* kDraft = "qwen2.5-coder-0.5b-instruct.gguf";
+
+class RealModelQwenPair : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto target = testing::require_real_model(kTarget);
+    auto draft = testing::require_real_model(kDraft);
+    if (!target || !draft) return;
+    target_path_ = new std::string(*target);
+    draft_path_ = new std::string(*draft);
+    target_ = new LoadedModel(LoadedModel::load(*target));
+    draft_ = new LoadedModel(LoadedModel::load(*draft));
+  }
+  static void TearDownTestSuite() {
+    delete draft_;
+    delete target_;
+    delete draft_path_;
+    delete target_path_;
+    draft_ = target_ = nullptr;
+  }
+  void SetUp() override {
+    if (target_ == nullptr) {
+      GTEST_SKIP() << testing::missing_model_message(kTarget) << " / "
+                   << testing::missing_model_message(kDraft);
+    }
+  }
+  static EngineOptions engine_options() {
+    EngineOptions eo;
+    eo.n_ctx = 512;
+    eo.n_threads = 2;
+    return eo;
+  }
+  static LoadedModel* target_;
+  static LoadedModel* draft_;
+  static std::string* target_path_;
+  static std::string* draft_path_;
+};
+LoadedModel* RealModelQwenPair::target_ = nullptr;
+LoadedModel* RealModelQwenPair::draft_ = nullptr;
+std::string* RealModelQwenPair::target_path_ = nullptr;
+std::string* RealModelQwenPair::draft_path_ = nullptr;
+
+std::string chatml(const std::string& user) {
+  return "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+         "assistant.<|im_end|>\n<|im_start|>user\n" +
+         user + "<|im_end|>\n<|im_start|>assistant\n";
+}
+
+// 8 prompts (4 chat, 4 raw) x gamma 1, 3, 5, 8, 20 tokens each: the bitwise equality that
+// lossless greedy speculation promises.
+TEST_F(RealModelQwenPair, GreedyOutputEqualsTargetOnlyForChatAndRawPromptsAndGammas) {
+  Engine plain(*target_, nullptr, engine_options());
+  Engine spec(*target_, draft_, engine_options());
+  const std::vector<std::string> prompts = {
+      chatml("Write a Python function that reverses a string."),
+      chatml("Summarize in two sentences why the sky is blue."),
+      chatml("What is 17 * 23? Answer with the number only."),
+      chatml("Explain what a hash map is."),
+      "def quicksort(arr):\n",
+      "The capital of France is",
+      "// C++: print the numbers 1 to 10\n#include <iostream>\n",
+      "Once upon a time, in a small village,",
+  };
+  int64_t rounds = 0, rejected_rounds = 0, accepted = 0;
+  for (const std::string& text : prompts) {
+    const std::vector<int32_t> prompt = plain.tokenize_prompt(text);
+    GenerationOptions go;
+    go.max_tokens = 20;
+    go.sampling.temperature = 0;
+    const GenerationResult expected = plain.generate(prompt, go, {});
+    ASSERT_GT(expected.tokens.size(), 0u) << text;
+    for (int32_t gamma : {1, 3, 5, 8}) {
+      go.draft_max = gamma;
+      const GenerationResult got = spec.generate(prompt, go, {});
+      EXPECT_EQ(got.tokens, expected.tokens) << text << " gamma " << gamma;
+      EXPECT_EQ(got.text, expected.text) << text << " gamma " << gamma;
+      EXPECT_TRUE(got.stats.speculative);
+      rounds += got.stats.spec.rounds;
+      accepted += got.stats.spec.accepted;
+      rejected_rounds += got.stats.spec.rounds - got.stats.spec.accepted_hist.back();
+    }
+  }
+  // Equality only means something if both paths of the rule ran: drafts accepted, and rounds
+  // that ended in a rejection (a correction and a rollback of both caches).
+  EXPECT_GT(accepted, rounds);
+  EXPECT_GT(rejected_rounds, 0);
+}
+
+TEST_F(RealModelQwenPair, SampledRunsRepeatWithTheSeedAndStatsAddUp) {
+  Engine spec(*target_, draft_, engine_options());
+  const std::vector<int32_t> prompt =
+      spec.tokenize_prompt(chatml("Name three uses of the Python dict type."));
+  GenerationOptions go;
+  go.max_tokens = 24;
+  go.sampling = {0.7f, 0, 0.9f, 0.0f, 4321};
+  go.draft_max = 4;
+  const GenerationResult a = spec.generate(prompt, go, {});
+  const GenerationResult b = spec.generate(prompt, go, {});
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.stats.generated_tokens, static_cast<int32_t>(a.tokens.size()));
+  const DecodeStats& s = a.stats.spec;
+  int64_t hist_rounds = 0, hist_accepted = 0;
+  for (size_t k = 0; k < s.accepted_hist.size(); ++k) {
+    hist_rounds += s.accepted_hist[k];
+    hist_accepted += static_cast<int64_t>(k) * s.accepted_hist[k];
+  }
+  EXPECT_EQ(hist_rounds, s.rounds);
+  EXPECT_EQ(hist_accepted, s.accepted);
+  EXPECT_LE(s.accepted, s.drafted);
+  // A different seed changes the text (24 tokens at T 0.7: equal by chance is negligible).
+  go.sampling.seed = 4322;
+  EXPECT_NE(spec.generate(prompt, go, {}).tokens, a.tokens);
+}
+
+// `specdec verify`'s check at CI size: 48 two-token continuations per prompt and mode at the
+// reference's sampling settings. Small samples only have power against gross errors (a broken
+// rule is caught by the chi-square tests on enumerable fakes); this proves the real pair runs
+// the check end to end and that measured acceptance tracks the analytic sum of min(p, q).
+TEST_F(RealModelQwenPair, SelfCheckPassesAtCiSampleSize) {
+  Engine spec(*target_, draft_, engine_options());
+  SelfCheckOptions so;
+  so.prompts = {chatml("Write a haiku about code review."), "def fibonacci(n):\n"};
+  so.samples = 48;
+  so.tokens = 2;
+  so.generation.sampling = {0.7f, 0, 0.9f, 0.0f, 99};
+  so.generation.draft_max = 4;
+  const SelfCheckReport r = run_self_check(spec, so);
+  ASSERT_EQ(r.prompts.size(), 2u);
+  EXPECT_TRUE(r.distribution_ok);
+  EXPECT_TRUE(r.acceptance_ok) << "z = " << r.acceptance_z;
+  EXPECT_GT(r.tested, 0);
+  EXPECT_GT(r.analytic_acceptance, 0.2);
+}
+
+// The CLI on the pair: plain flags do the right thing, and the Qwen target refuses a draft with
+// another vocabulary (SmolLM2's 49,152 tokens) with one clear line.
+TEST_F(RealModelQwenPair, CliRunsThePairAndRejectsAForeignDraft) {
+  const testing::CliResult r =
+      testing::run_cli({"run", "-m", *target_path_, "-md", *draft_path_, "-p", "def add(a, b):\n",
+                        "-n", "8", "--temp", "0", "-t", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(r.out.empty());
+  EXPECT_NE(r.err.find("accepted"), std::string::npos) << r.err;
+
+  auto smol = testing::find_real_model("SmolLM2-135M-Instruct.Q4_1.gguf");
+  if (!smol) GTEST_SKIP() << "SmolLM2 not cached; foreign-vocabulary case not run";
+  const testing::CliResult bad =
+      testing::run_cli({"run", "-m", *target_path_, "-md", *smol, "-p", "x", "-n", "1"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("vocabularies differ"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace specdec
