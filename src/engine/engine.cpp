@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "engine/model_lm.h"
 #include "engine/stop_matcher.h"
+#include "engine/text_origins.h"
 #include "engine/vocab_compat.h"
 #include "tensor/thread_pool.h"
 
@@ -64,6 +65,16 @@ std::vector<int32_t> Engine::tokenize_prompt(std::string_view text) const {
 
 GenerationResult Engine::generate(std::span<const int32_t> prompt, const GenerationOptions& opts,
                                   const TextCallback& on_text) {
+  if (!on_text) return generate_pieces(prompt, opts, {});
+  // Pieces of one chunk arrive back to back; the text callback sees them as they come (a chunk
+  // split by origin is still the same text, in the same order).
+  return generate_pieces(prompt, opts,
+                         [&on_text](std::string_view text, TokenOrigin) { return on_text(text); });
+}
+
+GenerationResult Engine::generate_pieces(std::span<const int32_t> prompt,
+                                         const GenerationOptions& opts,
+                                         const PieceCallback& on_piece) {
   using Clock = std::chrono::steady_clock;
   const auto n_prompt = static_cast<int32_t>(prompt.size());
   if (n_prompt == 0) fail("the prompt is empty after tokenization");
@@ -123,24 +134,37 @@ GenerationResult Engine::generate(std::span<const int32_t> prompt, const Generat
 
   StreamingDecoder text_stream(tok);
   StopMatcher stop(opts.stop);
+  TextOrigins text_origins;  // origins of the bytes the stop matcher holds back
+  TokenOrigin last_text_origin = TokenOrigin::Target;  // of the last token that was text
   size_t seen = 0;
   bool cancelled = false;
   auto emit = [&](const std::string& text) {
     if (text.empty() || cancelled) return;
     result.text += text;
-    if (on_text && !on_text(text)) cancelled = true;
+    text_origins.release(text, [&](std::string_view piece, TokenOrigin origin) {
+      if (!cancelled && on_piece && !on_piece(piece, origin)) cancelled = true;
+    });
+  };
+  auto push_text = [&](const std::string& text, TokenOrigin origin) {
+    text_origins.append(text.size(), origin);
+    emit(stop.push(text));
   };
   while (!decoder.done() && !stop.stopped() && !cancelled) {
     decoder.step();
     std::span<const int32_t> generated = decoder.generated();
+    std::span<const TokenOrigin> origins = decoder.origins();
     for (; seen < generated.size() && !stop.stopped() && !cancelled; ++seen) {
       const int32_t id = generated[seen];
       result.tokens.push_back(id);
+      result.origins.push_back(origins[seen]);
       if (is_end(id)) break;  // the end token is not text
-      emit(stop.push(text_stream.push(id)));
+      last_text_origin = origins[seen];
+      push_text(text_stream.push(id), last_text_origin);
     }
   }
-  if (!stop.stopped()) emit(stop.push(text_stream.finish()));
+  // A truncated character left at the end (its replacement character) goes with the last text
+  // token, which holds at least its last bytes.
+  if (!stop.stopped()) push_text(text_stream.finish(), last_text_origin);
   if (!stop.stopped() && !cancelled) emit(stop.finish());
   const auto t2 = Clock::now();
 

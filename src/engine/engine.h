@@ -16,6 +16,7 @@
 #include "sampling/distribution.h"
 #include "speculative/ngram_drafter.h"
 #include "speculative/speculative_decoder.h"
+#include "speculative/token_origin.h"
 
 namespace specdec {
 
@@ -63,12 +64,16 @@ struct GenerationStats {
 struct GenerationResult {
   std::string text;
   std::vector<int32_t> tokens;
+  std::vector<TokenOrigin> origins;  // one per token: where it came from
   FinishReason finish = FinishReason::Length;
   GenerationStats stats;
 };
 
 // Receives each chunk of complete UTF-8 text as soon as it is final; returning false cancels.
 using TextCallback = std::function<bool(std::string_view)>;
+// The same chunks split into runs of one token origin each (the attribution rule is in
+// engine/text_origins.h); the concatenated pieces are exactly the text TextCallback gets.
+using PieceCallback = std::function<bool(std::string_view text, TokenOrigin origin)>;
 
 class Engine {
  public:
@@ -88,6 +93,10 @@ class Engine {
   // Throws specdec::Error if the prompt does not fit the context.
   GenerationResult generate(std::span<const int32_t> prompt, const GenerationOptions& options,
                             const TextCallback& on_text);
+  // generate(), streaming each piece with the origin of the tokens it shows (specdec run
+  // --color).
+  GenerationResult generate_pieces(std::span<const int32_t> prompt,
+                                   const GenerationOptions& options, const PieceCallback& on_piece);
 
  private:
   LoadedModel& target_;
