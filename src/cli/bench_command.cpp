@@ -40,6 +40,7 @@ struct BenchOptions {
   std::vector<std::string> categories = {"summary", "opinion", "code"};
   float top_p = 0.9f;
   int32_t n_predict = 200, repeats = 3, threads = 0, n_ctx = 2048, cache_tokens = 32;
+  int32_t draft_vocab = kDefaultDraftVocab;
   uint64_t seed = 1;
 };
 
@@ -111,6 +112,7 @@ void add_options(ArgParser& p, BenchOptions& o) {
              "drafts; see --ngram-policy)",
              o.draft_ngram);
   add_ngram_options(p, o.ngram, o.ngram_given);
+  add_draft_vocab_option(p, o.draft_vocab);
   p.add_value({"--gammas"}, "LIST", "comma-separated gammas, 1..64 (default 1,2,3,4,5,6,7,8)",
               [&o](const std::string& v) {
                 o.gammas.clear();
@@ -213,6 +215,7 @@ int bench_command(const std::vector<std::string>& args) {
   EngineOptions eo;
   eo.n_ctx = o.n_ctx;
   eo.n_threads = thread_count(o.threads);
+  eo.draft_vocab = o.draft_vocab;
   auto engine = std::make_unique<Engine>(target, draft.get(), eo);
 
   const int32_t max_gamma = *std::max_element(o.gammas.begin(), o.gammas.end());
@@ -301,6 +304,7 @@ int bench_command(const std::vector<std::string>& args) {
     }
   }
   bar.finish();
+  const int32_t draft_width = engine->draft_vocab_width();
   engine.reset();  // its thread pool and caches are not needed for the cache check
 
   const std::vector<BenchRow> rows = summarize_runs(runs, pass_cost);
@@ -308,6 +312,9 @@ int bench_command(const std::vector<std::string>& args) {
             << "drafter: "
             << (o.draft_ngram ? "n-gram prompt lookup (" + describe_ngram(o.ngram) + ")"
                               : o.draft_model)
+            << (o.draft_ngram ? std::string()
+                              : ", scoring " + std::to_string(draft_width) + " of " +
+                                    std::to_string(target.model->config().n_vocab) + " tokens")
             << "\n"
             << "threads " << eo.n_threads << ", " << o.n_predict << " tokens per run, " << o.repeats
             << " repeats, top-p " << o.top_p << ", " << prompts.size() << " prompts ("
@@ -345,6 +352,7 @@ int bench_command(const std::vector<std::string>& args) {
                                                  {"adapt_rate", o.ngram.adapt_rate}}
                                 : nlohmann::json()},
         {"threads", eo.n_threads},
+        {"draft_vocab", o.draft_ngram ? 0 : draft_width},
         {"n_ctx", o.n_ctx},
         {"n_predict", o.n_predict},
         {"repeats", o.repeats},

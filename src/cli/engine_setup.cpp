@@ -18,6 +18,13 @@ std::unique_ptr<LoadedModel> load_draft(const std::string& path) {
   return std::make_unique<LoadedModel>(LoadedModel::load(path));
 }
 
+void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab) {
+  p.add_int({"--draft-vocab"}, "N",
+            "the draft model scores only the N most frequent tokens (+ control tokens; 0: all). "
+            "Lossless: changes speed, never the output",
+            draft_vocab, 0, 1 << 24);
+}
+
 void add_ngram_options(ArgParser& p, NgramParams& params, bool& given) {
   const NgramParams defaults;
   // Parsed by hand rather than with add_int/add_float, to know whether they were given while the

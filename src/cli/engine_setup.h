@@ -15,6 +15,12 @@ namespace specdec::cli {
 // The -t value, or every core of the machine when it was not given (0).
 int thread_count(int32_t requested);
 
+// --draft-vocab N: the draft model scores only the N most frequent tokens plus the control
+// tokens (FR-Spec, engine/draft_vocab.h); 0 scores the whole vocabulary. Lossless either way.
+// Off by default until a size is measured to pay (docs/benchmarks.md).
+inline constexpr int32_t kDefaultDraftVocab = 0;
+void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab);
+
 // The -md model, or nullptr when no draft was given (empty path).
 std::unique_ptr<LoadedModel> load_draft(const std::string& path);
 

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/error.h"
+#include "engine/draft_vocab.h"
 #include "engine/model_lm.h"
 #include "engine/stop_matcher.h"
 #include "engine/text_origins.h"
@@ -55,7 +56,13 @@ Engine::Engine(LoadedModel& target, LoadedModel* draft, const EngineOptions& opt
   pool_ = std::make_unique<ThreadPool>(std::max(1, options_.n_threads));
   seq_ = std::make_unique<Sequences>(*target_.model, draft_ ? draft_->model.get() : nullptr,
                                      options_.n_ctx, *pool_);
+  if (options_.draft_vocab < 0)
+    fail("draft vocabulary size must be >= 0, got ", options_.draft_vocab);
+  if (seq_->draft)
+    seq_->draft->set_vocab_subset(draft_vocab_subset(*draft_->tokenizer, options_.draft_vocab));
 }
+
+int32_t Engine::draft_vocab_width() const { return seq_->draft ? seq_->draft->logit_width() : 0; }
 
 Engine::~Engine() = default;
 

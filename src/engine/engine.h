@@ -25,6 +25,9 @@ class ThreadPool;
 struct EngineOptions {
   int32_t n_ctx = 4096;
   int n_threads = 1;
+  // The draft model scores only this many of the most frequent tokens (plus control tokens;
+  // engine/draft_vocab.h); 0: the whole vocabulary. Lossless either way.
+  int32_t draft_vocab = 0;
 };
 
 // Where a request's drafts come from. The choice is per request (not per Engine) so that one
@@ -85,6 +88,9 @@ class Engine {
   const ChatTemplate& chat_template() const { return *target_.chat_template; }
   int32_t n_ctx() const { return options_.n_ctx; }
   bool has_draft() const { return draft_ != nullptr; }  // a draft *model* was given
+  // Logits the draft model computes per position: its vocabulary subset's size, or n_vocab
+  // (0 without a draft model).
+  int32_t draft_vocab_width() const;
 
   // Tokenizes a prompt the way llama.cpp does (BOS per the vocabulary, special tokens parsed);
   // a chat-formatted prompt that already starts with the BOS text gets no second BOS.

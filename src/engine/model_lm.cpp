@@ -2,6 +2,8 @@
 
 #include <numeric>
 
+#include "common/error.h"
+
 namespace specdec {
 
 ModelLM::ModelLM(Model& model, int32_t n_ctx, ThreadPool& pool)
@@ -13,8 +15,16 @@ void ModelLM::forward(std::span<const int32_t> tokens, std::vector<float>& logit
   std::iota(positions_.begin(), positions_.end(), cache_.length());
   rows_.resize(k);
   std::iota(rows_.begin(), rows_.end(), 0);
-  logits.resize(static_cast<size_t>(k) * n_vocab());
-  model_.forward(tokens, positions_, cache_, rows_, logits.data(), pool_);
+  logits.resize(static_cast<size_t>(k) * logit_width());
+  model_.forward(tokens, positions_, cache_, rows_, logits.data(), pool_,
+                 vocab_ ? &*vocab_ : nullptr);
+}
+
+void ModelLM::set_vocab_subset(std::optional<VocabSubset> subset) {
+  if (subset && subset->n_vocab() != n_vocab()) {
+    fail("vocabulary subset made for ", subset->n_vocab(), " tokens, the model has ", n_vocab());
+  }
+  vocab_ = std::move(subset);
 }
 
 void ModelLM::forward_last(std::span<const int32_t> tokens, std::vector<float>* last_logits) {
@@ -28,9 +38,9 @@ void ModelLM::forward_last(std::span<const int32_t> tokens, std::vector<float>* 
     std::iota(positions_.begin(), positions_.end(), cache_.length());
     const bool want_logits = last_logits != nullptr && end == tokens.size();
     rows_.assign(want_logits ? 1 : 0, k - 1);
-    if (want_logits) last_logits->resize(n_vocab());
+    if (want_logits) last_logits->resize(static_cast<size_t>(logit_width()));
     model_.forward(tokens.subspan(begin, end - begin), positions_, cache_, rows_,
-                   want_logits ? last_logits->data() : nullptr, pool_);
+                   want_logits ? last_logits->data() : nullptr, pool_, vocab_ ? &*vocab_ : nullptr);
   }
 }
 

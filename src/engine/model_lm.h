@@ -3,6 +3,7 @@
 // contiguous from position 0.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "model/model.h"
@@ -21,6 +22,12 @@ class ModelLM final : public CausalLM {
   int32_t capacity() const override { return cache_.capacity(); }
   void truncate(int32_t n) override { cache_.truncate(n); }
   void forward(std::span<const int32_t> tokens, std::vector<float>& logits) override;
+  std::span<const int32_t> logit_ids() const override {
+    return vocab_ ? std::span<const int32_t>(vocab_->ids()) : std::span<const int32_t>();
+  }
+  // Score only this subset of the vocabulary from now on (a draft's frequency-ranked head);
+  // nullopt: the whole vocabulary. The subset must be made for this model's n_vocab.
+  void set_vocab_subset(std::optional<VocabSubset> subset);
   // Appends tokens but computes logits only for the last one (or none), in bounded chunks.
   void forward_last(std::span<const int32_t> tokens, std::vector<float>* last_logits) override;
 
@@ -31,6 +38,7 @@ class ModelLM final : public CausalLM {
   KvCache cache_;
   ThreadPool& pool_;
   std::vector<int32_t> positions_, rows_;
+  std::optional<VocabSubset> vocab_;
 };
 
 }  // namespace specdec

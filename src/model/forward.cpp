@@ -15,6 +15,7 @@
 #include "model/ops.h"
 #include "model/rope.h"
 #include "tensor/thread_pool.h"
+#include "tensor/weight_rows.h"
 
 namespace specdec {
 namespace {
@@ -110,7 +111,7 @@ size_t Model::scratch_bytes() const {
   size_t floats = 0;
   for (const std::vector<float>* v :
        {&s.x, &s.xn, &s.q, &s.kv_k, &s.kv_v, &s.attn, &s.proj, &s.gate, &s.up, &s.rope_cos,
-        &s.rope_sin, &s.rope_cos_swa, &s.rope_sin_swa, &s.scores, &s.inv_sums}) {
+        &s.rope_sin, &s.rope_cos_swa, &s.rope_sin_swa, &s.scores, &s.inv_sums, &s.head_out}) {
     floats += v->capacity();
   }
   return floats * sizeof(float);
@@ -118,9 +119,13 @@ size_t Model::scratch_bytes() const {
 
 void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                     KvCache& cache, std::span<const int32_t> logit_rows, float* logits_out,
-                    ThreadPool& pool) {
+                    ThreadPool& pool, const VocabSubset* vocab) {
   const ModelConfig& c = config_;
   check_arguments(c, tokens, positions, cache, logit_rows, logits_out);
+  if (vocab != nullptr && vocab->n_vocab() != c.n_vocab) {
+    fail("forward: vocabulary subset made for ", vocab->n_vocab(), " tokens, the model has ",
+         c.n_vocab);
+  }
   const auto k = static_cast<int64_t>(tokens.size());
   if (k == 0) return;
 
@@ -242,7 +247,35 @@ void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
   per_token(pool, n_out, [&](int64_t j) {
     ops::rms_norm(&s.x[logit_rows[j] * E], w.output_norm.data(), E, c.rms_eps, &s.xn[j * E]);
   });
-  matmul(w.output, s.xn.data(), n_out, logits_out, pool);
+  if (vocab == nullptr) {
+    matmul(w.output, s.xn.data(), n_out, logits_out, pool);
+    return;
+  }
+  // Only the subset's rows of the head, as views of the whole matrix (so every logit comes from
+  // the kernel that computes it without a subset), in one hand-off. One row writes straight
+  // into place; several go through scratch, since matmul lays each view's rows out together.
+  const auto& ranges = vocab->ranges();
+  const int64_t width = vocab->width();
+  s.head_views.resize(ranges.size());
+  s.head_targets.resize(ranges.size());
+  if (n_out > 1) s.head_out.resize(static_cast<size_t>(n_out * width));
+  float* base = n_out == 1 ? logits_out : s.head_out.data();
+  int64_t offset = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    s.head_views[i] = weight_rows(w.output, ranges[i].first, ranges[i].second);
+    s.head_targets[i] = {&s.head_views[i], base + offset * n_out};
+    offset += s.head_views[i].rows;
+  }
+  matmul_group(s.head_targets, s.xn.data(), n_out, pool);
+  if (n_out == 1) return;
+  offset = 0;
+  for (const WeightMatrix& v : s.head_views) {
+    const float* src = base + offset * n_out;
+    for (int64_t j = 0; j < n_out; ++j) {
+      std::copy_n(src + j * v.rows, v.rows, logits_out + j * width + offset);
+    }
+    offset += v.rows;
+  }
 }
 
 }  // namespace specdec

@@ -325,6 +325,42 @@ TEST_P(ForwardTest, SelectedRowsMatchAllRows) {
   }
 }
 
+// A vocabulary subset computes exactly the subset's columns of the full logits, for one logit
+// row (written in place) and several (interleaved from scratch), with gaps between ranges.
+TEST_P(ForwardTest, VocabSubsetLogitsAreTheFullLogitsColumns) {
+  TinyModel m(spec_for(GetParam()));
+  ThreadPool pool(2);
+  KvCache a(m.model->config(), 64), b(m.model->config(), 64), c(m.model->config(), 64);
+  const std::vector<float> all = forward_all(*m.model, a, kTokens, 0, pool);
+  const int32_t V = m.model->config().n_vocab;
+  const std::vector<int32_t> wanted = {0, 5, 17, 40, 41, V - 1};
+  const VocabSubset subset = VocabSubset::from_ids(wanted, V);
+  ASSERT_GT(subset.ranges().size(), 1u);
+  ASSERT_LT(subset.width(), V);
+  const auto W = static_cast<size_t>(subset.width());
+  std::vector<int32_t> positions(kTokens.size());
+  std::iota(positions.begin(), positions.end(), 0);
+  const std::vector<int32_t> rows = {2, 7, 13};
+  std::vector<float> some(rows.size() * W, -1.0f);
+  m.model->forward(kTokens, positions, b, rows, some.data(), pool, &subset);
+  for (size_t j = 0; j < rows.size(); ++j) {
+    for (size_t col = 0; col < W; ++col) {
+      const float want = all[static_cast<size_t>(rows[j]) * static_cast<size_t>(V) +
+                             static_cast<size_t>(subset.ids()[col])];
+      ASSERT_EQ(0, std::memcmp(&some[j * W + col], &want, sizeof(float)))
+          << "row " << rows[j] << " id " << subset.ids()[col];
+    }
+  }
+  std::vector<float> last(W, -1.0f);
+  const std::vector<int32_t> last_row = {static_cast<int32_t>(kTokens.size()) - 1};
+  m.model->forward(kTokens, positions, c, last_row, last.data(), pool, &subset);
+  for (size_t col = 0; col < W; ++col) {
+    const float want = all[(kTokens.size() - 1) * static_cast<size_t>(V) +
+                           static_cast<size_t>(subset.ids()[col])];
+    ASSERT_EQ(0, std::memcmp(&last[col], &want, sizeof(float))) << subset.ids()[col];
+  }
+}
+
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const char* arch : {"llama", "qwen2", "gemma3"}) {

@@ -12,6 +12,7 @@
 
 #include "gguf/gguf_file.h"
 #include "model/kv_cache.h"
+#include "model/vocab_subset.h"
 #include "tensor/matmul.h"
 
 namespace specdec {
@@ -81,8 +82,12 @@ class Model {
   // tokens in the call and of the thread count (batch invariance). Throws specdec::Error if
   // the cache would overflow or an argument is out of range; the cache is then unchanged.
   // Not reentrant: one forward() at a time per Model (it reuses scratch buffers).
+  // With a vocabulary subset (made for this model's n_vocab), only those rows of the output
+  // head are computed and logit row j is logits_out[j * vocab->width() ...], in the subset's id
+  // order; each logit is bitwise what the full head gives for that id.
   void forward(std::span<const int32_t> tokens, std::span<const int32_t> positions, KvCache& cache,
-               std::span<const int32_t> logit_rows, float* logits_out, ThreadPool& pool);
+               std::span<const int32_t> logit_rows, float* logits_out, ThreadPool& pool,
+               const VocabSubset* vocab = nullptr);
 
   struct Impl;  // weights and scratch, defined in model/model_impl.h
 

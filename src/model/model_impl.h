@@ -41,6 +41,11 @@ struct Scratch {
   // Attention scores, then probabilities: a row of cache slots per (token, head) of a block of
   // new tokens; and 1 / sum of each row.
   std::vector<float> scores, inv_sums;
+  // A vocabulary subset's views of the output head, their matmul targets, and (for several
+  // logit rows) their products before they are interleaved into logit rows.
+  std::vector<WeightMatrix> head_views;
+  std::vector<MatmulTarget> head_targets;
+  std::vector<float> head_out;
 };
 
 struct Model::Impl {

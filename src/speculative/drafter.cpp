@@ -34,6 +34,10 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
                               std::vector<Distribution>& q) {
   const auto n = static_cast<int32_t>(committed.size());
   const int32_t v = draft_.n_vocab();
+  // With a vocabulary subset, q_i is built over the subset's logits and its ids mapped back to
+  // vocabulary ids (the subset is ascending, so the distribution's tie order is kept).
+  const std::span<const int32_t> subset = draft_.logit_ids();
+  const int32_t width = draft_.logit_width();
   if (drafts.size() < static_cast<size_t>(gamma)) drafts.resize(static_cast<size_t>(gamma));
   if (q.size() < static_cast<size_t>(gamma)) q.resize(static_cast<size_t>(gamma));
   // Catch up on committed tokens the draft has not seen (at least the pending one), then propose
@@ -44,7 +48,11 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
   const bool greedy = params.greedy();
   for (int32_t i = 0; i < gamma; ++i) {
     Distribution& qi = q[static_cast<size_t>(i)];
-    make_distribution(row(logits_, v, last_row), params, qi);
+    make_distribution(row(logits_, width, last_row), params, qi);
+    if (!subset.empty()) {
+      for (int32_t& id : qi.ids) id = subset[static_cast<size_t>(id)];
+      qi.n_vocab = v;
+    }
     drafts[static_cast<size_t>(i)] = greedy ? qi.argmax() : sample(qi, rng);
     if (i + 1 < gamma) {
       draft_.forward(std::span<const int32_t>(&drafts[static_cast<size_t>(i)], 1), logits_);

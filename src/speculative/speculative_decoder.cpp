@@ -30,12 +30,20 @@ std::span<const float> row(const std::vector<float>& logits, int32_t n_vocab, si
                                                 static_cast<size_t>(n_vocab));
 }
 
+// p must be the target's whole distribution: a vocabulary subset is for drafts only.
+void check_full_vocabulary(const CausalLM& target) {
+  if (!target.logit_ids().empty()) {
+    fail("speculative decoder: the target scores a vocabulary subset; only a draft may");
+  }
+}
+
 }  // namespace
 
 SpeculativeDecoder::SpeculativeDecoder(CausalLM& target, CausalLM* draft,
                                        const SamplingParams& params, int32_t gamma, Rng& rng)
     : target_(target), params_(params), gamma_(gamma), rng_(rng) {
   if (gamma < 0) fail("speculative decoder: gamma must be >= 0, got ", gamma);
+  check_full_vocabulary(target);
   if (draft && draft->n_vocab() != target.n_vocab()) {
     fail("speculative decoder: draft vocabulary (", draft->n_vocab(), ") differs from target's (",
          target.n_vocab(), ")");
@@ -51,6 +59,7 @@ SpeculativeDecoder::SpeculativeDecoder(CausalLM& target, Drafter& drafter,
                                        const SamplingParams& params, int32_t gamma, Rng& rng)
     : target_(target), drafter_(&drafter), params_(params), gamma_(gamma), rng_(rng) {
   if (gamma < 0) fail("speculative decoder: gamma must be >= 0, got ", gamma);
+  check_full_vocabulary(target);
   model_view_ = dynamic_cast<const ModelDrafter*>(drafter_);
   if (model_view_ && model_view_->model().n_vocab() != target.n_vocab()) {
     fail("speculative decoder: draft vocabulary (", model_view_->model().n_vocab(),
