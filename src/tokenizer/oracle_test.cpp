@@ -1,8 +1,11 @@
 // Agreement with llama.cpp on real vocabularies: tests/fixtures/tokenizer_<model>.json holds
 // llama-cpp-python's ids for a fixed set of strings (scripts/oracle/gen_tokenizer_fixtures.py).
 // The model files are large, so the test skips when they are not in the model cache.
+// SmolLM2 (BPE, pre-tokenizer smollm), Gemma 3 (SentencePiece) and the Qwen2.5-Coder vocabulary
+// (BPE, pre-tokenizer qwen2; ~340 strings incl. invalid UTF-8 and llama.cpp's detokenization).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -70,9 +73,11 @@ TEST_P(TokenizerOracle, MatchesLlamaCpp) {
   // candidate text its hash map yields first; we prefer <|im_end|> over <|endoftext|>.)
   EXPECT_EQ(tok.eog_ids(), doc.at("eog").get<std::vector<int32_t>>());
 
-  int matched = 0, total = 0;
+  int matched = 0, total = 0, round_trips = 0;
   for (const auto& c : doc.at("cases")) {
-    const std::string text = c.at("text");
+    // Bytes that are not valid UTF-8 cannot be a JSON string; such cases give them in hex.
+    const std::string text =
+        c.contains("text_hex") ? from_hex(c.at("text_hex")) : c.at("text").get<std::string>();
     const bool add_special = c.at("add_special"), parse_special = c.at("parse_special");
     const auto expected = c.at("ids").get<std::vector<int32_t>>();
     const auto got = tok.encode(text, add_special, parse_special);
@@ -85,7 +90,17 @@ TEST_P(TokenizerOracle, MatchesLlamaCpp) {
                     << ::testing::PrintToString(expected) << "\n  got      "
                     << ::testing::PrintToString(got);
     }
-    if (!parse_special && !add_special) {
+    if (c.contains("detok_hex")) {
+      // llama.cpp's own detokenization of its ids: ours must be the same bytes, whether or not
+      // they give the input back (invalid UTF-8 comes back as U+FFFD in both; control tokens
+      // come back as nothing unless rendered).
+      const std::string detok = from_hex(c.at("detok_hex"));
+      EXPECT_EQ(tok.decode(got), detok) << "decode of \"" << escape(text) << "\"";
+      if (detok == text) {
+        EXPECT_EQ(tok.decode(got), text) << "round trip of \"" << escape(text) << "\"";
+        ++round_trips;
+      }
+    } else if (!parse_special && !add_special) {
       EXPECT_EQ(tok.decode(got), text) << "round trip of \"" << escape(text) << "\"";
     }
   }
@@ -93,10 +108,45 @@ TEST_P(TokenizerOracle, MatchesLlamaCpp) {
     EXPECT_EQ(tok.token_bytes(std::stoi(id)), from_hex(hex)) << "token " << id;
   }
   std::cout << "[ oracle   ] " << GetParam() << ": " << matched << "/" << total
-            << " strings match llama.cpp\n";
+            << " strings match llama.cpp";
+  if (round_trips > 0) std::cout << ", " << round_trips << " round-trip like llama.cpp's";
+  std::cout << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, TokenizerOracle, ::testing::Values("smollm2", "gemma3"));
+INSTANTIATE_TEST_SUITE_P(Models, TokenizerOracle,
+                         ::testing::Values("smollm2", "gemma3", "qwen2.5-coder"),
+                         [](const auto& info) {
+                           std::string name = info.param;  // gtest names: alphanumerics only
+                           std::erase_if(name, [](unsigned char ch) { return !std::isalnum(ch); });
+                           return name;
+                         });
+
+// The fixture is the 0.5B's vocabulary; the 1.5B target must have the very same one (token texts,
+// types, merges, special ids, pre-tokenizer), or the fixture would not vouch for it and
+// speculative decoding between the two would be refused.
+TEST(TokenizerOracleQwen, Coder15BSharesThe05BVocabulary) {
+  const fs::path small = models_dir() / "qwen2.5-coder-0.5b-instruct.gguf";
+  const fs::path large = models_dir() / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf";
+  for (const auto& m : {small, large}) {
+    if (!fs::exists(m)) GTEST_SKIP() << m << " not found (run scripts/fetch-models.sh)";
+  }
+  const auto fa = gguf::GgufFile::open(small.string());
+  const auto fb = gguf::GgufFile::open(large.string());
+  for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.merges"}) {
+    EXPECT_TRUE(fa->get_array(key).strings == fb->get_array(key).strings) << key;
+  }
+  EXPECT_TRUE(fa->get_array("tokenizer.ggml.token_type").ints ==
+              fb->get_array("tokenizer.ggml.token_type").ints);
+  const Tokenizer a = Tokenizer::from_gguf(*fa), b = Tokenizer::from_gguf(*fb);
+  EXPECT_EQ(a.n_vocab(), 151936);
+  EXPECT_EQ(a.n_vocab(), b.n_vocab());
+  EXPECT_EQ(a.pre(), "qwen2");
+  EXPECT_EQ(a.pre(), b.pre());
+  EXPECT_EQ(a.bos(), b.bos());
+  EXPECT_EQ(a.eos(), b.eos());
+  EXPECT_EQ(a.add_bos(), b.add_bos());
+  EXPECT_EQ(a.eog_ids(), b.eog_ids());
+}
 
 // The chat template of a real model renders through to the tokens the model expects.
 TEST(TokenizerOracleChat, SmolLM2TemplateIsChatMLWithDefaultSystem) {
