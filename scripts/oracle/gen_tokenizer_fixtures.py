@@ -169,6 +169,10 @@ QWEN_TEXTS = [
     "Hello世界Привет", "naïve日本café", "abcАБВ", "ΑΒΓabc", "x=αβγ;y=δ", "Straße STRASSE",
     "İstanbul ıi", "ﬁ ligature", "ǅ titlecase", "ภาษาไทย", "עבריתEnglish", "ქართული Հայերեն",
     "Zalgo: Z̸̢a̵l̶g̷o̴", "Tiếng Việt", "日本語English混在text",
+    # letters and digits newer than Unicode 14 (what Debian 12's PCRE2 knows): CJK Extensions I
+    # and H, Nag Mundari letters and digits, Kawi digits, Kaktovik numerals
+    "\U0002EBF0<k\U0002EBF1 ext I", "x\U00031350y\U00031351", "\U0001E4D0\U0001E4F0\U0001E4F1 1",
+    "\U00011F50\U00011F51 kawi", "a\U0001D2C0b'\U0001D2C1", "'s\U0002EBF0's",
     # punctuation runs
     "...", "!!!", "?!?!", "---", "===", "***", "###", "//", "<<>>", "{{}}", "()[]{}", ":::",
     "—–-", "…", "«»“”‘’", "、。！？", "!!!\n\n", "...\n", "~~~~~~~~", "____init____", "-->",

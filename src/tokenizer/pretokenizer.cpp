@@ -106,19 +106,41 @@ PreTokenizer::PreTokenizer(const std::string& pre) {
 
 PreTokenizer::~PreTokenizer() = default;
 
+namespace {
+
+// What PCRE2 is shown in place of `cp`. ASCII and whitespace as they are (the regexes name them
+// or list them in kWhitespace); any other code point as one fixed representative of its class
+// in llama.cpp's tables, so that \p{L}, \p{N} and \p{P} match what they match in llama.cpp,
+// whatever Unicode version the installed PCRE2 has (Debian 12's knows 5,010 of llama.cpp's
+// letters and digits as neither, e.g. CJK Extension I). llama.cpp's own regex fallback
+// collapses code points to classes the same way. Surrogates and out-of-range values are Other.
+uint32_t regex_stand_in(uint32_t cp) {
+  if (cp < 0x80 || unicode::is_whitespace(cp)) return cp;
+  switch (unicode::char_class(cp)) {
+    case unicode::CharClass::Letter:
+      return 0x4E00;  // CJK ideograph "one" (Lo in every Unicode version)
+    case unicode::CharClass::Number:
+      return 0x0660;  // Arabic-Indic digit zero (Nd)
+    case unicode::CharClass::Punctuation:
+      return 0x00A1;  // inverted exclamation mark (Po)
+    case unicode::CharClass::Other:
+      break;
+  }
+  return 0xFFFD;  // replacement character (So)
+}
+
+}  // namespace
+
 std::vector<std::string> PreTokenizer::split(std::string_view text) const {
-  // Two parallel renderings of the code points: `subject` is valid UTF-8 for PCRE2 (surrogates
-  // and out-of-range values stand in as U+FFFD, which has the same regex classes), `cp_at`
-  // maps each subject byte offset back to a code point index.
+  // Two parallel renderings of the code points: `subject` is valid UTF-8 for PCRE2, made of
+  // regex stand-ins (above), and `cp_offset` maps each code point to its subject byte offset.
   const std::vector<uint32_t> cps = unicode::lenient_codepoints(text);
   std::string subject;
   subject.reserve(text.size() + 8);
   std::vector<size_t> cp_offset(cps.size() + 1);
   for (size_t i = 0; i < cps.size(); ++i) {
     cp_offset[i] = subject.size();
-    const uint32_t cp = cps[i];
-    const bool valid = cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
-    unicode::append_utf8(subject, valid ? cp : 0xFFFD);
+    unicode::append_utf8(subject, regex_stand_in(cps[i]));
   }
   cp_offset[cps.size()] = subject.size();
 

@@ -1,6 +1,8 @@
 #include "tokenizer/unicode.h"
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 
 namespace specdec::unicode {
 
@@ -95,6 +97,32 @@ int codepoint_to_byte(uint32_t cp) {
     }
   }
   return -1;
+}
+
+namespace {
+
+struct ClassRun {
+  uint32_t first;  // the run lasts until the next run's first code point
+  uint8_t cls;     // CharClass
+};
+
+constexpr ClassRun kClassRuns[] = {
+#include "tokenizer/unicode_classes.inc"
+};
+
+}  // namespace
+
+CharClass char_class(uint32_t cp) {
+  if (cp > 0x10FFFF) return CharClass::Other;
+  const auto* it = std::upper_bound(std::begin(kClassRuns), std::end(kClassRuns), cp,
+                                    [](uint32_t v, const ClassRun& r) { return v < r.first; });
+  return static_cast<CharClass>(std::prev(it)->cls);  // kClassRuns[0].first is 0
+}
+
+bool is_whitespace(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000;
 }
 
 SeqStatus classify_utf8(std::string_view str, size_t& len) {

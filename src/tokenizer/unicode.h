@@ -38,6 +38,15 @@ enum class SeqStatus { Complete, Incomplete, Invalid };
 // bytes so far are a valid prefix but the string ends before the sequence does.
 SeqStatus classify_utf8(std::string_view s, size_t& len);
 
+// The class a code point has in llama.cpp's Unicode tables (its src/unicode-data.cpp, copied by
+// scripts/oracle/gen_unicode_classes.py), as far as pre-tokenizer regexes ask: \p{L}, \p{N},
+// \p{P} or none of them. Not PCRE2's tables: those follow the installed library's Unicode
+// version, which need not be llama.cpp's. Values above U+10FFFF are Other.
+enum class CharClass : uint8_t { Other = 0, Letter = 1, Number = 2, Punctuation = 3 };
+CharClass char_class(uint32_t cp);
+// llama.cpp's whitespace (the Unicode White_Space property, U+0085 included).
+bool is_whitespace(uint32_t cp);
+
 inline constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
 
 }  // namespace specdec::unicode
