@@ -46,6 +46,13 @@ void ArgParser::add_value(std::vector<std::string> names, std::string value_name
       {std::move(names), std::move(value_name), std::move(help), std::move(apply), ""});
 }
 
+void ArgParser::add_optional_value(std::vector<std::string> names, std::string value_name,
+                                   std::string help,
+                                   std::function<void(const std::string&)> apply) {
+  add_value(std::move(names), std::move(value_name), std::move(help), std::move(apply));
+  options_.back().optional_value = true;
+}
+
 void ArgParser::add_string(std::vector<std::string> names, std::string value_name, std::string help,
                            std::string& target) {
   std::string def = target.empty() ? "" : "'" + target + "'";
@@ -126,6 +133,10 @@ bool ArgParser::parse(std::span<const std::string> args) {
     }
     const Option* opt = find(name);
     if (opt == nullptr) fail("unknown argument '", name, "' (see --help)");
+    if (opt->optional_value) {
+      opt->apply(value);  // empty without '='
+      continue;
+    }
     if (opt->value_name.empty()) {
       if (has_inline_value) fail(name, " takes no value");
       opt->apply("");
@@ -146,7 +157,11 @@ std::string ArgParser::help() const {
   for (const Option& o : options_) {
     std::string left = "  ";
     for (size_t i = 0; i < o.names.size(); ++i) left += (i ? ", " : "") + o.names[i];
-    if (!o.value_name.empty()) left += " " + o.value_name;
+    if (o.optional_value) {
+      left += "[=" + o.value_name + "]";
+    } else if (!o.value_name.empty()) {
+      left += " " + o.value_name;
+    }
     out << left;
     out << std::string(left.size() < 30 ? 30 - left.size() : 1, ' ') << o.help;
     if (!o.default_text.empty()) out << " (default: " << o.default_text << ")";

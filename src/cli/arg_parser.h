@@ -22,6 +22,10 @@ class ArgParser {
   // A value parsed by `apply`, which throws specdec::Error with a reason on bad input.
   void add_value(std::vector<std::string> names, std::string value_name, std::string help,
                  std::function<void(const std::string& value)> apply);
+  // A value that may be left out: `--name` alone calls apply(""), `--name=VALUE` apply(VALUE);
+  // the next argument is never taken as its value (GNU style, as in `ls --color[=WHEN]`).
+  void add_optional_value(std::vector<std::string> names, std::string value_name, std::string help,
+                          std::function<void(const std::string& value)> apply);
   // Typed helpers: the value must parse completely and lie in [min, max].
   void add_string(std::vector<std::string> names, std::string value_name, std::string help,
                   std::string& target);
@@ -46,6 +50,7 @@ class ArgParser {
     std::string help;
     std::function<void(const std::string&)> apply;
     std::string default_text;
+    bool optional_value = false;  // add_optional_value
   };
   const Option* find(std::string_view name) const;
   std::string usage_, summary_;

@@ -77,5 +77,19 @@ TEST(ArgParser, RejectsBadInput) {
   expect_error({"-s", "-3"}, "must be >= 0");
 }
 
+TEST(ArgParser, OptionalValuesComeOnlyAfterAnEqualsSign) {
+  std::vector<std::string> seen;
+  std::string model;
+  ArgParser p("specdec run [options]", "test parser");
+  p.add_optional_value({"--color"}, "WHEN", "colour",
+                       [&](const std::string& v) { seen.push_back(v); });
+  p.add_string({"-m"}, "FILE", "model", model);
+  EXPECT_TRUE(parse(p, {"--color", "-m", "a.gguf", "--color=always", "--color="}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"", "always", ""}));
+  EXPECT_EQ(model, "a.gguf");                            // `--color` did not take `-m` as its value
+  EXPECT_THROW(parse(p, {"--color", "always"}), Error);  // a stray argument, not a value
+  EXPECT_NE(p.help().find("  --color[=WHEN] "), std::string::npos) << p.help();
+}
+
 }  // namespace
 }  // namespace specdec::cli

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/arg_parser.h"
+#include "cli/color_output.h"
 #include "cli/commands.h"
 #include "cli/engine_setup.h"
 #include "cli/stats_report.h"
@@ -28,6 +29,7 @@ struct RunOptions {
   NgramParams ngram;
   bool ngram_given = false;  // any --ngram-* option
   int64_t seed = -1;
+  ColorMode color = ColorMode::Never;
 };
 
 std::string read_file(const std::string& path) {
@@ -88,7 +90,14 @@ int run_command(const std::vector<std::string>& args) {
   p.add_string({"--stats-json"}, "FILE",
                "write timings and speculative statistics (with a per-round log) as JSON",
                o.stats_json);
-  p.add_flag({"-q", "--quiet"}, "no summary on stderr", o.quiet);
+  p.add_optional_value({"--color"}, "WHEN",
+                       "colour the text by token origin: green accepted drafts (draft model or "
+                       "prompt lookup), yellow corrections after a rejection, cyan bonus tokens, "
+                       "default colour target-only steps; a legend goes to stderr. WHEN: auto "
+                       "(the default of a bare --color: only when stdout is a terminal and "
+                       "NO_COLOR is unset), always, never (also without the flag)",
+                       [&o](const std::string& v) { o.color = parse_color_mode(v); });
+  p.add_flag({"-q", "--quiet"}, "no summary (and no colour legend) on stderr", o.quiet);
   if (!p.parse(args)) {
     std::cout << p.help();
     return 0;
@@ -140,10 +149,23 @@ int run_command(const std::vector<std::string>& args) {
     go.ngram = o.ngram;
   }
 
-  GenerationResult result = engine.generate(tokens, go, [](std::string_view text) {
-    std::cout << text << std::flush;
-    return true;
-  });
+  GenerationResult result;
+  if (color_enabled(o.color)) {
+    if (!o.quiet) std::cerr << color_legend();
+    ColorWriter painter(std::cout);
+    result =
+        engine.generate_pieces(tokens, go, [&painter](std::string_view text, TokenOrigin origin) {
+          painter.write(text, origin);
+          std::cout << std::flush;
+          return true;
+        });
+    painter.finish();
+  } else {
+    result = engine.generate(tokens, go, [](std::string_view text) {
+      std::cout << text << std::flush;
+      return true;
+    });
+  }
   std::cout << std::endl;
 
   if (!o.quiet) {
