@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """llama.cpp reference data for a real model -> tests/fixtures/oracle_<name>.json.
 
-Models (--preset): smollm2 (SmolLM2-135M-Instruct Q4_1, the default) and gemma3 (Gemma 3 270M
-Q4_K_M). For 3 prompts (tokenized by llama.cpp, ids stored): top-20 (id, logit), the L2 norm of the
-full logit vector and the argmax at 4 positions (0, 5, last-1, last). Plus 64-token greedy
-generations (ids and text) from a chat-formatted prompt and a plain prompt, with the prompt ids
-that were fed. gemma3 adds a fourth, ~700-token prompt, longer than its 512-token sliding window,
-so that the local layers' window is checked on real weights.
+Models (--preset): smollm2 (SmolLM2-135M-Instruct Q4_1, the default), gemma3 (Gemma 3 270M
+Q4_K_M), qwen2.5-coder-1.5b (Qwen2.5-Coder-1.5B-Instruct Q4_K_M) and qwen2.5-coder-0.5b
+(Qwen2.5-Coder-0.5B-Instruct, Q5_0/Q8_0/Q4_K/Q6_K). For 3 prompts (tokenized by llama.cpp, ids
+stored): top-20 (id, logit), the L2 norm of the full logit vector and the argmax at 4 positions
+(0, 5, last-1, last). Plus 64-token greedy generations (ids and text) from a chat-formatted prompt
+and a plain prompt, with the prompt ids that were fed, and at every generated step llama.cpp's gap
+between its best and second-best logit (`gaps`; a small gap is a near-tie that another exact
+implementation may tip the other way). gemma3 adds a fourth, ~700-token prompt, longer than its
+512-token sliding window, so that the local layers' window is checked on real weights; the Qwen
+presets add a ChatML chat prompt about code, and generate from a ChatML code request and a plain
+code prompt instead (they are coding models).
 
-Usage: python3 scripts/oracle/gen_logit_fixtures.py [--preset smollm2|gemma3] [--model PATH] [--out PATH]
-The model defaults to `scripts/fetch-models.sh <smollm2-135m|gemma3-270m>`.
+Usage: python3 scripts/oracle/gen_logit_fixtures.py [--preset NAME] [--model PATH] [--out PATH]
+The model defaults to `scripts/fetch-models.sh <smollm2-135m|gemma3-270m|qwen2.5-coder-...>`.
 """
 from __future__ import annotations
 
@@ -40,6 +45,31 @@ LONG_PROMPT = " ".join(f"Sentence {i}: the {w} walked to the {p} and counted {i 
                        in enumerate(zip(["farmer", "child", "doctor", "sailor", "painter"] * 10,
                                         ["river", "market", "hill", "harbor", "forest", "bridge"] * 9)))
 
+# Qwen2.5's chat template adds this system message when the conversation has none.
+QWEN_CHAT = ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+             "assistant.<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n")
+QWEN_CHAT_LOGITS = QWEN_CHAT.format(
+    user="Write a C function that reverses a string in place.") + "Here is a C function"
+QWEN_GEN = [
+    ("chat", QWEN_CHAT.format(user="Write a Python function that checks whether a number is prime.")),
+    ("plain", "// Binary search over a sorted array; returns the index of key or -1.\n"
+              "int binary_search(const int *a, int n, int key) {\n"),
+]
+
+
+def qwen_preset(fetch: str, file: str, sha256: str) -> dict:
+    return {
+        "fetch": fetch,
+        "file": file,
+        "sha256": sha256,
+        "out": ROOT / "tests" / "fixtures" / f"oracle_{fetch}.json",
+        "n_ctx": 512,
+        "chat": QWEN_CHAT,
+        "extra_prompts": [QWEN_CHAT_LOGITS],
+        "generate": QWEN_GEN,
+    }
+
+
 PRESETS = {
     "smollm2": {
         "fetch": "smollm2-135m",
@@ -61,6 +91,12 @@ PRESETS = {
         "chat": "<start_of_turn>user\n{user}<end_of_turn>\n<start_of_turn>model\n",
         "extra_prompts": [LONG_PROMPT],
     },
+    "qwen2.5-coder-1.5b": qwen_preset(
+        "qwen2.5-coder-1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"),
+    "qwen2.5-coder-0.5b": qwen_preset(
+        "qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct.gguf",
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"),
 }
 
 
@@ -137,25 +173,37 @@ def main() -> int:
         logit_cases.append({"text": text, "tokens": [int(t) for t in toks], "positions": pos_data})
 
     gen_cases = []
-    for kind, text in (("chat", preset["chat"].format(user=CHAT_USER)), ("plain", PLAIN_PROMPT)):
+    gen_prompts = preset.get("generate", [("chat", preset["chat"].format(user=CHAT_USER)),
+                                          ("plain", PLAIN_PROMPT)])
+    for kind, text in gen_prompts:
         toks = llm.tokenize(text.encode(), add_bos=True, special=True)
         llm.reset()
         out_ids = []
         for tok in llm.generate(toks, top_k=1, top_p=1.0, min_p=0.0, temp=0.0,
                                 repeat_penalty=1.0, reset=True):
-            if tok == llm.token_eos() or len(out_ids) >= N_GEN:
+            # Any end-of-generation token ends it, as in specdec (Qwen: <|im_end|>, <|endoftext|>).
+            if low.llama_vocab_is_eog(llm._model.vocab, tok):
                 break
             out_ids.append(int(tok))
+            if len(out_ids) >= N_GEN:
+                break
+        # Step i's token was chosen from the logits after prompt + out_ids[:i].
+        scores = np.array(llm.scores[len(toks) - 1:len(toks) - 1 + len(out_ids)], dtype=np.float32)
+        gaps = []
+        for i, row in enumerate(scores):
+            top2 = np.partition(row, -2)[-2:]
+            assert int(row.argmax()) == out_ids[i] or row[out_ids[i]] == top2[1]
+            gaps.append(round(float(top2[1] - top2[0]), 4))
         gen_text = llm.detokenize(out_ids).decode("utf-8", errors="replace")
         gen_cases.append({"kind": kind, "prompt": text, "prompt_tokens": [int(t) for t in toks],
                           "n_predict": N_GEN, "stopped_at_eos": len(out_ids) < N_GEN,
-                          "tokens": out_ids, "text": gen_text})
+                          "tokens": out_ids, "gaps": gaps, "text": gen_text})
 
     res = {
         "model": preset["file"],
         "model_sha256": preset["sha256"],
         "llama_cpp_python_version": llama_cpp.__version__,
-        "settings": {"n_ctx": n_ctx, "n_threads": 2, "kv_cache": "f32 (type_k=type_v=0), flash_attn off", "evaluation": "one token per llama_decode (n_batch=n_ubatch=1), CPU weight repacking off (use_extra_bufts=False)", "add_bos": "llama.cpp default (the GGUF's add_bos_token: false for SmolLM2, true for Gemma 3)",
+        "settings": {"n_ctx": n_ctx, "n_threads": 2, "kv_cache": "f32 (type_k=type_v=0), flash_attn off", "evaluation": "one token per llama_decode (n_batch=n_ubatch=1), CPU weight repacking off (use_extra_bufts=False)", "add_bos": "llama.cpp default (the GGUF's add_bos_token: false for SmolLM2 and Qwen2.5, true for Gemma 3)",
                      "special": True,
                      "sampling": "greedy (temp 0, top_k 1)"},
         "note": "logits[pos] are the next-token logits after tokens[0..pos]; top is [id, logit]",
