@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -105,6 +106,22 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
   file->size_ = size;
   GgufParser::parse(*file);
   return file;
+}
+
+size_t GgufFile::release_pages(const uint8_t* begin, size_t n) const {
+  const auto map_lo = reinterpret_cast<uintptr_t>(base_);
+  const uintptr_t map_hi = map_lo + size_;
+  const auto lo = std::max(reinterpret_cast<uintptr_t>(begin), map_lo);
+  const uintptr_t hi = std::min(reinterpret_cast<uintptr_t>(begin) + n, map_hi);
+  if (base_ == nullptr || lo >= hi) return 0;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (lo + page - 1) / page * page;  // the mapping starts on a page
+  const uintptr_t last = hi / page * page;
+  if (first >= last) return 0;
+  // MADV_DONTNEED on a private file mapping that was never written drops the process's page
+  // table entries; nothing is lost, since there is no private copy to discard.
+  if (::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0) return 0;
+  return last - first;
 }
 
 GgufFile::~GgufFile() {

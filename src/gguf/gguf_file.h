@@ -82,6 +82,17 @@ class GgufFile {
   uint32_t version() const { return version_; }
   size_t alignment() const { return alignment_; }
   size_t file_size() const { return size_; }
+  // The whole file as mapped (read-only, private): every TensorInfo::data lies inside.
+  std::span<const uint8_t> mapping() const { return {base_, size_}; }
+
+  // Lets the process drop its pages of [begin, begin + n), clipped to the mapping: only the
+  // whole pages inside that range (its page-aligned interior), so a page that also holds bytes
+  // outside it (a neighbouring tensor) stays. The mapping is a clean, read-only file mapping,
+  // so a later read is still correct: the page faults back in from the file (or the page
+  // cache, which keeps it until the kernel needs the memory). Meant for data nobody reads any
+  // more, such as matrices whose packed copies replaced them. Returns the bytes released (0 if
+  // the range holds no whole page or madvise refuses).
+  size_t release_pages(const uint8_t* begin, size_t n) const;
 
   const std::map<std::string, MetadataEntry>& metadata() const { return metadata_; }
   bool has(std::string_view key) const;

@@ -72,6 +72,9 @@ class Model {
   size_t weight_bytes() const { return weight_bytes_; }
   // Memory held by the row-interleaved copies of the matrices (model/weight_packing.h).
   size_t packed_weight_bytes() const { return packed_weight_bytes_; }
+  // Mapped bytes handed back to the kernel after packing because only their packed copies are
+  // read (model/source_pages.h).
+  size_t released_weight_bytes() const { return released_weight_bytes_; }
   // Activation scratch allocated so far: it grows to the widest pass seen (a prefill chunk or a
   // verify pass), then stays, so the decode loop does not allocate.
   size_t scratch_bytes() const;
@@ -96,6 +99,7 @@ class Model {
   ModelConfig config_;
   size_t weight_bytes_ = 0;
   size_t packed_weight_bytes_ = 0;
+  size_t released_weight_bytes_ = 0;
   std::shared_ptr<Impl> impl_;
 };
 

@@ -6,6 +6,7 @@
 #include "model/model.h"
 #include "model/model_impl.h"
 #include "model/rope.h"
+#include "model/source_pages.h"
 #include "model/weight_packing.h"
 
 namespace specdec {
@@ -141,6 +142,7 @@ std::unique_ptr<Model> Model::load(const gguf::GgufFile& file) {
 
   model->weight_bytes_ = b.bytes();
   model->packed_weight_bytes_ = pack_model_weights(w, impl->packed);
+  model->released_weight_bytes_ = release_source_pages(w, file);
   model->impl_ = std::move(impl);
   return model;
 }

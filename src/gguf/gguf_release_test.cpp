@@ -1,0 +1,51 @@
+// GgufFile::release_pages: only whole pages inside the range (and inside the mapping) leave the
+// process, the returned count says how many bytes, and the data reads back unchanged.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/process_memory.h"
+#include "gguf/gguf_test_util.h"
+
+namespace specdec::gguf {
+namespace {
+
+TEST(GgufRelease, DropsWholeInteriorPagesAndKeepsTheBytes) {
+  testing::TempDir dir;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<uint8_t> bytes(40 * page);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 3);
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.add_tensor("blob", {static_cast<int64_t>(bytes.size() / 4)}, GgmlType::F32, bytes);
+  w.write(dir.file("blob.gguf"));
+  auto f = GgufFile::open(dir.file("blob.gguf"));
+  const TensorInfo& t = f->tensor("blob");
+  ASSERT_EQ(t.n_bytes, bytes.size());
+  volatile uint8_t sink = 0;
+  for (size_t i = 0; i < t.n_bytes; i += page) sink = sink + t.data[i];  // map every page
+
+  // Starting 1 byte into the data: its first, partial page stays; the whole ones after go.
+  const uint8_t* begin = t.data + 1;
+  const size_t n = 10 * page;
+  const auto lo = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const auto hi = (reinterpret_cast<uintptr_t>(begin) + n) / page * page;
+  EXPECT_EQ(f->release_pages(begin, n), hi - lo);
+  if (const auto r = resident_bytes(reinterpret_cast<const void*>(lo), hi - lo)) {
+    EXPECT_EQ(*r, 0u);
+    EXPECT_EQ(resident_bytes(begin, 1), page);  // the partial first page
+  }
+  EXPECT_EQ(std::memcmp(t.data, bytes.data(), bytes.size()), 0);  // faults back from the file
+
+  // Nothing outside the mapping, nothing smaller than a page.
+  EXPECT_EQ(f->release_pages(f->mapping().data() + f->mapping().size(), 10 * page), 0u);
+  EXPECT_EQ(f->release_pages(t.data + 1, page / 2), 0u);
+  // A range running past the end is clipped to the mapping.
+  const uint8_t* end = f->mapping().data() + f->mapping().size();
+  EXPECT_LE(f->release_pages(end - 3 * page, 100 * page), 3 * page);
+  EXPECT_EQ(std::memcmp(t.data, bytes.data(), bytes.size()), 0);
+}
+
+}  // namespace
+}  // namespace specdec::gguf

@@ -1,0 +1,85 @@
+#include "model/source_pages.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "model/model_impl.h"
+#include "tensor/packed_blocks.h"
+
+namespace specdec {
+namespace {
+
+bool release_disabled() {
+  const char* v = std::getenv("SPECDEC_NO_RELEASE");
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+struct ByteRange {
+  uintptr_t lo = 0, hi = 0;  // [lo, hi)
+};
+
+ByteRange rows_of(const WeightMatrix& m, int64_t first_row, int64_t end_row) {
+  const auto base = reinterpret_cast<uintptr_t>(m.data);
+  return {base + static_cast<uintptr_t>(first_row) * m.row_stride,
+          base + static_cast<uintptr_t>(end_row) * m.row_stride};
+}
+
+// The rows matmul computes from the packed copy: its full groups (matmul.cpp's packed_end).
+int64_t packed_rows(const WeightMatrix& m) {
+  return m.packed != nullptr ? m.rows / kPackRows * kPackRows : 0;
+}
+
+}  // namespace
+
+size_t release_source_pages(const ModelWeights& w, const gguf::GgufFile& file) {
+  if (release_disabled()) return 0;
+  std::vector<const WeightMatrix*> mats;
+  for (const LayerWeights& L : w.layers) {
+    for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down})
+      mats.push_back(m);
+  }
+  mats.push_back(&w.output);
+
+  // Bytes still read from the mapping after load, widened to whole pages: a release range is
+  // cut so as to leave every page they touch.
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<ByteRange> keep;
+  auto keep_range = [&](ByteRange r) {
+    if (r.lo < r.hi) keep.push_back({r.lo / page * page, (r.hi + page - 1) / page * page});
+  };
+  keep_range(rows_of(w.token_embd, 0, w.token_embd.rows));
+  for (const WeightMatrix* m : mats) keep_range(rows_of(*m, packed_rows(*m), m->rows));
+
+  size_t released = 0;
+  std::set<const uint8_t*> done;  // a matrix bound twice is released once
+  for (const WeightMatrix* m : mats) {
+    if (packed_rows(*m) == 0 || !done.insert(m->data).second) continue;
+    const ByteRange r = rows_of(*m, 0, packed_rows(*m));
+    // Split r around the kept ranges that overlap it (in practice: none, or all of it when the
+    // output is tied to the embedding).
+    std::vector<ByteRange> parts{r};
+    for (const ByteRange& k : keep) {
+      std::vector<ByteRange> next;
+      for (const ByteRange& p : parts) {
+        if (k.hi <= p.lo || k.lo >= p.hi) {
+          next.push_back(p);
+          continue;
+        }
+        if (p.lo < k.lo) next.push_back({p.lo, k.lo});
+        if (k.hi < p.hi) next.push_back({k.hi, p.hi});
+      }
+      parts = std::move(next);
+    }
+    for (const ByteRange& p : parts) {
+      released += file.release_pages(reinterpret_cast<const uint8_t*>(p.lo), p.hi - p.lo);
+    }
+  }
+  return released;
+}
+
+}  // namespace specdec

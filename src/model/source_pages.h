@@ -1,0 +1,26 @@
+// After packing (weight_packing.h), the rows a packed copy covers are never read from the file
+// mapping again: matmul takes them from the copy. Their mapped pages would otherwise stay in the
+// process as a second full copy of those matrices (they were all read once, to pack them), so
+// this hands them back to the kernel. What is still read from the mapping is kept: the token
+// embedding (looked up row by row; with a tied output it is also the output matrix, so that
+// matrix is kept whole) and each packed matrix's rows past its last full group of 8, and any
+// page shared with such bytes or with a neighbouring tensor (only a range's whole interior
+// pages go). Reading a released page again is still correct (it faults back in from the file),
+// so a mistake here could only cost memory, never change a result.
+#pragma once
+
+#include <cstddef>
+
+namespace specdec {
+
+namespace gguf {
+class GgufFile;
+}
+struct ModelWeights;
+
+// Releases the mapped pages of every packed matrix's packed rows, except those that overlap
+// bytes still read from the mapping (above). Returns the bytes released. Does nothing (returns
+// 0) when SPECDEC_NO_RELEASE is set to a value other than "0", for comparisons.
+size_t release_source_pages(const ModelWeights& w, const gguf::GgufFile& file);
+
+}  // namespace specdec
