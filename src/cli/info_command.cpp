@@ -5,6 +5,7 @@
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
+#include "cli/memory_report.h"
 #include "cli/stats_report.h"
 #include "common/error.h"
 #include "engine/loaded_model.h"
@@ -21,6 +22,9 @@ int info_command(const std::vector<std::string>& args) {
   parser.add_string({"-m", "--model"}, "FILE", "GGUF model file", model_path);
   parser.add_int({"-c", "--ctx-size"}, "N", "context size used for the KV-cache estimate", n_ctx, 1,
                  1 << 20);
+  std::string draft_path;
+  parser.add_string({"-md", "--model-draft"}, "FILE",
+                    "also load this draft model and report what both hold in memory", draft_path);
   if (!parser.parse(args)) {
     std::cout << parser.help();
     return 0;
@@ -35,7 +39,6 @@ int info_command(const std::vector<std::string>& args) {
     n_params += t.n_elements();
     type_counts[std::string(type_name(t.type))]++;
   }
-  const double kv_bytes_per_token = static_cast<double>(KvCache(c, 1).bytes());
 
   std::cout << "file:          " << model_path << " (GGUF v" << m.file->version() << ", "
             << human_bytes(static_cast<double>(m.file->file_size())) << ")\n";
@@ -67,11 +70,19 @@ int info_command(const std::vector<std::string>& args) {
             << tok.n_vocab() << " tokens, bos " << tok.bos() << ", eos " << tok.eos()
             << (tok.add_bos() ? ", adds BOS" : "") << "\n";
   std::cout << "chat template: " << m.chat_template->name() << "\n";
-  std::cout << "memory:        weights "
-            << human_bytes(static_cast<double>(m.model->weight_bytes()))
-            << " (mapped from the file), packed copies "
-            << human_bytes(static_cast<double>(m.model->packed_weight_bytes())) << ", KV cache "
-            << human_bytes(kv_bytes_per_token * n_ctx) << " at -c " << n_ctx << "\n";
+  std::cout << "memory:        " << describe_memory(model_memory(m, n_ctx), n_ctx) << "\n";
+  if (!draft_path.empty()) {
+    // Loaded after the target, as `specdec run` does, so the process line shows both.
+    LoadedModel d = LoadedModel::load(draft_path);
+    std::cout << "draft:         " << draft_path << " (" << d.model->config().arch << ", "
+              << d.model->config().n_layer << " layers)\n";
+    std::cout << "draft memory:  " << describe_memory(model_memory(d, n_ctx), n_ctx) << "\n";
+    std::cout << "process:       " << describe_process(read_process_memory())
+              << " after loading both; a run adds the KV caches and scratch\n";
+  } else {
+    std::cout << "process:       " << describe_process(read_process_memory())
+              << " after loading; a run adds the KV cache and scratch\n";
+  }
   std::cout << "kernels:       " << isa_name(active_isa()) << " (this CPU runs:";
   for (Isa isa : kAllIsas) {
     if (cpu_supports(isa)) std::cout << " " << isa_name(isa);

@@ -12,6 +12,7 @@
 #include "cli/color_output.h"
 #include "cli/commands.h"
 #include "cli/engine_setup.h"
+#include "cli/memory_report.h"
 #include "cli/stats_report.h"
 #include "common/error.h"
 #include "engine/engine.h"
@@ -170,7 +171,7 @@ int run_command(const std::vector<std::string>& args) {
 
   if (!o.quiet) {
     std::cerr << format_summary(result, load_ms, go.sampling.seed, eo.n_threads);
-    std::cerr << format_memory(target, draft.get(), eo.n_ctx);
+    std::cerr << format_memory(target, draft.get(), eo.n_ctx, read_process_memory());
   }
   if (!o.stats_json.empty()) {
     std::ofstream out(o.stats_json);
@@ -180,6 +181,7 @@ int run_command(const std::vector<std::string>& args) {
     // not depend on the drafter, so any prompt-lookup policy can be simulated on it exactly.
     j["prompt_token_ids"] = tokens;
     j["token_ids"] = result.tokens;
+    j["memory"] = memory_to_json(target, draft.get(), eo.n_ctx, read_process_memory());
     out << j.dump(2) << "\n";
   }
   return 0;

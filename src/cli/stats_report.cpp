@@ -35,21 +35,6 @@ std::string human_bytes(double bytes) {
   return out.str();
 }
 
-std::string format_memory(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(1);
-  auto line = [&](const char* label, const Model& m) {
-    const auto hb = [](size_t b) { return human_bytes(static_cast<double>(b)); };
-    out << label << "weights " << hb(m.weight_bytes()) << " (mapped) + "
-        << hb(m.packed_weight_bytes()) << " packed, KV cache "
-        << hb(KvCache(m.config(), n_ctx).bytes()) << " (" << n_ctx << " tokens), scratch "
-        << hb(m.scratch_bytes()) << "\n";
-  };
-  line("memory:    target ", *target.model);
-  if (draft != nullptr) line("           draft  ", *draft->model);
-  return out.str();
-}
-
 std::string format_summary(const GenerationResult& r, double load_ms, uint64_t seed,
                            int n_threads) {
   const GenerationStats& s = r.stats;
@@ -130,6 +115,8 @@ nlohmann::json stats_to_json(const GenerationResult& r, const GenerationOptions&
     spec["drafted"] = d.drafted;
     spec["accepted"] = d.accepted;
     spec["emitted"] = d.emitted;
+    spec["corrections"] = d.corrections;
+    spec["bonus"] = d.bonus;
     spec["acceptance_rate"] = d.acceptance_rate();
     spec["mean_accepted_per_round"] =
         d.rounds > 0 ? static_cast<double>(d.accepted) / static_cast<double>(d.rounds) : 0.0;

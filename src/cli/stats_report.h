@@ -17,10 +17,6 @@ double mean_overlap(const DecodeStats& stats);
 // "92.1 MiB": bytes in the largest binary unit that keeps the number at or above 1.
 std::string human_bytes(double bytes);
 
-// One line per model: weights (mapped from the file), their packed copies, the KV cache for
-// n_ctx tokens and the activation scratch allocated so far.
-std::string format_memory(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx);
-
 std::string format_summary(const GenerationResult& result, double load_ms, uint64_t seed,
                            int n_threads);
 nlohmann::json stats_to_json(const GenerationResult& result, const GenerationOptions& options,

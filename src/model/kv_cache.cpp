@@ -24,6 +24,13 @@ void KvCache::truncate(int32_t n) {
 
 size_t KvCache::bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
 
+size_t KvCache::bytes_for(const ModelConfig& config, int32_t capacity) {
+  // K and V: n_layer planes of capacity rows of n_head_kv * head_dim floats each.
+  return 2 * static_cast<size_t>(config.n_layer) * static_cast<size_t>(capacity) *
+         static_cast<size_t>(config.n_head_kv) * static_cast<size_t>(config.head_dim) *
+         sizeof(float);
+}
+
 void KvCache::advance(int32_t k) {
   if (k < 0 || k > capacity_ - length_) {
     fail("KV cache overflow: ", length_, " + ", k, " tokens exceed capacity ", capacity_);

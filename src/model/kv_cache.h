@@ -43,6 +43,8 @@ class KvCache {
     return v_.data() + offset(layer, head, slot);
   }
   size_t bytes() const;
+  // What bytes() is for a cache of this capacity, without allocating one (memory reports).
+  static size_t bytes_for(const ModelConfig& config, int32_t capacity);
 
   // Called by forward() after writing k new slots; throws if that would pass capacity().
   void advance(int32_t k);

@@ -23,6 +23,7 @@ TEST(KvCache, LayoutAndBytes) {
   EXPECT_EQ(cache.length(), 0);
   EXPECT_EQ(cache.row_size(), 16);
   EXPECT_EQ(cache.bytes(), 2u * 3 * 10 * 16 * sizeof(float));
+  EXPECT_EQ(KvCache::bytes_for(small_config(), 10), cache.bytes());
   // One plane of capacity x head_dim per (layer, KV head): a head's slots are contiguous.
   EXPECT_EQ(cache.k(1, 0, 2) - cache.k(1, 0, 1), 8);
   EXPECT_EQ(cache.k(1, 1, 0) - cache.k(1, 0, 0), 10 * 8);

@@ -1,0 +1,44 @@
+// What the loaded models hold in memory, for `specdec info` and the run summary (stderr and
+// --stats-json): per model the file mapping (and how much of it is resident in the process),
+// the packed copies of its matrices, the mapped bytes released because only those copies are
+// read (model/source_pages.h), its KV cache and activation scratch; then the whole process's
+// resident set from /proc (VmRSS now, VmHWM at its peak, split into file pages and anonymous
+// memory).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "common/process_memory.h"
+#include "engine/loaded_model.h"
+
+namespace specdec::cli {
+
+struct ModelMemory {
+  size_t file_bytes = 0;                  // the whole GGUF, mapped read-only
+  size_t weight_bytes = 0;                // the tensors bound from it
+  std::optional<size_t> mapped_resident;  // pages of the mapping in the process now
+  size_t packed_bytes = 0;                // row-interleaved copies (heap)
+  size_t released_bytes = 0;              // mapped bytes handed back after packing
+  size_t kv_cache_bytes = 0;              // for n_ctx tokens
+  size_t scratch_bytes = 0;               // activation buffers allocated so far
+};
+
+ModelMemory model_memory(const LoadedModel& m, int32_t n_ctx);
+
+// "weights 463.0 MiB mapped (150.1 MiB of the file resident), packed copies 304.5 MiB
+// (301.2 MiB of the mapping released), KV cache 96.0 MiB (4096 tokens), scratch 0 B"
+std::string describe_memory(const ModelMemory& m, int32_t n_ctx);
+// "resident 1.1 GiB (700.0 MiB file pages, 420.0 MiB anonymous), peak 1.4 GiB (VmRSS, ...)";
+// "unknown" where /proc could not be read.
+std::string describe_process(const ProcessMemory& p);
+
+// One line per model, then one for the process.
+std::string format_memory(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx,
+                          const ProcessMemory& process);
+// {"target": {...}, "draft": {...} (with a draft), "process": {...} (where /proc has it)}.
+nlohmann::json memory_to_json(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx,
+                              const ProcessMemory& process);
+
+}  // namespace specdec::cli
