@@ -41,6 +41,7 @@ struct BenchOptions {
   float top_p = 0.9f;
   int32_t n_predict = 200, repeats = 3, threads = 0, n_ctx = 2048, cache_tokens = 32;
   int32_t draft_vocab = kDefaultDraftVocab;
+  DraftLengthParams draft_length = default_draft_length();
   uint64_t seed = 1;
 };
 
@@ -113,6 +114,7 @@ void add_options(ArgParser& p, BenchOptions& o) {
              o.draft_ngram);
   add_ngram_options(p, o.ngram, o.ngram_given);
   add_draft_vocab_option(p, o.draft_vocab);
+  add_draft_length_options(p, o.draft_length);
   p.add_value({"--gammas"}, "LIST", "comma-separated gammas, 1..64 (default 1,2,3,4,5,6,7,8)",
               [&o](const std::string& v) {
                 o.gammas.clear();
@@ -245,6 +247,7 @@ int bench_command(const std::vector<std::string>& args) {
     go.ignore_eos = true;  // fixed-length runs
     go.speculative = gamma > 0;
     go.draft_max = gamma > 0 ? gamma : 1;
+    go.draft_length = o.draft_length;
     go.drafter = o.draft_ngram ? DrafterKind::Ngram : DrafterKind::Model;
     go.ngram = o.ngram;
     return go;
@@ -314,7 +317,8 @@ int bench_command(const std::vector<std::string>& args) {
                               : o.draft_model)
             << (o.draft_ngram ? std::string()
                               : ", scoring " + std::to_string(draft_width) + " of " +
-                                    std::to_string(target.model->config().n_vocab) + " tokens")
+                                    std::to_string(target.model->config().n_vocab) + " tokens, " +
+                                    (o.draft_length.adaptive ? "adaptive" : "fixed") + " length")
             << "\n"
             << "threads " << eo.n_threads << ", " << o.n_predict << " tokens per run, " << o.repeats
             << " repeats, top-p " << o.top_p << ", " << prompts.size() << " prompts ("
@@ -353,6 +357,9 @@ int bench_command(const std::vector<std::string>& args) {
                                 : nlohmann::json()},
         {"threads", eo.n_threads},
         {"draft_vocab", o.draft_ngram ? 0 : draft_width},
+        {"draft_policy", o.draft_length.adaptive ? "adaptive" : "fixed"},
+        {"draft_cost", o.draft_length.draft_cost},
+        {"draft_verify_cost", o.draft_length.verify_cost},
         {"n_ctx", o.n_ctx},
         {"n_predict", o.n_predict},
         {"repeats", o.repeats},

@@ -25,6 +25,35 @@ void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab) {
             draft_vocab, 0, 1 << 24);
 }
 
+DraftLengthParams default_draft_length() {
+  DraftLengthParams p;
+  p.adaptive = false;
+  return p;
+}
+
+void add_draft_length_options(ArgParser& p, DraftLengthParams& params) {
+  p.add_value(
+      {"--draft-policy"}, "fixed|adaptive",
+      std::string("fixed: always draft --draft-max tokens; adaptive: stop a round when the "
+                  "draft's confidence no longer pays for drafting and verifying (default ") +
+          (default_draft_length().adaptive ? "adaptive" : "fixed") + ")",
+      [&params](const std::string& v) {
+        if (v == "fixed") {
+          params.adaptive = false;
+        } else if (v == "adaptive") {
+          params.adaptive = true;
+        } else {
+          fail("--draft-policy must be fixed or adaptive, got '", v, "'");
+        }
+      });
+  p.add_float({"--draft-cost"}, "C",
+              "adaptive: one draft step in target decode steps (specdec bench's column c)",
+              params.draft_cost, 0.0, 10.0);
+  p.add_float({"--draft-verify-cost"}, "V",
+              "adaptive: one more verified token in target decode steps (specdec verify-cost)",
+              params.verify_cost, 0.0, 10.0);
+}
+
 void add_ngram_options(ArgParser& p, NgramParams& params, bool& given) {
   const NgramParams defaults;
   // Parsed by hand rather than with add_int/add_float, to know whether they were given while the

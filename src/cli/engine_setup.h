@@ -8,6 +8,7 @@
 
 #include "cli/arg_parser.h"
 #include "engine/loaded_model.h"
+#include "speculative/drafter.h"
 #include "speculative/ngram_drafter.h"
 
 namespace specdec::cli {
@@ -15,11 +16,21 @@ namespace specdec::cli {
 // The -t value, or every core of the machine when it was not given (0).
 int thread_count(int32_t requested);
 
+// Tokens a draft model proposes per round (gamma) unless --draft-max says otherwise: the best
+// gamma measured on the Qwen2.5-Coder pair (docs/benchmarks.md).
+inline constexpr int32_t kDefaultDraftMax = 5;
+
 // --draft-vocab N: the draft model scores only the N most frequent tokens plus the control
 // tokens (FR-Spec, engine/draft_vocab.h); 0 scores the whole vocabulary. Lossless either way.
 // Off by default until a size is measured to pay (docs/benchmarks.md).
 inline constexpr int32_t kDefaultDraftVocab = 0;
 void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab);
+
+// --draft-policy fixed|adaptive, --draft-cost C, --draft-verify-cost V: how many tokens a draft
+// model proposes per round (speculative/drafter.h, DraftLengthParams); --draft-max is the cap.
+// Defaults: measured on the Qwen2.5-Coder pair (docs/benchmarks.md).
+DraftLengthParams default_draft_length();
+void add_draft_length_options(ArgParser& p, DraftLengthParams& params);
 
 // The -md model, or nullptr when no draft was given (empty path).
 std::unique_ptr<LoadedModel> load_draft(const std::string& path);

@@ -61,7 +61,8 @@ class SignalWatcher {
 int serve_command(const std::vector<std::string>& args) {
   std::string model, draft_model;
   server::ServerConfig config;
-  int32_t port = config.port, threads = 0, n_ctx = 4096, queue_size = 16, draft_max = 5;
+  int32_t port = config.port, threads = 0, n_ctx = 4096, queue_size = 16,
+          draft_max = kDefaultDraftMax, draft_vocab = kDefaultDraftVocab;
   uint64_t max_body = config.max_body_bytes;
   ArgParser p("specdec serve -m MODEL [-md DRAFT] [--host ADDR] [--port N] [options]",
               "Serves the model over an OpenAI-compatible HTTP API: POST /v1/completions and\n"
@@ -75,6 +76,9 @@ int serve_command(const std::vector<std::string>& args) {
                "draft model (GGUF) sharing the target's vocabulary", draft_model);
   p.add_int({"--draft-max", "--draft"}, "N", "default tokens drafted per round (gamma)", draft_max,
             1, 64);
+  add_draft_vocab_option(p, draft_vocab);
+  config.draft_length = default_draft_length();
+  add_draft_length_options(p, config.draft_length);
   p.add_string({"--host"}, "ADDR", "address to listen on (0.0.0.0: every interface)", config.host);
   p.add_int({"--port"}, "N", "port to listen on (0: any free port, printed at start)", port, 0,
             65535);
@@ -105,6 +109,7 @@ int serve_command(const std::vector<std::string>& args) {
   EngineOptions eo;
   eo.n_ctx = n_ctx;
   eo.n_threads = thread_count(threads);
+  eo.draft_vocab = draft_vocab;
   Engine engine(target, draft.get(), eo);
 
   // A client that disconnects mid-write must cost an error return, not the process.

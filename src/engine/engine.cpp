@@ -72,16 +72,17 @@ std::vector<int32_t> Engine::tokenize_prompt(std::string_view text) const {
 
 GenerationResult Engine::generate(std::span<const int32_t> prompt, const GenerationOptions& opts,
                                   const TextCallback& on_text) {
-  if (!on_text) return generate_pieces(prompt, opts, {});
-  // Pieces of one chunk arrive back to back; the text callback sees them as they come (a chunk
-  // split by origin is still the same text, in the same order).
-  return generate_pieces(prompt, opts,
-                         [&on_text](std::string_view text, TokenOrigin) { return on_text(text); });
+  return run(prompt, opts, on_text, {});
 }
 
 GenerationResult Engine::generate_pieces(std::span<const int32_t> prompt,
                                          const GenerationOptions& opts,
                                          const PieceCallback& on_piece) {
+  return run(prompt, opts, {}, on_piece);
+}
+
+GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOptions& opts,
+                             const TextCallback& on_text, const PieceCallback& on_piece) {
   using Clock = std::chrono::steady_clock;
   const auto n_prompt = static_cast<int32_t>(prompt.size());
   if (n_prompt == 0) fail("the prompt is empty after tokenization");
@@ -115,7 +116,7 @@ GenerationResult Engine::generate_pieces(std::span<const int32_t> prompt,
 
   std::unique_ptr<Drafter> drafter;
   if (use_model) {
-    drafter = std::make_unique<ModelDrafter>(*s.draft);
+    drafter = std::make_unique<ModelDrafter>(*s.draft, opts.draft_length);
   } else if (use_ngram) {
     drafter = std::make_unique<NgramDrafter>(s.target.n_vocab(), opts.ngram);
   }
@@ -148,6 +149,7 @@ GenerationResult Engine::generate_pieces(std::span<const int32_t> prompt,
   auto emit = [&](const std::string& text) {
     if (text.empty() || cancelled) return;
     result.text += text;
+    if (on_text && !on_text(text)) cancelled = true;
     text_origins.release(text, [&](std::string_view piece, TokenOrigin origin) {
       if (!cancelled && on_piece && !on_piece(piece, origin)) cancelled = true;
     });

@@ -45,8 +45,9 @@ struct GenerationOptions {
   bool ignore_eos = false;
   bool speculative = true;  // when the chosen drafter is available
   DrafterKind drafter = DrafterKind::Model;
-  NgramParams ngram;      // for DrafterKind::Ngram
-  int32_t draft_max = 5;  // γ
+  NgramParams ngram;               // for DrafterKind::Ngram
+  int32_t draft_max = 5;           // γ
+  DraftLengthParams draft_length;  // draft model: fixed γ or the adaptive expected-gain rule
 };
 
 enum class FinishReason { Length, Stop, EndOfGeneration, ContextFull, Cancelled };
@@ -105,6 +106,10 @@ class Engine {
                                    const GenerationOptions& options, const PieceCallback& on_piece);
 
  private:
+  // Both of the above: on_text gets each chunk whole (as it always did), on_piece its runs.
+  GenerationResult run(std::span<const int32_t> prompt, const GenerationOptions& options,
+                       const TextCallback& on_text, const PieceCallback& on_piece);
+
   LoadedModel& target_;
   LoadedModel* draft_;
   EngineOptions options_;

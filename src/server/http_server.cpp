@@ -148,6 +148,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const httplib::Request& req
   o.ignore_eos = r.ignore_eos;
   o.speculative = r.speculative;
   o.draft_max = r.draft_max.value_or(config.draft_max);
+  o.draft_length = config.draft_length;
 
   std::shared_ptr<Job> job = queue.submit(std::move(prompt), std::move(o));
   if (!job) {

@@ -22,8 +22,9 @@ struct ServerConfig {
   std::string api_key;  // empty: no authentication
   size_t queue_size = 16;
   size_t max_body_bytes = 1 << 20;
-  std::string model_id;   // the target GGUF file's stem; "specdec" is always accepted too
-  int32_t draft_max = 5;  // γ when a request does not say
+  std::string model_id;            // the target GGUF file's stem; "specdec" is always accepted too
+  int32_t draft_max = 5;           // γ when a request does not say
+  DraftLengthParams draft_length;  // fixed γ or the adaptive rule (engine.h)
 };
 
 class HttpServer {

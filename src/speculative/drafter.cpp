@@ -1,6 +1,8 @@
 #include "speculative/drafter.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "common/error.h"
 
@@ -11,6 +13,17 @@ namespace {
 std::span<const float> row(const std::vector<float>& logits, int32_t n_vocab, size_t i) {
   return std::span<const float>(logits).subspan(i * static_cast<size_t>(n_vocab),
                                                 static_cast<size_t>(n_vocab));
+}
+
+// The draft's confidence in its next token: q's top probability; for greedy drafting, whose q is
+// one-hot, the top probability of the unfiltered softmax at T = 1.
+double confidence(std::span<const float> logits, const Distribution& q, bool greedy) {
+  if (!greedy) return q.probs.empty() ? 0.0 : q.probs.front();
+  float mx = -std::numeric_limits<float>::infinity();
+  for (float l : logits) mx = std::max(mx, l);
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l - mx));
+  return sum > 0 ? 1.0 / sum : 0.0;
 }
 
 }  // namespace
@@ -46,14 +59,25 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
   size_t last_row = 0;
   draft_len_ = n;
   const bool greedy = params.greedy();
+  double all_pass = 1.0;  // adaptive: estimated P(drafts 1..i all accepted)
   for (int32_t i = 0; i < gamma; ++i) {
     Distribution& qi = q[static_cast<size_t>(i)];
-    make_distribution(row(logits_, width, last_row), params, qi);
+    const std::span<const float> li = row(logits_, width, last_row);
+    make_distribution(li, params, qi);
     if (!subset.empty()) {
       for (int32_t& id : qi.ids) id = subset[static_cast<size_t>(id)];
       qi.n_vocab = v;
     }
+    if (length_.adaptive) {
+      // Decided from q_i before y_i is drawn (see DraftLengthParams).
+      all_pass *= confidence(li, qi, greedy);
+      if (all_pass < length_.verify_cost) return i;
+    }
     drafts[static_cast<size_t>(i)] = greedy ? qi.argmax() : sample(qi, rng);
+    if (length_.adaptive && i + 1 < gamma &&
+        all_pass * accept_rate_ < length_.draft_cost + length_.verify_cost) {
+      return i + 1;
+    }
     if (i + 1 < gamma) {
       draft_.forward(std::span<const int32_t>(&drafts[static_cast<size_t>(i)], 1), logits_);
       last_row = 0;
@@ -68,6 +92,13 @@ void ModelDrafter::finish_round(std::span<const int32_t> committed, int32_t n_be
   // m-1), further capped by the pending-token rule (t[n'-1] is fed at the next round).
   const auto n_new = static_cast<int32_t>(committed.size());
   draft_len_ = std::min(n_before + std::min(accepted, m - 1), n_new - 1);
+  // Per-draft acceptance, smoothed over rounds: a round that stops at its first rejection tested
+  // min(accepted + 1, m) drafts.
+  const int32_t tested = std::min(accepted + 1, m);
+  if (tested > 0) {
+    constexpr double kRate = 0.1;
+    accept_rate_ += kRate * (static_cast<double>(accepted) / tested - accept_rate_);
+  }
   draft_.truncate(draft_len_);
 }
 

@@ -49,13 +49,30 @@ class Drafter {
                             int32_t accepted) = 0;
 };
 
+// How many tokens a model draft proposes per round. Fixed: always gamma (the decoder's cap).
+// Adaptive: the expected-gain rule. Before drawing y_i the drafter knows q_i, and its top
+// probability a_i estimates how likely the target is to accept y_i; P = a_1 * ... * a_i is then
+// the chance that drafts 1..i all pass, which is what the i-th draft is worth (one target step
+// saved). The draft proposes y_i while P exceeds the verify cost of one more row, and runs the
+// draft model for q_{i+1} only while P times the running acceptance rate pays for that draft
+// step plus its verify row. The decision depends only on q_1..q_i, i.e. on the committed
+// context and y_1..y_{i-1}, never on y_i itself or on the target, so y_i stays a plain draw from
+// q_i and the rule stays exact (see the header comment).
+struct DraftLengthParams {
+  bool adaptive = false;
+  float draft_cost = 0.25f;   // one draft step, in target decode steps (bench column c)
+  float verify_cost = 0.1f;   // one more verified row, in target decode steps
+  float prior_accept = 0.7f;  // starting value of the running acceptance rate
+};
+
 // Drafts by sampling a smaller CausalLM autoregressively, with a lazy catch-up cache protocol
 // (see the protocol comment in speculative_decoder.h): the draft's cache holds a committed prefix
 // t[0..d) with d <= n-1, and each propose() first feeds it t[d..n) in one call.
 class ModelDrafter : public Drafter {
  public:
   // draft must outlive the drafter.
-  explicit ModelDrafter(CausalLM& draft) : draft_(draft) {}
+  explicit ModelDrafter(CausalLM& draft, const DraftLengthParams& length = {})
+      : draft_(draft), length_(length), accept_rate_(length.prior_accept) {}
 
   const char* kind() const override { return "model"; }
   void start(std::span<const int32_t> prompt, int32_t n_cached) override;
@@ -71,6 +88,8 @@ class ModelDrafter : public Drafter {
 
  private:
   CausalLM& draft_;
+  DraftLengthParams length_;
+  double accept_rate_;  // running per-draft acceptance rate (adaptive length)
   int32_t draft_len_ = 0;
   std::vector<float> logits_;
 };

@@ -1,0 +1,116 @@
+// Adaptive draft length for model drafts (DraftLengthParams): the number of drafts per round
+// follows the draft's confidence, and the output stays exactly the target's (chi-square against
+// enumeration at T > 0, token equality at T = 0).
+#include <gtest/gtest.h>
+
+#include "sampling/chi_square.h"
+#include "speculative/drafter.h"
+#include "speculative/exactness_harness_test_util.h"
+
+namespace specdec {
+namespace {
+
+using testing::exact_joint;
+using testing::FakeLM;
+using testing::greedy_reference;
+using testing::joint_counts;
+using testing::params;
+
+DraftLengthParams adaptive(float verify_cost, float draft_cost) {
+  DraftLengthParams p;
+  p.adaptive = true;
+  p.verify_cost = verify_cost;
+  p.draft_cost = draft_cost;
+  return p;
+}
+
+// Drives a ModelDrafter through the decoder (the decoder owns no drafter of its own here).
+struct AdaptiveRun {
+  AdaptiveRun(FakeLM& target, FakeLM& draft, const DraftLengthParams& length,
+              const SamplingParams& sp, int gamma, uint64_t seed)
+      : drafter(draft, length), rng(seed), dec(target, drafter, sp, gamma, rng) {}
+  ModelDrafter drafter;
+  Rng rng;
+  SpeculativeDecoder dec;
+};
+
+// The decision must not look at y_i: a variant that draws y_i first and stops on q_i(y_i)
+// (so that unlikely draws are withheld) biases the output, and this test fails on it with
+// p-values of 0 (checked when written).
+TEST(DraftLength, AdaptiveLengthKeepsTheTargetsDistribution) {
+  FakeLM target(5, 1, 2.0f);
+  FakeLM draft(5, 2, 0.0f, 1 << 20, &target, 1.5f);
+  int config = 0;
+  for (const DraftLengthParams& len : {adaptive(0.1f, 0.2f), adaptive(0.3f, 0.1f)}) {
+    for (const SamplingParams& sp : {params(1.0f), params(0.7f, 0.9f)}) {
+      const std::vector<int32_t> prompt{config % 5, 3};
+      AdaptiveRun r(target, draft, len, sp, 5, 900 + config);
+      int64_t drafted = 0, rounds = 0;
+      const std::vector<int64_t> counts =
+          joint_counts(r.dec, 5, prompt, 3, 40000, [&](const DecodeStats& s) {
+            drafted += s.drafted;
+            rounds += s.rounds;
+          });
+      const ChiSquareResult c = chi_square_test(counts, exact_joint(target, sp, prompt, 3));
+      EXPECT_EQ(c.impossible, 0);
+      EXPECT_GT(c.p_value, 1e-4) << "config " << config << " stat " << c.stat << " dof " << c.dof;
+      // Rounds really were cut short: fewer drafts than gamma (or the budget) would give.
+      EXPECT_LT(drafted, 3 * rounds) << "config " << config;
+      ++config;
+    }
+  }
+}
+
+TEST(DraftLength, AdaptiveGreedyEqualsTargetGreedy) {
+  FakeLM target(7, 1, 2.0f);
+  target.set_rounding(true);
+  FakeLM draft(7, 2, 0.0f, 1 << 20, &target, 1.5f);
+  Rng prompts(4);
+  for (int trial = 0; trial < 30; ++trial) {
+    std::vector<int32_t> prompt;
+    for (int i = 0; i <= trial % 3; ++i) {
+      prompt.push_back(static_cast<int32_t>(prompts.uniform() * 7));
+    }
+    const std::vector<int32_t> want = greedy_reference(target, prompt, 24);
+    for (int gamma : {1, 3, 8}) {
+      AdaptiveRun r(target, draft, adaptive(0.15f, 0.2f), params(0.0f), gamma, 1);
+      r.dec.start(prompt, 24);
+      r.dec.run();
+      ASSERT_EQ(std::vector<int32_t>(r.dec.generated().begin(), r.dec.generated().end()), want)
+          << "trial " << trial << " gamma " << gamma;
+    }
+  }
+}
+
+// A confident draft (the target itself) drafts the whole gamma; an unconfident one (flat
+// logits) proposes nothing and leaves the round to a plain target step.
+TEST(DraftLength, ConfidenceDecidesTheLength) {
+  FakeLM target(6, 1, 8.0f);
+  FakeLM same(6, 1, 8.0f);
+  FakeLM flat(6, 3, 0.01f);
+  const std::vector<int32_t> prompt{1, 2};
+  {
+    AdaptiveRun r(target, same, adaptive(0.05f, 0.05f), params(0.0f), 4, 1);
+    r.dec.start(prompt, 16);
+    r.dec.run();
+    EXPECT_GT(r.dec.stats().drafted, 0);
+    EXPECT_EQ(r.dec.stats().accepted, r.dec.stats().drafted);
+  }
+  {
+    AdaptiveRun r(target, flat, adaptive(0.3f, 0.1f), params(0.0f), 4, 1);
+    r.dec.start(prompt, 16);
+    r.dec.run();
+    EXPECT_EQ(r.dec.stats().drafted, 0);
+    EXPECT_EQ(r.dec.generated().size(), 16u);
+  }
+  {
+    DraftLengthParams fixed;  // not adaptive: always gamma while the budget allows
+    AdaptiveRun r(target, flat, fixed, params(0.0f), 4, 1);
+    r.dec.start(prompt, 16);
+    r.dec.run();
+    EXPECT_GT(r.dec.stats().drafted, 0);
+  }
+}
+
+}  // namespace
+}  // namespace specdec
