@@ -152,6 +152,36 @@ TEST_F(EngineOrigins, TargetOnlyAndPromptLookupRuns) {
   check(plain, options(0.0f, DrafterKind::Ngram, 4));
 }
 
+// A plain text callback still gets each released chunk whole: the pieces of the same run,
+// joined, in order.
+TEST_F(EngineOrigins, TextCallbacksGetWholeChunks) {
+  EngineOptions eo;
+  eo.n_ctx = 256;
+  Engine engine(*target_, draft_, eo);
+  GenerationOptions go = options(1.0f, DrafterKind::Model, 4);
+  const std::vector<int32_t> prompt = engine.tokenize_prompt("hello there");
+  std::vector<std::string> chunks, pieces;
+  const GenerationResult a = engine.generate(prompt, go, [&](std::string_view t) {
+    chunks.emplace_back(t);
+    return true;
+  });
+  const GenerationResult b =
+      engine.generate_pieces(prompt, go, [&](std::string_view t, TokenOrigin) {
+        pieces.emplace_back(t);
+        return true;
+      });
+  EXPECT_EQ(a.text, b.text);
+  EXPECT_EQ(a.origins, b.origins);
+  EXPECT_LE(chunks.size(), pieces.size());
+  size_t p = 0;
+  for (const std::string& c : chunks) {
+    std::string joined;
+    while (joined.size() < c.size() && p < pieces.size()) joined += pieces[p++];
+    EXPECT_EQ(joined, c);
+  }
+  EXPECT_EQ(p, pieces.size());
+}
+
 TEST_F(EngineOrigins, StopStringsKeepTheAttribution) {
   EngineOptions eo;
   eo.n_ctx = 256;
