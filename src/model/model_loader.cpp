@@ -141,8 +141,12 @@ std::unique_ptr<Model> Model::load(const gguf::GgufFile& file) {
   }
 
   model->weight_bytes_ = b.bytes();
-  model->packed_weight_bytes_ = pack_model_weights(w, impl->packed);
-  model->released_weight_bytes_ = release_source_pages(w, file);
+  // Each matrix's mapped pages go as soon as its copy is made (model/source_pages.h).
+  size_t released = 0;
+  model->packed_weight_bytes_ = pack_model_weights(w, impl->packed, [&](const WeightMatrix& m) {
+    released += release_packed_source(w, m, file);
+  });
+  model->released_weight_bytes_ = released;
   model->impl_ = std::move(impl);
   return model;
 }

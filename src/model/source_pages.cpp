@@ -4,7 +4,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <set>
 #include <vector>
 
 #include "gguf/gguf_file.h"
@@ -34,50 +33,51 @@ int64_t packed_rows(const WeightMatrix& m) {
   return m.packed != nullptr ? m.rows / kPackRows * kPackRows : 0;
 }
 
-}  // namespace
-
-size_t release_source_pages(const ModelWeights& w, const gguf::GgufFile& file) {
-  if (release_disabled()) return 0;
+std::vector<const WeightMatrix*> matrices(const ModelWeights& w) {
   std::vector<const WeightMatrix*> mats;
   for (const LayerWeights& L : w.layers) {
     for (const WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down})
       mats.push_back(m);
   }
   mats.push_back(&w.output);
+  return mats;
+}
 
-  // Bytes still read from the mapping after load, widened to whole pages: a release range is
-  // cut so as to leave every page they touch.
+}  // namespace
+
+size_t release_packed_source(const ModelWeights& w, const WeightMatrix& m,
+                             const gguf::GgufFile& file) {
+  if (release_disabled() || packed_rows(m) == 0) return 0;
+  // Bytes still read from the mapping, widened to whole pages: the release range is cut so as
+  // to leave every page they touch.
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   std::vector<ByteRange> keep;
   auto keep_range = [&](ByteRange r) {
     if (r.lo < r.hi) keep.push_back({r.lo / page * page, (r.hi + page - 1) / page * page});
   };
   keep_range(rows_of(w.token_embd, 0, w.token_embd.rows));
-  for (const WeightMatrix* m : mats) keep_range(rows_of(*m, packed_rows(*m), m->rows));
+  for (const WeightMatrix* other : matrices(w)) {
+    keep_range(rows_of(*other, packed_rows(*other), other->rows));
+  }
 
-  size_t released = 0;
-  std::set<const uint8_t*> done;  // a matrix bound twice is released once
-  for (const WeightMatrix* m : mats) {
-    if (packed_rows(*m) == 0 || !done.insert(m->data).second) continue;
-    const ByteRange r = rows_of(*m, 0, packed_rows(*m));
-    // Split r around the kept ranges that overlap it (in practice: none, or all of it when the
-    // output is tied to the embedding).
-    std::vector<ByteRange> parts{r};
-    for (const ByteRange& k : keep) {
-      std::vector<ByteRange> next;
-      for (const ByteRange& p : parts) {
-        if (k.hi <= p.lo || k.lo >= p.hi) {
-          next.push_back(p);
-          continue;
-        }
-        if (p.lo < k.lo) next.push_back({p.lo, k.lo});
-        if (k.hi < p.hi) next.push_back({k.hi, p.hi});
-      }
-      parts = std::move(next);
-    }
+  // Split the packed rows around the kept ranges that overlap them (in practice: none, or all
+  // of them when the output is tied to the embedding).
+  std::vector<ByteRange> parts{rows_of(m, 0, packed_rows(m))};
+  for (const ByteRange& k : keep) {
+    std::vector<ByteRange> next;
     for (const ByteRange& p : parts) {
-      released += file.release_pages(reinterpret_cast<const uint8_t*>(p.lo), p.hi - p.lo);
+      if (k.hi <= p.lo || k.lo >= p.hi) {
+        next.push_back(p);
+        continue;
+      }
+      if (p.lo < k.lo) next.push_back({p.lo, k.lo});
+      if (k.hi < p.hi) next.push_back({k.hi, p.hi});
     }
+    parts = std::move(next);
+  }
+  size_t released = 0;
+  for (const ByteRange& p : parts) {
+    released += file.release_pages(reinterpret_cast<const uint8_t*>(p.lo), p.hi - p.lo);
   }
   return released;
 }

@@ -18,9 +18,14 @@ class GgufFile;
 }
 struct ModelWeights;
 
-// Releases the mapped pages of every packed matrix's packed rows, except those that overlap
-// bytes still read from the mapping (above). Returns the bytes released. Does nothing (returns
-// 0) when SPECDEC_NO_RELEASE is set to a value other than "0", for comparisons.
-size_t release_source_pages(const ModelWeights& w, const gguf::GgufFile& file);
+struct WeightMatrix;
+
+// Releases the mapped pages of m's packed rows (m, one of w's matrices, already points at its
+// packed copy), except those that overlap bytes still read from the mapping (above; a matrix of
+// w that is not packed, or not yet, counts as read whole). Returns the bytes released. Called
+// for each matrix as soon as it is packed, so that loading never holds all of them twice. Does
+// nothing (returns 0) when SPECDEC_NO_RELEASE is set to a value other than "0", for comparisons.
+size_t release_packed_source(const ModelWeights& w, const WeightMatrix& m,
+                             const gguf::GgufFile& file);
 
 }  // namespace specdec

@@ -16,7 +16,8 @@ bool packing_disabled() {
 
 }  // namespace
 
-size_t pack_model_weights(ModelWeights& w, std::vector<uint8_t>& store) {
+size_t pack_model_weights(ModelWeights& w, std::vector<uint8_t>& store,
+                          const std::function<void(const WeightMatrix&)>& on_packed) {
   store.clear();
   if (packing_disabled()) return 0;
   std::vector<WeightMatrix*> mats;
@@ -37,6 +38,7 @@ size_t pack_model_weights(ModelWeights& w, std::vector<uint8_t>& store) {
     if (n == 0) continue;
     pack_weights(*m, store.data() + offset);
     m->packed = store.data() + offset;
+    if (on_packed) on_packed(*m);
     offset += n;
   }
   return total;

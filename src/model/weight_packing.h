@@ -6,16 +6,21 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace specdec {
 
 struct ModelWeights;
+struct WeightMatrix;
 
 // Packs every packable matrix of w into store (replacing its contents) and points the matrices
 // at their copies; the tied output projection is packed once. Returns the bytes used. Packing
 // is skipped (returns 0) when the environment sets SPECDEC_NO_PACK to a value other than "0",
-// which benchmarks use to measure the plain kernels.
-size_t pack_model_weights(ModelWeights& w, std::vector<uint8_t>& store);
+// which benchmarks use to measure the plain kernels. on_packed, if set, runs after each matrix
+// gets its copy (model/source_pages.h releases the matrix's mapped pages there, so that the
+// process never holds every matrix twice, not even while loading).
+size_t pack_model_weights(ModelWeights& w, std::vector<uint8_t>& store,
+                          const std::function<void(const WeightMatrix&)>& on_packed = {});
 
 }  // namespace specdec
