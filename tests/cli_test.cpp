@@ -117,6 +117,35 @@ TEST_F(Cli, RunGreedyIsReproducibleAndSpeculationDoesNotChangeIt) {
   EXPECT_NE(b.err.find("speculative: gamma 3"), std::string::npos) << b.err;
 }
 
+// The draft levers (a vocabulary subset, adaptive length, hybrid lookup) change speed, never the
+// greedy text; each alone and all together.
+TEST_F(Cli, DraftLeversKeepTheGreedyText) {
+  std::vector<std::string> base = {"run", "-m",     *target_, "-p",           "hello hello", "-n",
+                                   "24",  "--temp", "0",      "--ignore-eos", "-t",          "2"};
+  CliResult plain = run_cli(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const std::vector<std::vector<std::string>> levers = {
+      {"--draft-vocab", "40"},
+      {"--draft-policy", "adaptive", "--draft-cost", "0.1", "--draft-verify-cost", "0.05"},
+      {"--draft-hybrid"},
+      {"--draft-vocab", "64", "--draft-policy", "adaptive", "--draft-hybrid", "--ngram-min", "2"}};
+  for (const auto& lever : levers) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"-md", *draft_, "--draft-max", "4"});
+    args.insert(args.end(), lever.begin(), lever.end());
+    CliResult r = run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, plain.out) << lever.front();
+  }
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--draft-hybrid"}),
+                     "--draft-hybrid needs a draft model");
+  expect_clean_error(
+      run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", "--draft-policy", "sometimes"}),
+      "--draft-policy must be fixed or adaptive");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--draft-vocab", "-3"}),
+                     "--draft-vocab");
+}
+
 TEST_F(Cli, SampledRunsRepeatWithTheSameSeed) {
   std::vector<std::string> args = {"run",    "-m",  *target_, "-p", "abc",          "-n",  "16",
                                    "--temp", "1.0", "-s",     "7",  "--ignore-eos", "-md", *draft_};

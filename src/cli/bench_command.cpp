@@ -32,7 +32,7 @@ constexpr int32_t kPassCostRepeats = 7;
 
 struct BenchOptions {
   std::string model, draft_model, prompts_dir = "bench/prompts", json;
-  bool draft_ngram = false, no_cache_check = false, no_chat = false;
+  bool draft_ngram = false, no_cache_check = false, no_chat = false, hybrid = false;
   NgramParams ngram;
   bool ngram_given = false;  // any --ngram-* option
   std::vector<int32_t> gammas = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -114,6 +114,7 @@ void add_options(ArgParser& p, BenchOptions& o) {
              o.draft_ngram);
   add_ngram_options(p, o.ngram, o.ngram_given);
   add_draft_vocab_option(p, o.draft_vocab);
+  add_hybrid_option(p, o.hybrid);
   add_draft_length_options(p, o.draft_length);
   p.add_value({"--gammas"}, "LIST", "comma-separated gammas, 1..64 (default 1,2,3,4,5,6,7,8)",
               [&o](const std::string& v) {
@@ -209,7 +210,8 @@ int bench_command(const std::vector<std::string>& args) {
     fail(o.draft_ngram ? "--draft-ngram and -md are mutually exclusive"
                        : "bench needs a drafter: -md DRAFT or --draft-ngram");
   }
-  check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram);
+  check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram || o.hybrid);
+  check_hybrid_option(o.hybrid, !o.draft_model.empty());
   std::vector<BenchPrompt> prompts = load_prompts(o);
 
   LoadedModel target = LoadedModel::load(o.model);
@@ -248,6 +250,7 @@ int bench_command(const std::vector<std::string>& args) {
     go.speculative = gamma > 0;
     go.draft_max = gamma > 0 ? gamma : 1;
     go.draft_length = o.draft_length;
+    go.hybrid = o.hybrid;
     go.drafter = o.draft_ngram ? DrafterKind::Ngram : DrafterKind::Model;
     go.ngram = o.ngram;
     return go;
@@ -318,7 +321,8 @@ int bench_command(const std::vector<std::string>& args) {
             << (o.draft_ngram ? std::string()
                               : ", scoring " + std::to_string(draft_width) + " of " +
                                     std::to_string(target.model->config().n_vocab) + " tokens, " +
-                                    (o.draft_length.adaptive ? "adaptive" : "fixed") + " length")
+                                    (o.draft_length.adaptive ? "adaptive" : "fixed") + " length" +
+                                    (o.hybrid ? ", hybrid with prompt lookup" : ""))
             << "\n"
             << "threads " << eo.n_threads << ", " << o.n_predict << " tokens per run, " << o.repeats
             << " repeats, top-p " << o.top_p << ", " << prompts.size() << " prompts ("
@@ -358,6 +362,7 @@ int bench_command(const std::vector<std::string>& args) {
         {"threads", eo.n_threads},
         {"draft_vocab", o.draft_ngram ? 0 : draft_width},
         {"draft_policy", o.draft_length.adaptive ? "adaptive" : "fixed"},
+        {"draft_hybrid", o.hybrid},
         {"draft_cost", o.draft_length.draft_cost},
         {"draft_verify_cost", o.draft_length.verify_cost},
         {"n_ctx", o.n_ctx},

@@ -54,6 +54,17 @@ void add_draft_length_options(ArgParser& p, DraftLengthParams& params) {
               params.verify_cost, 0.0, 10.0);
 }
 
+void add_hybrid_option(ArgParser& p, bool& hybrid) {
+  p.add_flag({"--draft-hybrid"},
+             "with -md: draft by prompt lookup when it proposes >= 2 tokens (free), by the draft "
+             "model otherwise (lossless; the --ngram-* options tune the lookup)",
+             hybrid);
+}
+
+void check_hybrid_option(bool hybrid, bool has_draft_model) {
+  if (hybrid && !has_draft_model) fail("--draft-hybrid needs a draft model (-md DRAFT)");
+}
+
 void add_ngram_options(ArgParser& p, NgramParams& params, bool& given) {
   const NgramParams defaults;
   // Parsed by hand rather than with add_int/add_float, to know whether they were given while the
@@ -120,7 +131,7 @@ void add_ngram_options(ArgParser& p, NgramParams& params, bool& given) {
 }
 
 void check_ngram_options(const NgramParams& params, bool given, bool draft_ngram) {
-  if (!draft_ngram && given) fail("the --ngram-* options need --draft-ngram");
+  if (!draft_ngram && given) fail("the --ngram-* options need --draft-ngram or --draft-hybrid");
   if (params.n_min > params.n_max) {
     fail("--ngram-min (", params.n_min, ") must not exceed --ngram-max (", params.n_max, ")");
   }

@@ -32,6 +32,12 @@ void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab);
 DraftLengthParams default_draft_length();
 void add_draft_length_options(ArgParser& p, DraftLengthParams& params);
 
+// --draft-hybrid: with -md, a round takes prompt lookup's drafts (the --ngram-* settings) when
+// the lookup proposes at least 2 tokens, the model's otherwise (speculative/hybrid_drafter.h).
+void add_hybrid_option(ArgParser& p, bool& hybrid);
+// After parsing: --draft-hybrid needs a draft model.
+void check_hybrid_option(bool hybrid, bool has_draft_model);
+
 // The -md model, or nullptr when no draft was given (empty path).
 std::unique_ptr<LoadedModel> load_draft(const std::string& path);
 

@@ -9,6 +9,7 @@
 #include "engine/stop_matcher.h"
 #include "engine/text_origins.h"
 #include "engine/vocab_compat.h"
+#include "speculative/hybrid_drafter.h"
 #include "tensor/thread_pool.h"
 
 namespace specdec {
@@ -115,7 +116,13 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   if (!use_model && s.draft) s.draft->truncate(std::min(s.draft->length(), n_cached));
 
   std::unique_ptr<Drafter> drafter;
-  if (use_model) {
+  std::unique_ptr<ModelDrafter> hybrid_model;  // the parts of a hybrid drafter
+  std::unique_ptr<NgramDrafter> hybrid_lookup;
+  if (use_model && opts.hybrid) {
+    hybrid_model = std::make_unique<ModelDrafter>(*s.draft, opts.draft_length);
+    hybrid_lookup = std::make_unique<NgramDrafter>(s.target.n_vocab(), opts.ngram);
+    drafter = std::make_unique<HybridDrafter>(*hybrid_model, *hybrid_lookup);
+  } else if (use_model) {
     drafter = std::make_unique<ModelDrafter>(*s.draft, opts.draft_length);
   } else if (use_ngram) {
     drafter = std::make_unique<NgramDrafter>(s.target.n_vocab(), opts.ngram);
@@ -132,7 +139,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   result.stats.prompt_tokens = n_prompt;
   result.stats.speculative = speculative;
   result.stats.drafter = drafter ? drafter->kind() : "";
-  if (use_ngram) result.stats.ngram = opts.ngram;
+  if (use_ngram || (use_model && opts.hybrid)) result.stats.ngram = opts.ngram;
   result.stats.draft_max = speculative ? opts.draft_max : 0;
 
   const auto t0 = Clock::now();

@@ -48,6 +48,9 @@ struct GenerationOptions {
   NgramParams ngram;               // for DrafterKind::Ngram
   int32_t draft_max = 5;           // γ
   DraftLengthParams draft_length;  // draft model: fixed γ or the adaptive expected-gain rule
+  // With a draft model: a round takes prompt lookup's drafts (`ngram` settings) when the lookup
+  // proposes at least 2 tokens, and the model's otherwise (speculative/hybrid_drafter.h).
+  bool hybrid = false;
 };
 
 enum class FinishReason { Length, Stop, EndOfGeneration, ContextFull, Cancelled };

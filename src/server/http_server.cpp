@@ -149,6 +149,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const httplib::Request& req
   o.speculative = r.speculative;
   o.draft_max = r.draft_max.value_or(config.draft_max);
   o.draft_length = config.draft_length;
+  o.hybrid = config.hybrid;
 
   std::shared_ptr<Job> job = queue.submit(std::move(prompt), std::move(o));
   if (!job) {

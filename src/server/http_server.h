@@ -25,6 +25,7 @@ struct ServerConfig {
   std::string model_id;            // the target GGUF file's stem; "specdec" is always accepted too
   int32_t draft_max = 5;           // γ when a request does not say
   DraftLengthParams draft_length;  // fixed γ or the adaptive rule (engine.h)
+  bool hybrid = false;             // prompt lookup first, the draft model otherwise (engine.h)
 };
 
 class HttpServer {

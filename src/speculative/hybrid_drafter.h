@@ -1,0 +1,45 @@
+// Hybrid drafting: prompt lookup first, the draft model otherwise. When the text is copying
+// earlier text (a summary restating its passage, code quoting the prompt), prompt lookup
+// proposes the continuation for free; when it has nothing worth proposing, the draft model
+// drafts as usual. Each round uses one of the two, chosen from the committed tokens alone (the
+// lookup is deterministic), so the round's proposal is still a draw from a q that depends only
+// on the past, and the rule stays exact (drafter.h).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "speculative/drafter.h"
+#include "speculative/ngram_drafter.h"
+
+namespace specdec {
+
+class HybridDrafter : public Drafter {
+ public:
+  // A round takes the lookup's proposal when it has at least min_lookup tokens (its adaptive
+  // policy already dropped the ones unlikely to pay); otherwise the model drafts. Both drafters
+  // must outlive this one.
+  HybridDrafter(ModelDrafter& model, NgramDrafter& lookup, int32_t min_lookup = 2);
+
+  const char* kind() const override { return "hybrid"; }
+  void start(std::span<const int32_t> prompt, int32_t n_cached) override;
+  int32_t max_drafts(int32_t n) const override;
+  int32_t propose(std::span<const int32_t> committed, int32_t gamma, const SamplingParams& params,
+                  Rng& rng, std::vector<int32_t>& drafts, std::vector<Distribution>& q) override;
+  void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
+                    int32_t accepted) override;
+
+  // Rounds each drafter proposed since construction (across sequences).
+  int64_t lookup_rounds() const { return lookup_rounds_; }
+  int64_t model_rounds() const { return model_rounds_; }
+
+ private:
+  ModelDrafter& model_;
+  NgramDrafter& lookup_;
+  int32_t min_lookup_;
+  Drafter* last_ = nullptr;  // who proposed the current round
+  int64_t lookup_rounds_ = 0, model_rounds_ = 0;
+};
+
+}  // namespace specdec
