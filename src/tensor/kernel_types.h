@@ -51,4 +51,13 @@ const PackedKernelTable& packed_kernels_avx2();    // packed_dot_avx2.cpp; only 
 // packed_dot_avx512.cpp; only if cpu_has_avx512_vnni()
 const PackedKernelTable& packed_kernels_avx512vnni();
 
+// The same for the packed K-quants (PackedQ4_Kx8 ...; x holds PackedActBlockK rows).
+struct PackedKKernelTable {
+  PackedDotFn q4_k, q5_k, q6_k;
+};
+const PackedKKernelTable& packed_k_kernels_scalar();  // packed_dot_k_scalar.cpp
+const PackedKKernelTable& packed_k_kernels_avx2();    // packed_dot_k_avx2.cpp; only with AVX2
+// packed_dot_k_avx512.cpp; only if cpu_has_avx512_vnni()
+const PackedKKernelTable& packed_k_kernels_avx512vnni();
+
 }  // namespace specdec

@@ -67,7 +67,7 @@ Activations prepare_activations(const DotKernel& kern, int64_t cols, const float
   const size_t need = stride * static_cast<size_t>(k);
   if (buf.size() < need) buf.resize(need);
   uint8_t* dst = buf.data();
-  const size_t wstride = static_cast<size_t>(cols / kQK) * sizeof(PackedActBlock);
+  const size_t wstride = widened_row_bytes(kern.act_type, cols);
   uint8_t* wdst = nullptr;
   if (widen) {
     std::vector<uint8_t>& wbuf = widened_scratch();

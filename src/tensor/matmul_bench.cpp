@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,10 @@ namespace {
 struct Shape {
   int64_t rows, cols;
 };
-// SmolLM2 FFN up and down, a larger FFN, and SmolLM2's tied vocabulary projection.
-const Shape kShapes[] = {{1536, 576}, {576, 1536}, {2048, 8192}, {49152, 576}};
+// SmolLM2 FFN up and down, a larger FFN, SmolLM2's tied vocabulary projection, Qwen2.5-Coder
+// 1.5B's FFN up and down, and a matrix past the last-level cache (56 MiB at Q4_K).
+const Shape kShapes[] = {{1536, 576},  {576, 1536},  {2048, 8192}, {49152, 576},
+                         {8960, 1536}, {1536, 8960}, {65536, 1536}};
 const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
                            GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
@@ -60,8 +63,8 @@ void BM_Matmul(benchmark::State& state, GgmlType type) {
 }
 
 void matmul_args(benchmark::internal::Benchmark* b, bool pack) {
-  for (int shape = 0; shape < 4; ++shape) {
-    for (int k : {1, 2, 3, 4, 5, 6, 7, 8}) b->Args({shape, k, 1, pack});
+  for (int shape = 0; shape < static_cast<int>(std::size(kShapes)); ++shape) {
+    for (int k : {1, 2, 3, 4, 5, 6, 7, 8, 9}) b->Args({shape, k, 1, pack});
     b->Args({shape, 1, 2, pack});
     b->Args({shape, 5, 2, pack});
   }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -255,8 +256,10 @@ TEST(Matmul, PackedPathsBitwise) {
   ThreadPool pool(2);
   for (GgmlType t : kWeightTypes) {
     if (!packable(t)) continue;
-    for (int64_t cols : {32, 96, 576}) {
-      for (int64_t k : {1, 5, 7, 9, 13}) {
+    const bool k_quant = traits(t).block_size == kQK_K;
+    for (int64_t cols :
+         k_quant ? std::vector<int64_t>{256, 768, 1536} : std::vector<int64_t>{32, 96, 576}) {
+      for (int64_t k : {1, 2, 3, 4, 5, 7, 8, 9, 13}) {
         const int64_t rows = 24;
         const Matrix m = make_weights(t, rows, cols, static_cast<uint32_t>(cols), true);
         const std::vector<float> x = random_floats(static_cast<size_t>(k * cols), 7);
@@ -309,26 +312,39 @@ TEST(Matmul, Avx512VnniAndAvx2Bitwise) {
   }
 }
 
-// Q8_0 weights of -128 (never produced by quantizing, but legal in a file) and extreme
-// activations (alternating signs, all +1, all -1: quantized to +-127, so every chunk's products
-// reach the int16 bounds of the packed kinds): the sign and offset handling and those bounds
-// must still hold.
+// Sets every block of a quantized matrix to extreme codes, keeping its fp16 scales: all-ones
+// payload bytes (Q8_0 -> -1, 4-bit -> 15, 5-bit -> 31, Q4_K/Q5_K scales and mins -> 63), Q8_0's
+// first value of every block -128 (never produced by quantizing, but legal in a file); Q6_K
+// codes alternate between 63 and 0 (q - 32 = 31, -32) from block to block, its scales between
+// 127 and -128.
+void set_extreme_codes(GgmlType t, std::vector<uint8_t>& bytes) {
+  const size_t bs = traits(t).type_size;
+  for (size_t blk = 0; blk < bytes.size() / bs; ++blk) {
+    uint8_t* b = bytes.data() + blk * bs;
+    if (t == GgmlType::Q6_K) {
+      std::memset(b, blk % 2 ? 0x00 : 0xff, offsetof(BlockQ6_K, scales));
+      for (int j = 0; j < 16; ++j) b[offsetof(BlockQ6_K, scales) + j] = j % 2 ? 0x80 : 0x7f;
+      continue;
+    }
+    const size_t hdr = t == GgmlType::Q4_1 || t == GgmlType::Q4_K || t == GgmlType::Q5_K ? 4 : 2;
+    std::memset(b + hdr, 0xff, bs - hdr);
+    if (t == GgmlType::Q8_0) b[2] = 0x80;
+  }
+}
+
+// Extreme weights (set_extreme_codes) and extreme activations (alternating signs, all +1, all
+// -1: quantized to +-127, so every chunk's products reach the int16 bounds of the packed
+// kinds): the sign and offset handling and those bounds must still hold.
 TEST(Matmul, PackedExtremeValues) {
   ThreadPool pool(1);
-  const int64_t rows = 8, cols = 64;
+  const int64_t rows = 8;
   for (GgmlType t : kWeightTypes) {
     if (!packable(t)) continue;
+    const int64_t cols = traits(t).block_size == kQK_K ? 512 : 64;
     for (Isa isa : paths()) {
       IsaScope scope(isa);
       Matrix m = make_weights(t, rows, cols, 3);
-      // All-ones payload bytes: Q8_0 -> -1, 4-bit -> 15, Q5_0 high bits set -> 31; then Q8_0's
-      // first value of every block set to -128.
-      const size_t bs = traits(t).type_size;
-      const size_t hdr = t == GgmlType::Q4_1 ? 4 : 2;
-      for (size_t blk = 0; blk < m.bytes.size() / bs; ++blk) {
-        std::memset(m.bytes.data() + blk * bs + hdr, 0xff, bs - hdr);
-        if (t == GgmlType::Q8_0) m.bytes[blk * bs + 2] = 0x80;
-      }
+      set_extreme_codes(t, m.bytes);
       const int64_t k = 3;
       std::vector<float> x(static_cast<size_t>(k * cols));
       for (int64_t c = 0; c < cols; ++c) {
@@ -386,13 +402,135 @@ TEST(Matmul, WidenedActivationsKeepValuesAndScales) {
     }
   }
   std::vector<uint8_t> buf(1024);
-  EXPECT_ANY_THROW(widen_activation_row(GgmlType::Q8_K, buf.data(), buf.data() + 512, 256));
+  EXPECT_ANY_THROW(widen_activation_row(GgmlType::F16, buf.data(), buf.data() + 512, 32));
+}
+
+// Q8_K rows widen to a copy of d, qs and bsums plus the 32-element sums, on every path.
+TEST(Matmul, WidenedQ8KActivationsKeepValuesAndSums) {
+  std::vector<float> x = random_floats(2 * 512, 43);
+  for (int c = 0; c < 256; ++c) x[static_cast<size_t>(512 + c)] = c % 3 == 0 ? -5.0f : 5.0f;
+  for (int row = 0; row < 2; ++row) {
+    std::vector<uint8_t> q(row_bytes(GgmlType::Q8_K, 512));
+    quantize_act_q8_k_scalar(x.data() + 512 * row, q.data(), 512);
+    ASSERT_EQ(widened_row_bytes(GgmlType::Q8_K, 512), 2 * sizeof(PackedActBlockK));
+    for (Isa isa : paths()) {
+      IsaScope scope(isa);
+      std::vector<uint8_t> wide(widened_row_bytes(GgmlType::Q8_K, 512), 0xee);
+      widen_activation_row(GgmlType::Q8_K, q.data(), wide.data(), 512);
+      for (size_t b = 0; b < 2; ++b) {
+        BlockQ8_K in;
+        PackedActBlockK w;
+        std::memcpy(&in, q.data() + b * sizeof in, sizeof in);
+        std::memcpy(&w, wide.data() + b * sizeof w, sizeof w);
+        EXPECT_EQ(w.d, in.d);
+        EXPECT_EQ(std::memcmp(w.qs, in.qs, sizeof w.qs), 0);
+        EXPECT_EQ(std::memcmp(w.bsums, in.bsums, sizeof w.bsums), 0);
+        for (int j = 0; j < 8; ++j) {
+          int sum = 0;
+          for (int c = 0; c < 32; ++c) sum += in.qs[32 * j + c];
+          EXPECT_EQ(w.bsums32[j], sum) << isa_name(isa) << " row " << row << " j " << j;
+        }
+      }
+    }
+  }
+}
+
+// BlockQ4_K's 6-bit packing of 8 scales and 8 mins (each < 64) into 12 bytes.
+void put_k_scales(uint8_t* s, const int sc[8], const int m[8]) {
+  for (int j = 0; j < 4; ++j) {
+    s[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+    s[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+    s[j + 8] = static_cast<uint8_t>((sc[j + 4] & 15) | ((m[j + 4] & 15) << 4));
+  }
+}
+
+// Hand-built K-quant rows whose products are worked out below, through the packed kernels on
+// every path, against all-equal activations: x = a (a = 1, 2, 3 for activation rows t = 0, 1, 2)
+// quantizes to q = -127 with d = -a / 127, so y = a up to d's rounding, and each output is a sum
+// of the 256 weights of its row times a. One super-block, 8 rows, d = dmin = 1:
+//   Q4_K row r: q = r, sc[j] = 8j + 7, m[j] = 9j: w = (8j + 7) r - 9j per sub-block j of 32,
+//               sum = 32 * sum_j ((8j + 7) r - 9j) = 32 (280 r - 252) = 8960 r - 8064;
+//   Q5_K row r: q = 16 + r (the fifth bit set): sum = 32 (280 (16 + r) - 252) = 8960 r + 135296;
+//   Q6_K row r: q - 32 = r - 4, sc[s] = 16s - 128 (s < 16, -128 .. 112): sum = 16 (r - 4) *
+//               sum_s (16s - 128) = 16 (r - 4) (-128) = -2048 (r - 4).
+// The kernels compute d * d_x * sumi - dmin * d_x * summ in float, and d_x = -a / 127 is
+// rounded to float, so the check allows a few ulps of the larger term (|d_x * sumi| < 2.1e5 a).
+TEST(Matmul, PackedKQuantsHandCheckedValues) {
+  ThreadPool pool(2);
+  const int64_t rows = 8, cols = 256, k = 3;
+  std::vector<float> x(static_cast<size_t>(k * cols));
+  for (int64_t t = 0; t < k; ++t) {
+    std::fill(x.begin() + t * cols, x.begin() + (t + 1) * cols, static_cast<float>(t + 1));
+  }
+  const uint16_t one = fp32_to_fp16(1.0f);
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    Matrix m;
+    m.bytes.assign(static_cast<size_t>(rows) * row_bytes(t, cols), 0);
+    std::vector<double> expect(rows);
+    for (int r = 0; r < rows; ++r) {
+      uint8_t* row = m.bytes.data() + static_cast<size_t>(r) * row_bytes(t, cols);
+      if (t == GgmlType::Q6_K) {
+        BlockQ6_K b{};
+        const int q = 32 + r - 4;
+        for (int e = 0; e < 256; ++e) {  // the layout of quant_blocks.h, element by element
+          const int h = e / 128, l = e % 32, i = (e % 128) / 32;
+          b.ql[64 * h + l + 32 * (i & 1)] |= static_cast<uint8_t>((q & 15) << (i >= 2 ? 4 : 0));
+          b.qh[32 * h + l] |= static_cast<uint8_t>((q >> 4) << (2 * i));
+        }
+        for (int s = 0; s < 16; ++s) b.scales[s] = static_cast<int8_t>(16 * s - 128);
+        b.d = one;
+        std::memcpy(row, &b, sizeof b);
+        expect[static_cast<size_t>(r)] = -2048.0 * (r - 4);
+        continue;
+      }
+      int sc[8], mn[8];
+      for (int j = 0; j < 8; ++j) sc[j] = 8 * j + 7, mn[j] = 9 * j;
+      const bool five = t == GgmlType::Q5_K;
+      const int q = five ? 16 + r : r;
+      uint8_t* qs;
+      if (five) {
+        BlockQ5_K b{};
+        b.d = b.dmin = one;
+        put_k_scales(b.scales, sc, mn);
+        std::memset(b.qh, 0xff, sizeof b.qh);
+        std::memcpy(row, &b, sizeof b);
+        qs = row + offsetof(BlockQ5_K, qs);
+      } else {
+        BlockQ4_K b{};
+        b.d = b.dmin = one;
+        put_k_scales(b.scales, sc, mn);
+        std::memcpy(row, &b, sizeof b);
+        qs = row + offsetof(BlockQ4_K, qs);
+      }
+      std::memset(qs, (q & 15) * 0x11, 128);
+      expect[static_cast<size_t>(r)] = five ? 8960.0 * r + 135296.0 : 8960.0 * r - 8064.0;
+    }
+    m.w = WeightMatrix{t, rows, cols, m.bytes.data(), row_bytes(t, cols)};
+    m.packed.resize(packed_bytes(m.w));
+    pack_weights(m.w, m.packed.data());
+    m.w.packed = m.packed.data();
+    for (Isa isa : paths()) {
+      IsaScope scope(isa);
+      std::vector<float> out(static_cast<size_t>(k * rows));
+      matmul(m.w, x.data(), k, out.data(), pool);
+      for (int64_t a = 0; a < k; ++a) {
+        for (int r = 0; r < rows; ++r) {
+          const double want = expect[static_cast<size_t>(r)] * static_cast<double>(a + 1);
+          EXPECT_NEAR(out[static_cast<size_t>(a * rows + r)], want, 0.1 * (a + 1))
+              << type_name(t) << " " << isa_name(isa) << " row " << r << " x = " << a + 1;
+        }
+      }
+    }
+  }
 }
 
 TEST(Matmul, PackedBytesOnlyForPackableShapes) {
   std::vector<uint8_t> bytes(100000);
   EXPECT_EQ(packed_bytes(WeightMatrix{GgmlType::Q4_1, 7, 64, bytes.data(), 40}), 0u);
-  EXPECT_EQ(packed_bytes(WeightMatrix{GgmlType::Q4_K, 16, 256, bytes.data(), 144}), 0u);
+  EXPECT_EQ(packed_bytes(WeightMatrix{GgmlType::Q4_K, 17, 256, bytes.data(), 144}), 16u * 144u);
+  EXPECT_EQ(packed_bytes(WeightMatrix{GgmlType::Q6_K, 7, 256, bytes.data(), 210}), 0u);
+  EXPECT_EQ(packed_bytes(WeightMatrix{GgmlType::Q5_K, 8, 512, bytes.data(), 352}), 8u * 352u);
+  EXPECT_EQ(packed_bytes(WeightMatrix{GgmlType::Q5_1, 16, 64, bytes.data(), 48}), 0u);
   EXPECT_EQ(packed_bytes(WeightMatrix{GgmlType::Q4_1, 17, 64, bytes.data(), 40}), 16u * 40u);
   EXPECT_EQ(packed_bytes(WeightMatrix{GgmlType::Q8_0, 8, 32, bytes.data(), 34}), 8u * 34u);
   EXPECT_ANY_THROW(

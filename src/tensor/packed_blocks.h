@@ -63,9 +63,61 @@ struct PackedActBlock {
   int8_t qs[kQK];
 };
 
+// ---- K-quants: one packed block is one 256-column super-block of the 8 rows ----
+//
+// The 4-bit payload of a 32-column sub-block j is 4 loads of 32 bytes; byte 4r + c of load p
+// holds column 32j + 4p + c of row r in its low nibble and column 32j + 16 + 4p + c in its high
+// nibble (the legacy layout above, per sub-block). "Chunk" k of a sub-block is the low nibbles of
+// load k (k < 4) or the high nibbles of load k - 4. Each layout is exactly as large as the 8 source
+// rows, so a packed matrix costs the same bandwidth as the original.
+
+// Q4_K x8: x = d * sc[j] * q - dmin * m[j], q in [0, 15]. scales[w][r] is bytes 4w .. 4w + 3 of
+// row r's 12 scale bytes (as in BlockQ4_K), so the 6-bit unpacking is 32-bit lane-wise work done
+// once for all 8 rows.
+struct PackedQ4_Kx8 {
+  uint16_t d[kPackRows];
+  uint16_t dmin[kPackRows];
+  uint32_t scales[3][kPackRows];
+  uint8_t qs[kQK_K / kQK][4][32];
+};
+// Q5_K x8: Q4_K plus a fifth bit: bit k of byte i of qh[j] is bit 4 of chunk k's byte i (so one
+// shift and mask per chunk lines it up).
+struct PackedQ5_Kx8 {
+  uint16_t d[kPackRows];
+  uint16_t dmin[kPackRows];
+  uint32_t scales[3][kPackRows];
+  uint8_t qh[kQK_K / kQK][32];
+  uint8_t qs[kQK_K / kQK][4][32];
+};
+// Q6_K x8: x = d * sc[s] * (q - 32), q in [0, 63], 16 sub-blocks s of 16 columns. Group g holds
+// columns 32g .. 32g + 31: ql[g] is their low 4 bits in the 4-bit layout above (so its low-nibble
+// chunks 0..3 are sub-block 2g, its high-nibble chunks 4..7 sub-block 2g + 1), and bits 2k, 2k + 1
+// of byte i of qh[g][u] are the top two bits of chunk 4u + k's byte i. scales[g][2r + e] is the
+// scale of sub-block 2g + e of row r: sign-extended to int16 it is the pair (sc[2g], sc[2g + 1])
+// of each row in one 32-bit lane.
+struct PackedQ6_Kx8 {
+  uint16_t d[kPackRows];
+  int8_t scales[kQK_K / kQK][2 * kPackRows];
+  uint8_t ql[kQK_K / kQK][4][32];
+  uint8_t qh[kQK_K / kQK][2][32];
+};
+
+// Activation block for the packed K-quant kernels: a Q8_K block plus the sums of its 32-element
+// sub-blocks (bsums[2j] + bsums[2j + 1], at most 32 * 128 in magnitude), which the Q4_K/Q5_K
+// min term multiplies two at a time (one 32-bit broadcast per pair of sub-blocks).
+struct PackedActBlockK {
+  float d;
+  int16_t bsums[kQK_K / 16];
+  int16_t bsums32[kQK_K / kQK];
+  int8_t qs[kQK_K];
+};
+
 static_assert(sizeof(PackedQ4_0x8) == kPackRows * sizeof(BlockQ4_0));
 static_assert(sizeof(PackedQ4_1x8) == kPackRows * sizeof(BlockQ4_1));
 static_assert(sizeof(PackedQ5_0x8) == kPackRows * sizeof(BlockQ5_0));
 static_assert(sizeof(PackedQ8_0x8) == kPackRows * sizeof(BlockQ8_0));
+static_assert(sizeof(PackedQ4_Kx8) == kPackRows * sizeof(BlockQ4_K));
+static_assert(sizeof(PackedQ5_Kx8) == kPackRows * sizeof(BlockQ5_K));
+static_assert(sizeof(PackedQ6_Kx8) == kPackRows * sizeof(BlockQ6_K));
 
 }  // namespace specdec

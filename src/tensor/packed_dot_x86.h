@@ -55,30 +55,37 @@ struct Packed {
   }
 };
 
-// Runs Packed<K>::run<NR> for NR = kMax, kMax - 1, ..., 1 until one matches nr.
-template <typename K, int kMax>
+// Runs Driver::run<NR> for NR = kMax, kMax - 1, ..., 1 until one matches nr.
+template <typename Driver, int kMax>
 void run_packed(int64_t nr, int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, float* out,
                 int64_t os) {
   if (nr == kMax) {
-    Packed<K>::template run<kMax>(n, w, x, xs, out, os);
+    Driver::template run<kMax>(n, w, x, xs, out, os);
   } else if constexpr (kMax > 1) {
-    run_packed<K, kMax - 1>(nr, n, w, x, xs, out, os);
+    run_packed<Driver, kMax - 1>(nr, n, w, x, xs, out, os);
   }
 }
 
 // Activation rows in groups of at most kMaxGroup (the register budget: 5 with AVX2's 16 vector
 // registers), split evenly (6 = 3 + 3, not 5 + 1) so the weight unpacking is shared as widely
-// as possible; a verify pass at gamma = kMaxGroup - 1 is one group.
-template <typename K, int kMaxGroup>
-void multi_packed(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_t nx, float* out,
-                  int64_t os) {
+// as possible; a verify pass at gamma = kMaxGroup - 1 is one group. Driver is Packed<K> (the
+// legacy kinds) or PackedK<K> (the K-quants, packed_dot_k_x86.h).
+template <typename Driver, int kMaxGroup>
+void multi_packed_with(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_t nx,
+                       float* out, int64_t os) {
   int64_t t = 0;
   while (t < nx) {
     const int64_t left = nx - t, groups = (left + kMaxGroup - 1) / kMaxGroup;
     const int64_t nr = (left + groups - 1) / groups;
-    run_packed<K, kMaxGroup>(nr, n, w, x + static_cast<size_t>(t) * xs, xs, out + t * os, os);
+    run_packed<Driver, kMaxGroup>(nr, n, w, x + static_cast<size_t>(t) * xs, xs, out + t * os, os);
     t += nr;
   }
+}
+
+template <typename K, int kMaxGroup>
+void multi_packed(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_t nx, float* out,
+                  int64_t os) {
+  multi_packed_with<Packed<K>, kMaxGroup>(n, w, x, xs, nx, out, os);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "tensor/cpu_features.h"
 #include "tensor/packed_blocks.h"
+#include "tensor/packed_weights_k.h"
 #include "tensor/quantize.h"
 
 namespace specdec {
@@ -41,11 +42,15 @@ void put_chunks(Packed& p, int r, const Block& blk, int chunks) {
 
 bool packable(GgmlType type) {
   return type == GgmlType::Q4_0 || type == GgmlType::Q4_1 || type == GgmlType::Q5_0 ||
-         type == GgmlType::Q8_0;
+         type == GgmlType::Q8_0 || type == GgmlType::Q4_K || type == GgmlType::Q5_K ||
+         type == GgmlType::Q6_K;
 }
 
 size_t packed_bytes(const WeightMatrix& w) {
-  if (!packable(w.type) || w.rows < kPackRows || w.cols <= 0 || w.cols % kQK != 0) return 0;
+  if (!packable(w.type) || w.rows < kPackRows || w.cols <= 0 ||
+      w.cols % traits(w.type).block_size != 0) {
+    return 0;
+  }
   return static_cast<size_t>(w.rows / kPackRows) * kPackRows * row_bytes(w.type, w.cols);
 }
 
@@ -82,12 +87,26 @@ void pack_weights(const WeightMatrix& w, uint8_t* dst) {
         put_chunks(p, r, b, 8);
       });
       break;
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+    case GgmlType::Q6_K:
+      pack_k_quant_weights(w, dst);
+      break;
     default:
       break;
   }
 }
 
+size_t widened_row_bytes(GgmlType act_type, int64_t n) {
+  return act_type == GgmlType::Q8_K ? static_cast<size_t>(n / kQK_K) * sizeof(PackedActBlockK)
+                                    : static_cast<size_t>(n / kQK) * sizeof(PackedActBlock);
+}
+
 void widen_activation_row(GgmlType act_type, const uint8_t* src, uint8_t* dst, int64_t n) {
+  if (act_type == GgmlType::Q8_K) {
+    widen_q8_k_row(src, dst, n);
+    return;
+  }
   const bool q8_1 = act_type == GgmlType::Q8_1;
   if (!q8_1 && act_type != GgmlType::Q8_0) {
     fail("widen_activation_row: ", type_name(act_type), " is not a packed activation format");

@@ -12,7 +12,8 @@
 
 namespace specdec {
 
-// Whether matmul has packed kernels for this weight type (Q4_0, Q4_1, Q5_0, Q8_0).
+// Whether matmul has packed kernels for this weight type (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q5_K,
+// Q6_K).
 bool packable(GgmlType type);
 
 // Bytes of w's packed copy: its full groups of 8 rows; 0 when the type is not packable or w
@@ -23,9 +24,14 @@ size_t packed_bytes(const WeightMatrix& w);
 void pack_weights(const WeightMatrix& w, uint8_t* dst);
 
 // Widens one activation row of n elements from Q8_0 or Q8_1 (act_type) into PackedActBlocks
-// (dst: n / 32 blocks), the format the packed kernels read.
-// On the SIMD paths it runs widen_activation_row_avx2; both give the same bytes (tested).
+// (dst: n / 32 blocks), or from Q8_K into PackedActBlockKs (n / 256 blocks), the formats the
+// packed kernels read. For Q8_0/Q8_1 the SIMD paths run widen_activation_row_avx2; both give the
+// same bytes (tested). Q8_K's widening is a copy plus 8 integer sums per block, scalar on all
+// paths.
 void widen_activation_row(GgmlType act_type, const uint8_t* src, uint8_t* dst, int64_t n);
+
+// Bytes of one widened row of n elements of act_type (Q8_0, Q8_1 or Q8_K).
+size_t widened_row_bytes(GgmlType act_type, int64_t n);
 
 // AVX2 + F16C version (act_quant_avx2.cpp) for Q8_1 (q8_1) or Q8_0 rows; call only when
 // cpu_has_avx2() is true.

@@ -58,6 +58,12 @@ void fill_path(Isa isa, std::array<DotKernel, 31>& by) {
   set(GgmlType::Q4_K, GgmlType::Q8_K, q8_k, k.q4_k);
   set(GgmlType::Q5_K, GgmlType::Q8_K, q8_k, k.q5_k);
   set(GgmlType::Q6_K, GgmlType::Q8_K, q8_k, k.q6_k);
+  const PackedKKernelTable& pkk = isa == Isa::kAvx512Vnni ? packed_k_kernels_avx512vnni()
+                                  : simd                  ? packed_k_kernels_avx2()
+                                                          : packed_k_kernels_scalar();
+  by[static_cast<size_t>(GgmlType::Q4_K)].packed = pkk.q4_k;
+  by[static_cast<size_t>(GgmlType::Q5_K)].packed = pkk.q5_k;
+  by[static_cast<size_t>(GgmlType::Q6_K)].packed = pkk.q6_k;
 }
 
 Tables build_tables() {
