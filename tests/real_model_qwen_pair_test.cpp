@@ -65,6 +65,14 @@ std::string chatml(const std::string& user) {
          user + "<|im_end|>\n<|im_start|>assistant\n";
 }
 
+// The model's own template renders a user message with Qwen's default system message, as
+// llama.cpp's Jinja rendering of it does; the prompts below are written the same way.
+TEST_F(RealModelQwenPair, ChatTemplateAddsQwensDefaultSystemMessage) {
+  Engine plain(*target_, nullptr, engine_options());
+  const std::vector<ChatMessage> msgs = {{"user", "Write a haiku."}};
+  EXPECT_EQ(plain.chat_template().apply(msgs, true), chatml("Write a haiku."));
+}
+
 // 8 prompts (4 chat, 4 raw) x gamma 1, 3, 5, 8, 20 tokens each: the bitwise equality that
 // lossless greedy speculation promises.
 TEST_F(RealModelQwenPair, GreedyOutputEqualsTargetOnlyForChatAndRawPromptsAndGammas) {

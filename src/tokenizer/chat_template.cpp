@@ -28,10 +28,15 @@ std::string trim(std::string_view s) {
 
 // Finds a literal default system prompt in a ChatML template, as in SmolLM2's
 //   {% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are ...
+// or in the else branch of Qwen2.5's
+//   {%- if messages[0]['role'] == 'system' %}...{%- else %}{{- '<|im_start|>system\nYou are ...
 // The newline may be a real one or a Jinja "\n" escape; the prompt must be plain text up to
 // <|im_end|> (no expressions or string concatenation in between).
 std::string extract_default_system(std::string_view tpl) {
-  if (!contains(tpl, "!= 'system'") && !contains(tpl, "!= \"system\"")) return {};
+  if (!contains(tpl, "!= 'system'") && !contains(tpl, "!= \"system\"") &&
+      !contains(tpl, "== 'system'") && !contains(tpl, "== \"system\"")) {
+    return {};
+  }
   constexpr std::string_view kStart = "<|im_start|>system";
   for (size_t pos = tpl.find(kStart); pos != std::string_view::npos;
        pos = tpl.find(kStart, pos + 1)) {

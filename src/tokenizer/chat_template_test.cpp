@@ -62,6 +62,22 @@ TEST(ChatTemplate, ChatMLDefaultSystemWithJinjaEscapes) {
   EXPECT_EQ(plain.apply(kNoSystem, false), "<|im_start|>user\nHi!<|im_end|>\n");
 }
 
+TEST(ChatTemplate, ChatMLDefaultSystemInAnElseBranch) {
+  // Qwen2.5-Coder's template: the user's system message if there is one, else a literal. The
+  // branch that uses the user's message concatenates an expression, so only the literal counts.
+  const ChatTemplate t = ChatTemplate::detect(
+      "{%- if messages[0]['role'] == 'system' %}"
+      "{{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}"
+      "{%- else %}{{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a "
+      "helpful assistant.<|im_end|>\\n' }}{%- endif %}"
+      "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}");
+  EXPECT_EQ(t.default_system(),
+            "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+  EXPECT_EQ(t.apply(kNoSystem, true),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+            "assistant.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n");
+}
+
 TEST(ChatTemplate, Llama3) {
   const ChatTemplate t = ChatTemplate::of(ChatFormat::Llama3);
   EXPECT_EQ(
