@@ -6,7 +6,10 @@
 // matrix is kept whole) and each packed matrix's rows past its last full group of 8, and any
 // page shared with such bytes or with a neighbouring tensor (only a range's whole interior
 // pages go). Reading a released page again is still correct (it faults back in from the file),
-// so a mistake here could only cost memory, never change a result.
+// so a mistake here could only cost memory, never change a result. (A fault on a kept page also
+// maps the cached pages around it, the kernel's fault-around and, on 6.x kernels, the rest of a
+// large page-cache folio: so released pages within a folio (up to 2 MiB) of kept ones can come
+// back.)
 #pragma once
 
 #include <cstddef>
