@@ -54,16 +54,18 @@ inline __m256i broadcast4(const void* p) {
   return _mm256_set1_epi32(v);
 }
 
-// Asks for the weight bytes [p + 2 KiB, p + 2 KiB + n) in L1, one request per 64-byte line
+// Asks for the weight bytes [p + kAhead, p + kAhead + n) in L1, one request per 64-byte line
 // (stepping 64 from the first address touches every line a block can straddle, give or take
 // the last). The kernels stream their weights once, front to back, and a decode step is a chain
 // of short streams (a thread's slice of one matrix, a few hundred KiB); asking this far ahead
 // keeps the loads ahead of the hardware prefetchers' ramp-up at each new stream. Measured on a
 // 2-core Xeon VM (medians of 3 interleaved runs): decode step Gemma 3 270M 16.4 -> 14.0 ms,
 // SmolLM2 7.7 -> 6.0 ms; 512 bytes ahead gained about half of that, 4 and 8 KiB no more than
-// 2 KiB. Prefetching past a matrix's end is harmless.
+// 2 KiB. Prefetching past a matrix's end is harmless. The packed K-quant kernels ask from 4 KiB
+// ahead (packed_dot_k_x86.h: their blocks are 1152 to 1680 bytes, so 2 KiB is not even two
+// blocks ahead).
+template <size_t kAhead = 2048>
 inline void prefetch_ahead(const void* p, size_t n) {
-  constexpr size_t kAhead = 2048;
   const char* a = static_cast<const char*>(p) + kAhead;
   for (size_t off = 0; off < n; off += 64) _mm_prefetch(a + off, _MM_HINT_T0);
 }
