@@ -8,7 +8,8 @@ greedy or sampled at the same temperature, with end-of-text ignored so that ever
 exactly --n-predict tokens:
 
   specdec-target   build/specdec run -m TARGET ...                     (target only)
-  specdec-spec     build/specdec run -m TARGET -md DRAFT [SPECDEC_ARGS] (speculative)
+  specdec-NAME     build/specdec run -m TARGET -md DRAFT FLAGS, for each --specdec NAME=FLAGS
+                   (default: one configuration "spec" with specdec's default flags)
   llama-target     llama-speculative with the target as its own draft is not target-only, so
                    llama.cpp's target-only decode is llama-bench's tg at the prompt's depth
                    (-d PROMPT_TOKENS -n N_PREDICT), measured once per repeat
@@ -24,7 +25,8 @@ Usage:
   python3 scripts/bench_pair_vs_llamacpp.py [--target NAME|PATH] [--draft NAME|PATH]
       [--categories summary,code] [--n-predict 128] [--threads 2] [--repeats 1] [--temp 0]
       [--llama-bin /opt/llama.cpp/build/bin] [--llama-gammas 4,8]
-      [--specdec-args "--draft-max 5"] [--json-out FILE]
+      [--specdec fixed5="--draft-max 5" --specdec adaptive="--draft-policy adaptive"]
+      [--json-out FILE]
 Models default to the pair scripts/run.sh uses (qwen2.5-coder-1.5b / qwen2.5-coder-0.5b).
 """
 from __future__ import annotations
@@ -74,14 +76,15 @@ def run(cmd: list[str], timeout: int = 1800) -> subprocess.CompletedProcess:
     return r
 
 
-def specdec_run(cli: Path, target: Path, draft: Path | None, prompt: str, a) -> dict:
+def specdec_run(cli: Path, target: Path, draft: Path | None, prompt: str, a,
+                flags: str = "") -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json") as stats:
         cmd = [str(cli), "run", "-m", str(target), "-p", prompt, "-n", str(a.n_predict),
                "--temp", str(a.temp), "--top-p", str(a.top_p), "--top-k", "0", "--min-p", "0",
                "-s", "1", "-t", str(a.threads), "--ignore-eos", "-c", "2048", "-q",
                "--stats-json", stats.name]
         if draft is not None:
-            cmd += ["-md", str(draft)] + shlex.split(a.specdec_args)
+            cmd += ["-md", str(draft)] + shlex.split(flags)
         run(cmd)
         s = json.load(open(stats.name))
     out = {"tok_s": s["generated_tokens"] / (s["decode_ms"] / 1000.0),
@@ -131,8 +134,9 @@ def main() -> int:
     ap.add_argument("--cli", default=str(ROOT / "build" / "specdec"))
     ap.add_argument("--llama-bin", default="/opt/llama.cpp/build/bin")
     ap.add_argument("--llama-gammas", default="4,8")
-    ap.add_argument("--specdec-args", default="",
-                    help="extra flags for specdec's speculative runs (e.g. '--draft-max 6')")
+    ap.add_argument("--specdec", action="append", default=[], metavar="NAME=FLAGS",
+                    help="a speculative specdec configuration (repeatable), e.g. "
+                         "fixed6='--draft-max 6'")
     ap.add_argument("--json-out", default="")
     a = ap.parse_args()
 
@@ -154,7 +158,13 @@ def main() -> int:
             die(f"no prompts in {Path(a.prompts) / cat}")
         prompts += [(cat, f.stem, chatml(f.read_text().strip())) for f in files]
 
-    configs = ["specdec-target", "specdec-spec"] + [f"llama-spec-{g}" for g in gammas]
+    spec_flags = {}
+    for item in a.specdec or ["spec="]:
+        name, sep, flags = item.partition("=")
+        if not sep or not name:
+            die(f"--specdec wants NAME=FLAGS, got '{item}'")
+        spec_flags[f"specdec-{name}"] = flags
+    configs = ["specdec-target"] + list(spec_flags) + [f"llama-spec-{g}" for g in gammas]
     results: dict[str, list[dict]] = {c: [] for c in configs}
     llama_target: list[float] = []
     step = 0
@@ -167,8 +177,8 @@ def main() -> int:
                 if c == "specdec-target":
                     r = specdec_run(cli, target, None, text, a)
                     prompt_tokens = r["prompt_tokens"]
-                elif c == "specdec-spec":
-                    r = specdec_run(cli, target, draft, text, a)
+                elif c in spec_flags:
+                    r = specdec_run(cli, target, draft, text, a, spec_flags[c])
                 else:
                     r = llama_spec_run(bin_dir, target, draft, text, int(c.rsplit("-", 1)[1]), a)
                 r.update(category=cat, prompt=pid, repeat=rep)
@@ -192,15 +202,28 @@ def main() -> int:
         if acc:
             accept[c] = med(acc)
     best_llama = max([rows["llama-target"]] + [rows[f"llama-spec-{g}"] for g in gammas])
+    best_spec = max(spec_flags, key=lambda c: rows[c])
     print(f"target {target.name}, draft {draft.name}, {a.threads} threads, {a.n_predict} tokens, "
-          f"T {a.temp}, {len(prompts)} prompts x {a.repeats} repeats ({a.categories}); "
-          f"specdec flags: {a.specdec_args or '(defaults)'}")
+          f"T {a.temp}, {len(prompts)} prompts x {a.repeats} repeats ({a.categories})\n"
+          + "; ".join(f"{c}: {f or '(defaults)'}" for c, f in spec_flags.items()))
     print(f"{'configuration':<18} {'tok/s':>7} {'vs own target':>14} {'accept':>7}")
-    for c in ["specdec-target", "specdec-spec", "llama-target"] + [f"llama-spec-{g}" for g in gammas]:
+    for c in ["specdec-target"] + list(spec_flags) + ["llama-target"] + [f"llama-spec-{g}" for g in gammas]:
         base = rows["specdec-target"] if c.startswith("specdec") else rows["llama-target"]
         acc = f"{accept[c]:.1%}" if c in accept else ""
         print(f"{c:<18} {rows[c]:>7.2f} {rows[c] / base:>13.2f}x {acc:>7}")
-    print(f"specdec-spec / best llama.cpp configuration: {rows['specdec-spec'] / best_llama:.2f}x")
+    print(f"{best_spec} / best llama.cpp configuration: {rows[best_spec] / best_llama:.2f}x")
+    cats = list(dict.fromkeys(cat for cat, _, _ in prompts))
+    if len(cats) > 1:
+        print("per category (median tok/s, speedup over the engine's own target-only):")
+        for cat in cats:
+            lt = med([t for t, (c2, _, _) in zip(llama_target, prompts * a.repeats) if c2 == cat])
+            st = med([r["tok_s"] for r in results["specdec-target"] if r["category"] == cat])
+            cells = [f"specdec-target {st:.2f}", f"llama-target {lt:.2f}"]
+            for c in configs[1:]:
+                v = med([r["tok_s"] for r in results[c] if r["category"] == cat])
+                base = st if c.startswith("specdec") else lt
+                cells.append(f"{c} {v:.2f} ({v / base:.2f}x)")
+            print(f"  {cat}: " + ", ".join(cells))
     if a.json_out:
         Path(a.json_out).write_text(json.dumps(
             {"args": vars(a), "medians": rows, "accept": accept, "runs": results,
