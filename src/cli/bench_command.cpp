@@ -32,7 +32,8 @@ constexpr int32_t kPassCostRepeats = 7;
 
 struct BenchOptions {
   std::string model, draft_model, prompts_dir = "bench/prompts", json;
-  bool draft_ngram = false, no_cache_check = false, no_chat = false, hybrid = false;
+  bool draft_ngram = false, no_cache_check = false, no_chat = false;
+  HybridOption hybrid;
   NgramParams ngram;
   bool ngram_given = false;  // any --ngram-* option
   std::vector<int32_t> gammas = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -210,8 +211,8 @@ int bench_command(const std::vector<std::string>& args) {
     fail(o.draft_ngram ? "--draft-ngram and -md are mutually exclusive"
                        : "bench needs a drafter: -md DRAFT or --draft-ngram");
   }
-  check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram || o.hybrid);
-  check_hybrid_option(o.hybrid, !o.draft_model.empty());
+  const bool hybrid = check_hybrid_option(o.hybrid, !o.draft_model.empty());
+  check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram || hybrid);
   std::vector<BenchPrompt> prompts = load_prompts(o);
 
   LoadedModel target = LoadedModel::load(o.model);
@@ -250,7 +251,7 @@ int bench_command(const std::vector<std::string>& args) {
     go.speculative = gamma > 0;
     go.draft_max = gamma > 0 ? gamma : 1;
     go.draft_length = o.draft_length;
-    go.hybrid = o.hybrid;
+    go.hybrid = hybrid;
     go.drafter = o.draft_ngram ? DrafterKind::Ngram : DrafterKind::Model;
     go.ngram = o.ngram;
     return go;
@@ -322,7 +323,7 @@ int bench_command(const std::vector<std::string>& args) {
                               : ", scoring " + std::to_string(draft_width) + " of " +
                                     std::to_string(target.model->config().n_vocab) + " tokens, " +
                                     (o.draft_length.adaptive ? "adaptive" : "fixed") + " length" +
-                                    (o.hybrid ? ", hybrid with prompt lookup" : ""))
+                                    (hybrid ? ", hybrid with prompt lookup" : ""))
             << "\n"
             << "threads " << eo.n_threads << ", " << o.n_predict << " tokens per run, " << o.repeats
             << " repeats, top-p " << o.top_p << ", " << prompts.size() << " prompts ("
@@ -362,7 +363,7 @@ int bench_command(const std::vector<std::string>& args) {
         {"threads", eo.n_threads},
         {"draft_vocab", o.draft_ngram ? 0 : draft_width},
         {"draft_policy", o.draft_length.adaptive ? "adaptive" : "fixed"},
-        {"draft_hybrid", o.hybrid},
+        {"draft_hybrid", hybrid},
         {"draft_cost", o.draft_length.draft_cost},
         {"draft_verify_cost", o.draft_length.verify_cost},
         {"n_ctx", o.n_ctx},

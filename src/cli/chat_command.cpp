@@ -66,8 +66,8 @@ int chat_command(const std::vector<std::string>& args) {
   add_draft_vocab_option(p, draft_vocab);
   DraftLengthParams draft_length = default_draft_length();
   add_draft_length_options(p, draft_length);
-  bool hybrid = false;
-  add_hybrid_option(p, hybrid);
+  HybridOption hybrid_option;
+  add_hybrid_option(p, hybrid_option);
   p.add_string({"-sys", "--system-prompt"}, "TEXT", "system message", system_prompt);
   p.add_int({"-n", "--n-predict"}, "N", "most tokens per reply (-1: until the turn ends)",
             n_predict, -1, 1 << 20);
@@ -90,7 +90,7 @@ int chat_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (model.empty()) fail("-m MODEL is required (see specdec chat --help)");
-  check_hybrid_option(hybrid, !draft_model.empty());
+  const bool hybrid = check_hybrid_option(hybrid_option, !draft_model.empty());
 
   LoadedModel target = LoadedModel::load(model);
   std::unique_ptr<LoadedModel> draft = load_draft(draft_model);

@@ -16,13 +16,17 @@ namespace specdec::cli {
 // The -t value, or every core of the machine when it was not given (0).
 int thread_count(int32_t requested);
 
-// Tokens a draft model proposes per round (gamma) unless --draft-max says otherwise: the best
-// gamma measured on the Qwen2.5-Coder pair (docs/benchmarks.md).
-inline constexpr int32_t kDefaultDraftMax = 5;
+// The most tokens a draft model proposes per round (gamma) unless --draft-max says otherwise.
+// With the adaptive length rule (the default) this is a cap: on the Qwen2.5-Coder pair, 2
+// threads, a cap of 8 with the adaptive rule and hybrid lookup beat a fixed gamma of 5 by 1.33x
+// vs 1.12x over target-only at T = 0 and tied it (1.14-1.16x) at T = 0.7 (docs/benchmarks.md).
+inline constexpr int32_t kDefaultDraftMax = 8;
 
 // --draft-vocab N: the draft model scores only the N most frequent tokens plus the control
 // tokens (FR-Spec, engine/draft_vocab.h); 0 scores the whole vocabulary. Lossless either way.
-// Off by default until a size is measured to pay (docs/benchmarks.md).
+// Off by default: with BPE merge order as the frequency proxy, a 32,768-token subset cost the
+// Qwen pair more acceptance (summaries 55 -> 43 %, code 83 -> 75 %) than it saved in draft time
+// (docs/benchmarks.md).
 inline constexpr int32_t kDefaultDraftVocab = 0;
 void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab);
 
@@ -32,11 +36,18 @@ void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab);
 DraftLengthParams default_draft_length();
 void add_draft_length_options(ArgParser& p, DraftLengthParams& params);
 
-// --draft-hybrid: with -md, a round takes prompt lookup's drafts (the --ngram-* settings) when
-// the lookup proposes at least 2 tokens, the model's otherwise (speculative/hybrid_drafter.h).
-void add_hybrid_option(ArgParser& p, bool& hybrid);
-// After parsing: --draft-hybrid needs a draft model.
-void check_hybrid_option(bool hybrid, bool has_draft_model);
+// --draft-hybrid / --no-draft-hybrid: with -md, a round takes prompt lookup's drafts (the
+// --ngram-* settings) when the lookup proposes at least 2 tokens, the model's otherwise
+// (speculative/hybrid_drafter.h). kDefaultDraftHybrid is the measured default.
+inline constexpr bool kDefaultDraftHybrid = true;
+struct HybridOption {
+  bool on = kDefaultDraftHybrid;
+  bool given = false;  // --draft-hybrid was on the command line
+};
+void add_hybrid_option(ArgParser& p, HybridOption& hybrid);
+// After parsing: an explicit --draft-hybrid needs a draft model; the default just does not apply
+// without one. Returns whether hybrid drafting is on.
+bool check_hybrid_option(const HybridOption& hybrid, bool has_draft_model);
 
 // The -md model, or nullptr when no draft was given (empty path).
 std::unique_ptr<LoadedModel> load_draft(const std::string& path);

@@ -22,7 +22,8 @@ namespace {
 
 struct RunOptions {
   std::string model, draft_model, prompt, prompt_file, system_prompt, stats_json;
-  bool chat = false, ignore_eos = false, quiet = false, draft_ngram = false, hybrid = false;
+  bool chat = false, ignore_eos = false, quiet = false, draft_ngram = false;
+  HybridOption hybrid;
   std::vector<std::string> stop;
   int32_t n_predict = 128, n_ctx = 4096, threads = 0, draft_max = kDefaultDraftMax;
   int32_t draft_vocab = kDefaultDraftVocab;
@@ -116,8 +117,8 @@ int run_command(const std::vector<std::string>& args) {
   if (o.draft_ngram && !o.draft_model.empty()) {
     fail("--draft-ngram and -md are mutually exclusive: draft with a model or by prompt lookup");
   }
-  check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram || o.hybrid);
-  check_hybrid_option(o.hybrid, !o.draft_model.empty());
+  const bool hybrid = check_hybrid_option(o.hybrid, !o.draft_model.empty());
+  check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram || hybrid);
 
   const auto load_start = std::chrono::steady_clock::now();
   LoadedModel target = LoadedModel::load(o.model);
@@ -153,8 +154,8 @@ int run_command(const std::vector<std::string>& args) {
   go.ignore_eos = o.ignore_eos;
   go.draft_max = o.draft_max;
   go.draft_length = o.draft_length;
-  go.hybrid = o.hybrid;
-  if (o.hybrid) go.ngram = o.ngram;
+  go.hybrid = hybrid;
+  if (hybrid) go.ngram = o.ngram;
   if (o.draft_ngram) {
     go.drafter = DrafterKind::Ngram;
     go.ngram = o.ngram;

@@ -79,7 +79,8 @@ int serve_command(const std::vector<std::string>& args) {
   add_draft_vocab_option(p, draft_vocab);
   config.draft_length = default_draft_length();
   add_draft_length_options(p, config.draft_length);
-  add_hybrid_option(p, config.hybrid);
+  HybridOption hybrid;
+  add_hybrid_option(p, hybrid);
   p.add_string({"--host"}, "ADDR", "address to listen on (0.0.0.0: every interface)", config.host);
   p.add_int({"--port"}, "N", "port to listen on (0: any free port, printed at start)", port, 0,
             65535);
@@ -96,7 +97,7 @@ int serve_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (model.empty()) fail("-m MODEL is required (see specdec serve --help)");
-  check_hybrid_option(config.hybrid, !draft_model.empty());
+  config.hybrid = check_hybrid_option(hybrid, !draft_model.empty());
   if (max_body == 0) fail("--max-body-bytes must be at least 1");
   config.port = port;
   config.queue_size = static_cast<size_t>(queue_size);

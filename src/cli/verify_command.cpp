@@ -33,6 +33,10 @@ int verify_command(const std::vector<std::string>& args) {
   p.add_int({"-n", "--n-predict"}, "N", "tokens per continuation", tokens, 1, 64);
   p.add_int({"--draft-max", "--draft"}, "N", "tokens drafted per round (gamma)", draft_max, 1, 64);
   add_draft_vocab_option(p, draft_vocab);
+  DraftLengthParams draft_length = default_draft_length();
+  add_draft_length_options(p, draft_length);
+  HybridOption hybrid;
+  add_hybrid_option(p, hybrid);
   p.add_float({"--temp"}, "T", "temperature (> 0: the check is about sampling)", temp, 0.01, 100.0);
   p.add_int({"--top-k"}, "K", "top-k filter (0: off)", top_k, 0, 1 << 24);
   p.add_float({"--top-p"}, "P", "top-p filter (1: off)", top_p, 0.0, 1.0);
@@ -62,6 +66,8 @@ int verify_command(const std::vector<std::string>& args) {
   o.tokens = tokens;
   o.generation.sampling = {temp, top_k, top_p, min_p, seed};
   o.generation.draft_max = draft_max;
+  o.generation.draft_length = draft_length;
+  o.generation.hybrid = check_hybrid_option(hybrid, true);
   o.generation.ignore_eos = true;
   ProgressBar bar("sampling");
   SelfCheckReport r =

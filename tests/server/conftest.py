@@ -127,9 +127,11 @@ def start_server(cli, args):
 
 @pytest.fixture(scope="module")
 def server(cli, models):
-    """Tiny target with its draft: the server most tests use."""
+    """Tiny target with its draft: the server most tests use. Fixed-length model drafts: the
+    random-weight draft is never confident, so the default adaptive rule would not draft at all,
+    and the tests want rounds with rejections and rollbacks."""
     s = Server(cli, ["-m", models["target"], "-md", models["draft"], "--draft-max", "3",
-                     "-t", "2", "-c", "512"])
+                     "--draft-policy", "fixed", "--no-draft-hybrid", "-t", "2", "-c", "512"])
     yield s
     code = s.stop()
     assert code == 0, f"server exit: {code}\n" + "".join(s.log[-30:])
