@@ -33,7 +33,11 @@ TEST(ProcessMemory, ResidentBytesFollowTouchingAndReleasing) {
   ASSERT_EQ(madvise(bytes, 4 * page, MADV_DONTNEED), 0);
   EXPECT_EQ(resident_bytes(p, n), 6 * page);
   EXPECT_EQ(resident_bytes(p, 0), 0u);
-  EXPECT_LE(read_process_memory().rss, touched.rss);
+  // The page-exact check is resident_bytes above. The process-wide figure also moves with
+  // whatever else allocates between the two reads (under ASan its shadow memory and quarantine
+  // added ~116 KiB here), so it only has to stay near where it was, not shrink by 4 pages.
+  constexpr size_t kOtherAllocations = 1u << 20;
+  EXPECT_LE(read_process_memory().rss, touched.rss + kOtherAllocations);
   munmap(p, n);
 }
 
