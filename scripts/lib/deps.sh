@@ -16,7 +16,7 @@ SPECDEC_ROOT=${SPECDEC_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 SPECDEC_APT_PACKAGES=(
   build-essential cmake pkg-config libgtest-dev libbenchmark-dev libpcre2-dev
-  nlohmann-json3-dev libcpp-httplib-dev python3 python3-pip ccache clang-14 libclang-rt-14-dev
+  nlohmann-json3-dev python3 python3-pip ccache clang-14 libclang-rt-14-dev
   nginx-light
 )
 

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <ctime>
 #include <iostream>
@@ -31,16 +32,36 @@ sigset_t stop_signals() {
   return set;
 }
 
+// The first signal drains: the listening socket closes, requests in progress may finish within
+// the grace period, then the rest is cancelled. A second signal cancels at once.
 class SignalWatcher {
  public:
-  explicit SignalWatcher(server::HttpServer& server) {
-    thread_ = std::thread([this, &server] {
+  SignalWatcher(server::HttpServer& server, std::chrono::milliseconds grace) {
+    thread_ = std::thread([this, &server, grace] {
       const sigset_t set = stop_signals();
       const timespec tick{0, 100'000'000};
       while (!finished_.load()) {
         if (sigtimedwait(&set, nullptr, &tick) > 0) {
-          std::cerr << "specdec serve: stopping" << std::endl;
-          server.stop();
+          std::cerr << "specdec serve: stopping: no new connections; requests in progress have "
+                    << grace.count() / 1000.0 << " s to finish" << std::endl;
+          signalled_ = true;
+          std::thread second([this, &server] {
+            const sigset_t again = stop_signals();
+            const timespec t{0, 100'000'000};
+            while (!finished_.load() && !drained_.load()) {
+              if (sigtimedwait(&again, nullptr, &t) > 0) {
+                std::cerr << "specdec serve: second signal: cancelling" << std::endl;
+                server.stop();
+                return;
+              }
+            }
+          });
+          const bool clean = server.drain(grace);
+          drained_ = true;
+          second.join();
+          std::cerr << "specdec serve: "
+                    << (clean ? "every request finished" : "grace period over: cancelled the rest")
+                    << std::endl;
           return;
         }
       }
@@ -50,9 +71,10 @@ class SignalWatcher {
     finished_ = true;
     thread_.join();
   }
+  bool signalled() const { return signalled_.load(); }
 
  private:
-  std::atomic<bool> finished_{false};
+  std::atomic<bool> finished_{false}, signalled_{false}, drained_{false};
   std::thread thread_;
 };
 
@@ -64,12 +86,16 @@ int serve_command(const std::vector<std::string>& args) {
   int32_t port = config.port, threads = 0, n_ctx = 4096, queue_size = 16,
           draft_max = kDefaultDraftMax, draft_vocab = kDefaultDraftVocab;
   uint64_t max_body = config.max_body_bytes;
+  int32_t max_connections = static_cast<int32_t>(config.max_connections);
+  float request_timeout_s = 20, shutdown_grace_s = 30;
   ArgParser p("specdec serve -m MODEL [-md DRAFT] [--host ADDR] [--port N] [options]",
               "Serves the model over an OpenAI-compatible HTTP API: POST /v1/completions and\n"
               "/v1/chat/completions (streaming or not), GET /v1/models, /health, /metrics.\n"
               "With -md, requests decode speculatively (lossless) unless they send\n"
               "\"speculative\": false. Requests run one at a time in arrival order; a full\n"
-              "queue answers 503. Listens on loopback unless --host says otherwise.");
+              "queue answers 503. Listens on loopback unless --host says otherwise; /health\n"
+              "answers 503 \"loading\" until the models are loaded. SIGTERM or SIGINT: stop\n"
+              "accepting, let requests in progress finish (--shutdown-grace), exit 0.");
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF); its file stem is the model id",
                model);
   p.add_string({"-md", "--model-draft"}, "FILE",
@@ -92,6 +118,14 @@ int serve_command(const std::vector<std::string>& args) {
   p.add_int({"--queue-size"}, "N", "requests that may wait for the generation worker", queue_size,
             1, 4096);
   p.add_u64({"--max-body-bytes"}, "N", "largest request body accepted (413 above)", max_body);
+  p.add_int({"--max-connections"}, "N", "connections served at once (more get 503)",
+            max_connections, 1, 4096);
+  p.add_float({"--request-timeout"}, "S",
+              "seconds a request's headers and body may take to arrive (408 after)",
+              request_timeout_s, 0.1, 3600);
+  p.add_float({"--shutdown-grace"}, "S",
+              "on SIGTERM, seconds requests in progress may take to finish", shutdown_grace_s, 0,
+              3600);
   if (!p.parse(args)) {
     std::cout << p.help();
     return 0;
@@ -102,11 +136,35 @@ int serve_command(const std::vector<std::string>& args) {
   config.port = port;
   config.queue_size = static_cast<size_t>(queue_size);
   config.max_body_bytes = static_cast<size_t>(max_body);
+  config.max_connections = static_cast<size_t>(max_connections);
+  config.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(request_timeout_s * 1e3));
+  const auto grace = std::chrono::milliseconds(static_cast<int64_t>(shutdown_grace_s * 1e3));
   config.draft_max = draft_max;
   config.model_id = server::model_id_from_path(model);
 
   const sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A client that disconnects mid-write must cost an error return, not the process.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  // Listen first, load second: /health says "loading" (503) meanwhile, so that a load balancer
+  // or an orchestrator can tell a starting server from a dead one.
+  server::HttpServer server(config);
+  const int bound = server.bind();
+  SignalWatcher watcher(server, grace);
+  std::thread listener([&server] { server.run(); });
+  std::cerr << "specdec serve: listening on http://" << config.host << ":" << bound
+            << (config.api_key.empty() ? "" : " (API key required)") << "; loading models"
+            << std::endl;
+  struct JoinOnExit {  // the listener thread must end before `server` goes, even on a throw
+    server::HttpServer& server;
+    std::thread& thread;
+    ~JoinOnExit() {
+      server.stop();
+      if (thread.joinable()) thread.join();
+    }
+  } join_on_exit{server, listener};
+
   LoadedModel target = LoadedModel::load(model);
   std::unique_ptr<LoadedModel> draft = load_draft(draft_model);
   EngineOptions eo;
@@ -114,22 +172,15 @@ int serve_command(const std::vector<std::string>& args) {
   eo.n_threads = thread_count(threads);
   eo.draft_vocab = draft_vocab;
   Engine engine(target, draft.get(), eo);
-
-  // A client that disconnects mid-write must cost an error return, not the process.
-  std::signal(SIGPIPE, SIG_IGN);
-  server::HttpServer server(engine, config);
-  const int bound = server.bind();
-  bool ok = false;
-  {
-    SignalWatcher watcher(server);
-    std::cerr << "specdec serve: model '" << config.model_id << "'"
+  if (!watcher.signalled()) {
+    server.attach(engine);
+    std::cerr << "specdec serve: ready: model '" << config.model_id << "'"
               << (draft ? " with draft '" + draft_model + "'" : std::string()) << ", context "
-              << n_ctx << ", " << eo.n_threads << " threads\n"
-              << "specdec serve: listening on http://" << config.host << ":" << bound
-              << (config.api_key.empty() ? "" : " (API key required)") << std::endl;
-    ok = server.run();
-    server.stop();
+              << n_ctx << ", " << eo.n_threads << " threads" << std::endl;
   }
+  // Serves until a signal drains and stops the server; then the engine may go.
+  listener.join();
+  const bool ok = watcher.signalled();
   if (!ok) fail("the server stopped unexpectedly");
   return 0;
 }

@@ -1,15 +1,16 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
-
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "common/error.h"
-#include "server/connection_probe.h"
 #include "server/generation_queue.h"
+#include "server/http_listener.h"
 #include "server/metrics.h"
 #include "server/openai_format.h"
 #include "server/request_parsing.h"
@@ -21,12 +22,8 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 
-// How often a waiting HTTP thread checks that its client is still there.
+// How often a waiting connection thread checks that its client is still there.
 constexpr milliseconds kPollInterval{50};
-// HTTP threads beyond one per admissible generation request: /health, /metrics, /v1/models and
-// the 503 answers must not wait behind long generations.
-constexpr size_t kSpareHttpThreads = 8;
-constexpr size_t kMaxHttpThreads = 512;
 
 // nginx's "client closed request": logged and counted, never seen by the (absent) client.
 constexpr int kClientClosed = 499;
@@ -40,9 +37,8 @@ int64_t unix_now() {
       .count();
 }
 
-void send_error(httplib::Response& res, const ApiError& e) {
-  res.status = e.status();
-  res.set_content(to_wire(error_json(e)), "application/json");
+void send_error(HttpResponder& res, const ApiError& e) {
+  if (!res.started()) res.send(e.status(), "application/json", to_wire(error_json(e)));
 }
 
 const char* status_type(int status) {
@@ -51,7 +47,10 @@ const char* status_type(int status) {
       return "authentication_error";
     case 404:
       return "not_found_error";
+    case 408:
     case 413:
+    case 414:
+    case 431:
     case 400:
     case 405:
       return "invalid_request_error";
@@ -60,28 +59,65 @@ const char* status_type(int status) {
   }
 }
 
+// The error body of a status the transport or the router answers by itself.
+std::string transport_error_body(int status, const std::string& message) {
+  std::string code;
+  if (status == 413) code = "request_too_large";
+  if (status == 408) code = "request_timeout";
+  if (status == 503) code = "too_many_connections";
+  return to_wire(error_json(ApiError(status, message, status_type(status), "", code)));
+}
+
+HttpListenerConfig listener_config(const ServerConfig& c) {
+  HttpListenerConfig l;
+  l.host = c.host;
+  l.port = c.port;
+  l.limits.max_body = c.max_body_bytes;
+  l.max_connections = c.max_connections;
+  l.request_timeout = c.request_timeout;
+  l.keep_alive_timeout = c.keep_alive_timeout;
+  l.write_timeout = c.write_timeout;
+  return l;
+}
+
+ApiError loading_error() {
+  return ApiError(503, "the model is still loading; retry shortly", "server_error", "",
+                  "model_loading");
+}
+
+ApiError shutting_down_error() {
+  return ApiError(503, "the server is shutting down", "server_error", "", "shutting_down");
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
-  Impl(Engine& e, ServerConfig c)
-      : engine(e),
-        config(std::move(c)),
-        queue([&e](std::span<const int32_t> prompt, const GenerationOptions& o,
-                   const TextCallback& cb) { return e.generate(prompt, o, cb); },
-              config.queue_size, metrics),
+  explicit Impl(ServerConfig c)
+      : config(std::move(c)),
         model_ids{config.model_id, "specdec"},
         created(unix_now()),
-        id_salt(std::random_device{}()) {}
+        id_salt(std::random_device{}()),
+        listener(
+            listener_config(config),
+            [this](const HttpRequest& req, HttpResponder& res) { handle(req, res); },
+            [this](int status, const std::string& message) {
+              metrics.record_http("", status);
+              return transport_error_body(status, message);
+            }) {}
 
-  Engine& engine;
   ServerConfig config;
   Metrics metrics;  // declared before the queue, which records into it
-  GenerationQueue queue;
+  std::atomic<Engine*> engine{nullptr};
+  std::unique_ptr<GenerationQueue> queue;  // created by attach()
+  std::atomic<bool> draining{false};
   std::vector<std::string> model_ids;
   int64_t created;
   uint64_t id_salt;
   std::atomic<uint64_t> next_id{0};
-  httplib::Server http;
+  HttpListener listener;
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopped = false;
 
   std::string make_id(Endpoint e) {
     char buf[40];
@@ -90,9 +126,9 @@ struct HttpServer::Impl {
     return std::string(e == Endpoint::Completions ? "cmpl-" : "chatcmpl-") + buf;
   }
 
-  bool authorized(const httplib::Request& req) const {
+  bool authorized(const HttpRequest& req) const {
     if (config.api_key.empty()) return true;
-    const std::string got = req.get_header_value("Authorization");
+    const std::string_view got = req.header("authorization");
     const std::string want = "Bearer " + config.api_key;
     // Constant-time comparison: the key must not leak through response timing.
     unsigned diff = got.size() != want.size() ? 1u : 0u;
@@ -102,43 +138,89 @@ struct HttpServer::Impl {
     return diff == 0;
   }
 
-  // Wraps a handler: API key, ApiError/exception -> OpenAI error JSON, the request count.
-  httplib::Server::Handler guarded(
-      bool needs_key, std::function<void(const httplib::Request&, httplib::Response&)> handler) {
-    return [this, needs_key, handler](const httplib::Request& req, httplib::Response& res) {
-      try {
-        if (needs_key && !authorized(req)) {
-          throw ApiError(401, "missing or invalid API key: send 'Authorization: Bearer KEY'",
-                         "authentication_error", "", "invalid_api_key");
-        }
-        handler(req, res);
-      } catch (const ApiError& e) {
-        send_error(res, e);
-      } catch (const Error& e) {  // the engine refusing an input it was given
-        send_error(res, invalid_request(e.what()));
-      } catch (const std::exception& e) {
-        send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
-      }
-      if (res.status == -1) res.status = 200;
-      metrics.record_http(req.path, res.status);
-    };
+  // The engine once attached; otherwise the request is refused with 503 "loading".
+  Engine& ready_engine() const {
+    Engine* e = engine.load(std::memory_order_acquire);
+    if (e == nullptr) throw loading_error();
+    return *e;
   }
 
-  void generation(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
-  void stream(const std::shared_ptr<Job>& job, ResponseMeta meta, bool include_usage,
-              const httplib::Request& req, httplib::Response& res);
-  void routes();
+  void handle(const HttpRequest& req, HttpResponder& res);
+  void route(const HttpRequest& req, HttpResponder& res);
+  void generation(Endpoint endpoint, const HttpRequest& req, HttpResponder& res);
+  void stream(const std::shared_ptr<Job>& job, const ResponseMeta& meta, bool include_usage,
+              HttpResponder& res);
 };
 
-void HttpServer::Impl::generation(Endpoint endpoint, const httplib::Request& req,
-                                  httplib::Response& res) {
+// Every request: API key, routing, ApiError/exception -> OpenAI error JSON, the request count.
+void HttpServer::Impl::handle(const HttpRequest& req, HttpResponder& res) {
+  try {
+    if (req.path != "/health" && !authorized(req)) {
+      throw ApiError(401, "missing or invalid API key: send 'Authorization: Bearer KEY'",
+                     "authentication_error", "", "invalid_api_key");
+    }
+    route(req, res);
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  } catch (const Error& e) {  // the engine refusing an input it was given
+    send_error(res, invalid_request(e.what()));
+  } catch (const std::exception& e) {
+    send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+  }
+  metrics.record_http(req.path, res.started() ? res.status() : 500);
+}
+
+void HttpServer::Impl::route(const HttpRequest& req, HttpResponder& res) {
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  const bool post = req.method == "POST";
+  const std::string& path = req.path;
+  if (post && path == "/v1/completions") return generation(Endpoint::Completions, req, res);
+  if (post && path == "/v1/chat/completions") {
+    return generation(Endpoint::ChatCompletions, req, res);
+  }
+  if (get && path == "/health") {
+    if (engine.load() == nullptr) {
+      res.send(503, "application/json", R"({"status":"loading"})");
+    } else if (draining.load()) {
+      res.send(503, "application/json", R"({"status":"shutting down"})");
+    } else {
+      res.send(200, "application/json", R"({"status":"ok"})");
+    }
+    return;
+  }
+  if (get && path == "/v1/models") {
+    ready_engine();
+    res.send(200, "application/json", to_wire(models_json(config.model_id, created)));
+    return;
+  }
+  if (get && path == "/metrics") {
+    if (queue) metrics.set_queue_length(static_cast<int64_t>(queue->queued()));
+    res.send(200, "text/plain; version=0.0.4; charset=utf-8", metrics.render(listener.stats()));
+    return;
+  }
+  // A known path with another method: 405; anything else: 404.
+  const auto known = [&path](const std::vector<std::string>& paths) {
+    return std::find(paths.begin(), paths.end(), path) != paths.end();
+  };
+  if (known(kGenerationPaths) || known(kGetPaths)) {
+    res.set_header("Allow", known(kGenerationPaths) ? "POST" : "GET, HEAD");
+    throw ApiError(405, str_cat("method ", req.method, " is not allowed on ", path),
+                   "invalid_request_error", "", "method_not_allowed");
+  }
+  throw ApiError(404, str_cat("no such endpoint: ", req.method, " ", path), "not_found_error", "",
+                 "unknown_url");
+}
+
+void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, HttpResponder& res) {
+  Engine& e = ready_engine();
+  if (draining.load()) throw shutting_down_error();
   const CompletionRequest r = parse_request(endpoint, req.body);
   check_model(r.model, model_ids);
   const std::string text =
-      endpoint == Endpoint::Completions ? r.prompt : engine.chat_template().apply(r.messages, true);
-  std::vector<int32_t> prompt = engine.tokenize_prompt(text);
+      endpoint == Endpoint::Completions ? r.prompt : e.chat_template().apply(r.messages, true);
+  std::vector<int32_t> prompt = e.tokenize_prompt(text);
   GenerationOptions o;
-  o.max_tokens = resolve_max_tokens(r, static_cast<int32_t>(prompt.size()), engine.n_ctx());
+  o.max_tokens = resolve_max_tokens(r, static_cast<int32_t>(prompt.size()), e.n_ctx());
   o.sampling.temperature = r.temperature;
   o.sampling.top_k = r.top_k;
   o.sampling.top_p = r.top_p;
@@ -151,8 +233,9 @@ void HttpServer::Impl::generation(Endpoint endpoint, const httplib::Request& req
   o.draft_length = config.draft_length;
   o.hybrid = config.hybrid;
 
-  std::shared_ptr<Job> job = queue.submit(std::move(prompt), std::move(o));
+  std::shared_ptr<Job> job = queue->submit(std::move(prompt), std::move(o));
   if (!job) {
+    if (draining.load()) throw shutting_down_error();
     throw ApiError(503,
                    str_cat("the server is busy: ", config.queue_size,
                            " requests are already waiting; retry later"),
@@ -160,176 +243,122 @@ void HttpServer::Impl::generation(Endpoint endpoint, const httplib::Request& req
   }
   const ResponseMeta meta{endpoint, make_id(endpoint), unix_now(),
                           r.model.empty() ? config.model_id : r.model};
-  if (r.stream) return stream(job, meta, r.include_usage, req, res);
+  if (r.stream) return stream(job, meta, r.include_usage, res);
 
-  const ConnectionProbe probe(req.remote_addr, req.remote_port, req.local_port);
   std::string ignored;
   while (!job->wait(ignored, kPollInterval)) {
     ignored.clear();
-    if (probe.peer_closed()) {
+    if (res.peer_closed()) {
       job->cancel();  // the worker skips it or stops at its next token; nobody waits for that
-      res.status = kClientClosed;
+      res.close_after();
+      res.send(kClientClosed, "application/json", "");  // counted; the client never sees it
       return;
     }
   }
   if (job->failed()) throw ApiError(500, "generation failed: " + job->error(), "server_error");
-  if (job->result().finish == FinishReason::Cancelled) {
-    throw ApiError(503, "the server is shutting down", "server_error", "", "shutting_down");
-  }
-  res.set_content(to_wire(completion_json(meta, job->result())), "application/json");
+  if (job->result().finish == FinishReason::Cancelled) throw shutting_down_error();
+  res.send(200, "application/json", to_wire(completion_json(meta, job->result())));
 }
 
-void HttpServer::Impl::stream(const std::shared_ptr<Job>& job, ResponseMeta meta,
-                              bool include_usage, const httplib::Request& req,
-                              httplib::Response& res) {
-  struct State {
-    std::shared_ptr<Job> job;
-    ResponseMeta meta;
-    bool include_usage;
-    ConnectionProbe probe;
-    bool first = true;
-  };
-  auto state = std::make_shared<State>(
-      State{job, std::move(meta), include_usage,
-            ConnectionProbe(req.remote_addr, req.remote_port, req.local_port)});
+void HttpServer::Impl::stream(const std::shared_ptr<Job>& job, const ResponseMeta& meta,
+                              bool include_usage, HttpResponder& res) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  // Runs on this request's HTTP thread after the headers are sent, called again until it
-  // calls sink.done() or returns false (which aborts the connection).
-  auto provider = [state](size_t /*offset*/, httplib::DataSink& sink) {
-    auto write = [&sink](const std::string& s) { return sink.write(s.data(), s.size()); };
+  if (!res.begin_stream(200, "text/event-stream")) {
+    job->cancel();
+    return;
+  }
+  bool first = true;
+  auto write = [&res](const std::string& s) { return res.write(s); };
+  while (true) {
     std::string text;
-    const bool done = state->job->wait(text, kPollInterval);
+    const bool done = job->wait(text, kPollInterval);
     if (!text.empty()) {
-      if (!write(sse_event(text_chunk_json(state->meta, text, state->first)))) {
-        state->job->cancel();
-        return false;
+      if (!write(sse_event(text_chunk_json(meta, text, first)))) {
+        job->cancel();
+        return;
       }
-      state->first = false;
-    } else if (!done && state->probe.peer_closed()) {
-      state->job->cancel();
-      return false;
+      first = false;
+    } else if (!done && res.peer_closed()) {
+      job->cancel();
+      res.close_after();
+      return;
     }
-    if (!done) return true;
-    const Job& j = *state->job;
-    bool ok = true;
-    if (j.failed()) {
-      ok = write(
-          sse_event(error_json(ApiError(500, "generation failed: " + j.error(), "server_error"))));
-    } else if (j.result().finish == FinishReason::Cancelled) {
-      ok = write(sse_event(error_json(
-          ApiError(503, "the server is shutting down", "server_error", "", "shutting_down"))));
-    } else {
-      ok = write(sse_event(final_chunk_json(state->meta, j.result())));
-      if (ok && state->include_usage) {
-        ok = write(sse_event(usage_chunk_json(state->meta, j.result())));
-      }
-    }
-    ok = ok && write(std::string(kSseDone));
-    if (ok) sink.done();
-    return ok;
-  };
-  // Called when the response is destroyed; success is false when the stream was cut short.
-  auto releaser = [state](bool success) {
-    if (!success) state->job->cancel();
-  };
-  res.set_chunked_content_provider("text/event-stream", provider, releaser);
+    if (done) break;
+  }
+  const Job& j = *job;
+  bool ok = true;
+  if (j.failed()) {
+    ok = write(
+        sse_event(error_json(ApiError(500, "generation failed: " + j.error(), "server_error"))));
+  } else if (j.result().finish == FinishReason::Cancelled) {
+    ok = write(sse_event(error_json(shutting_down_error())));
+  } else {
+    ok = write(sse_event(final_chunk_json(meta, j.result())));
+    if (ok && include_usage) ok = write(sse_event(usage_chunk_json(meta, j.result())));
+  }
+  ok = ok && write(std::string(kSseDone));
+  if (ok) {
+    res.end_stream();
+  } else {
+    job->cancel();
+  }
 }
 
-void HttpServer::Impl::routes() {
-  http.Post("/v1/completions", guarded(true, [this](const auto& req, auto& res) {
-              generation(Endpoint::Completions, req, res);
-            }));
-  http.Post("/v1/chat/completions", guarded(true, [this](const auto& req, auto& res) {
-              generation(Endpoint::ChatCompletions, req, res);
-            }));
-  http.Get("/v1/models", guarded(true, [this](const auto&, auto& res) {
-             res.set_content(to_wire(models_json(config.model_id, created)), "application/json");
-           }));
-  http.Get("/health", guarded(false, [](const auto&, auto& res) {
-             res.set_content(R"({"status":"ok"})", "application/json");
-           }));
-  http.Get("/metrics", guarded(true, [this](const auto&, auto& res) {
-             metrics.set_queue_length(static_cast<int64_t>(queue.queued()));
-             res.set_content(metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
-           }));
-  // Everything else: 405 on a known path with another method, 404 on an unknown path. Handlers
-  // match in registration order, so these catch-alls come last.
-  auto fallback = guarded(true, [](const httplib::Request& req, httplib::Response& res) {
-    const auto known = [&req](const std::vector<std::string>& paths) {
-      return std::find(paths.begin(), paths.end(), req.path) != paths.end();
-    };
-    if (known(kGenerationPaths) || known(kGetPaths)) {
-      res.set_header("Allow", known(kGenerationPaths) ? "POST" : "GET, HEAD");
-      throw ApiError(405, str_cat("method ", req.method, " is not allowed on ", req.path),
-                     "invalid_request_error", "", "method_not_allowed");
-    }
-    throw ApiError(404, str_cat("no such endpoint: ", req.method, " ", req.path), "not_found_error",
-                   "", "unknown_url");
-  });
-  const std::string any = ".*";
-  http.Get(any, fallback);
-  http.Post(any, fallback);
-  http.Put(any, fallback);
-  http.Patch(any, fallback);
-  http.Delete(any, fallback);
-  http.Options(any, fallback);
+HttpServer::HttpServer(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 
-  // Errors cpp-httplib produces itself (413 for a body over the limit, 400 for a malformed
-  // request line): give them the OpenAI error body. Our own error responses already have one.
-  http.set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        std::string message = str_cat("HTTP ", res.status);
-        if (res.status == 400) {
-          message = "malformed HTTP request (request line, headers or body framing)";
-        } else if (res.status == 413) {
-          message = str_cat("the request body exceeds the limit of ", config.max_body_bytes,
-                            " bytes (--max-body-bytes)");
-        }
-        send_error(res, ApiError(res.status, message, status_type(res.status), "",
-                                 res.status == 413 ? "request_too_large" : ""));
-        metrics.record_http(req.path, res.status);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  http.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-        send_error(res, ApiError(500, "internal error", "server_error"));
-      });
-}
-
-HttpServer::HttpServer(Engine& engine, ServerConfig config)
-    : impl_(std::make_unique<Impl>(engine, std::move(config))) {
-  const size_t threads =
-      std::min(kMaxHttpThreads, impl_->config.queue_size + 1 + kSpareHttpThreads);
-  impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  impl_->http.set_payload_max_length(impl_->config.max_body_bytes);
-  impl_->routes();
+HttpServer::HttpServer(Engine& engine, ServerConfig config) : HttpServer(std::move(config)) {
+  attach(engine);
 }
 
 HttpServer::~HttpServer() { stop(); }
 
-int HttpServer::bind() {
-  const std::string& host = impl_->config.host;
-  if (impl_->config.port == 0) {
-    const int port = impl_->http.bind_to_any_port(host);
-    if (port <= 0) fail("cannot listen on ", host, " (any port)");
-    return port;
-  }
-  if (!impl_->http.bind_to_port(host, impl_->config.port)) {
-    fail("cannot listen on ", host, ":", impl_->config.port,
-         " (address in use, or not an address of this machine)");
-  }
-  return impl_->config.port;
+void HttpServer::attach(Engine& engine) {
+  if (impl_->engine.load() != nullptr) fail("HttpServer::attach: an engine is already attached");
+  impl_->queue = std::make_unique<GenerationQueue>(
+      [&engine](std::span<const int32_t> prompt, const GenerationOptions& o,
+                const TextCallback& cb) { return engine.generate(prompt, o, cb); },
+      impl_->config.queue_size, impl_->metrics);
+  impl_->engine.store(&engine, std::memory_order_release);
 }
 
-bool HttpServer::run() { return impl_->http.listen_after_bind(); }
+bool HttpServer::ready() const { return impl_->engine.load() != nullptr; }
+
+int HttpServer::bind() { return impl_->listener.bind(); }
+
+void HttpServer::run() {
+  impl_->listener.run();
+  std::unique_lock lock(impl_->stop_mu);
+  impl_->stop_cv.wait(lock, [this] { return impl_->stopped; });
+}
 
 void HttpServer::stop() {
-  // Generations first: HTTP threads waiting on them then answer and return, so that stopping
-  // the listener (which joins those threads) cannot hang.
-  impl_->queue.shutdown();
-  impl_->http.stop();
+  // Generations first: connection threads waiting on them then answer and return, so that
+  // closing the connections (which joins those threads) cannot hang.
+  impl_->draining = true;
+  if (impl_->queue) impl_->queue->shutdown();
+  impl_->listener.close_all();
+  {
+    std::lock_guard lock(impl_->stop_mu);
+    impl_->stopped = true;
+  }
+  impl_->stop_cv.notify_all();
+}
+
+bool HttpServer::drain(std::chrono::milliseconds grace) {
+  impl_->draining = true;
+  impl_->listener.stop_accepting();
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  bool clean = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (impl_->listener.stats().open_connections == 0) {
+      clean = true;
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  stop();
+  return clean;
 }
 
 std::string model_id_from_path(const std::string& path) {

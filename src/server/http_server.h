@@ -1,11 +1,17 @@
-// The OpenAI-compatible HTTP front end (cpp-httplib): routes, API-key check, error mapping and
-// response streaming. Generation itself happens on the GenerationQueue's single worker; HTTP
-// threads validate, tokenize (the tokenizer is immutable and thread-safe), enqueue and wait.
+// The OpenAI-compatible HTTP front end: routes, API-key check, error mapping and response
+// streaming, over our own bounded HTTP/1.1 transport (http_listener.h). Generation itself
+// happens on the GenerationQueue's single worker; connection threads validate, tokenize (the
+// tokenizer is immutable and thread-safe), enqueue and wait.
 //
 //   POST /v1/completions, POST /v1/chat/completions   (stream or not)
 //   GET  /v1/models, GET /health (never needs the key), GET /metrics (Prometheus text)
+//
+// The server listens before the models are loaded: until attach(), /health answers 503
+// {"status":"loading"} and generation requests 503, so that a load balancer or an orchestrator
+// can tell "starting" from "down".
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,6 +28,10 @@ struct ServerConfig {
   std::string api_key;  // empty: no authentication
   size_t queue_size = 16;
   size_t max_body_bytes = 1 << 20;
+  size_t max_connections = 64;                        // more get 503 at once
+  std::chrono::milliseconds request_timeout{20'000};  // a request's head + body (slowloris)
+  std::chrono::milliseconds keep_alive_timeout{5'000};
+  std::chrono::milliseconds write_timeout{15'000};  // a client that stops reading
   std::string model_id;            // the target GGUF file's stem; "specdec" is always accepted too
   int32_t draft_max = 5;           // γ when a request does not say
   DraftLengthParams draft_length;  // fixed γ or the adaptive rule (engine.h)
@@ -30,18 +40,27 @@ struct ServerConfig {
 
 class HttpServer {
  public:
-  HttpServer(Engine& engine, ServerConfig config);
+  explicit HttpServer(ServerConfig config);
+  HttpServer(Engine& engine, ServerConfig config);  // constructs, then attach(engine)
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
+  // The models are loaded: generation requests are served from now on. Call once.
+  void attach(Engine& engine);
+  bool ready() const;
+
   // Binds the listening socket and returns its port; throws specdec::Error when it cannot.
   int bind();
-  // Serves until stop(); returns false if listening failed.
-  bool run();
-  // Thread-safe: cancels every generation (queued or running), then stops listening. In-flight
-  // requests end (a stream without [DONE], a 503) instead of hanging.
+  // Accepts connections until stop() or drain(); returns once no connection is left.
+  void run();
+  // Thread-safe: cancels every generation (queued or running), then closes every connection.
+  // In-flight requests end (a stream without [DONE], a 503) instead of hanging.
   void stop();
+  // Thread-safe, for SIGTERM: stops accepting, lets requests in progress finish for up to
+  // `grace` (new requests on open connections get 503), then stop(). True when everything
+  // finished within the grace period.
+  bool drain(std::chrono::milliseconds grace);
 
  private:
   struct Impl;

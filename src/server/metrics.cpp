@@ -61,7 +61,7 @@ void Metrics::set_queue_length(int64_t n) {
   queue_length_ = n;
 }
 
-std::string Metrics::render() const {
+std::string Metrics::render(const HttpListenerStats& transport) const {
   std::lock_guard lock(mu_);
   std::ostringstream out;
   out.precision(10);
@@ -100,6 +100,18 @@ std::string Metrics::render() const {
   gauge("specdec_queue_length", "Generation requests waiting for the worker.", queue_length_);
   gauge("specdec_requests_in_flight", "Generation requests admitted and not yet ended.",
         in_flight_);
+  counter("specdec_http_connections_total", "TCP connections accepted and served.",
+          transport.connections);
+  counter("specdec_http_connections_rejected_total",
+          "Connections refused with 503 because --max-connections were open.",
+          transport.rejected_connections);
+  counter("specdec_http_request_timeouts_total",
+          "Requests whose head and body did not arrive within --request-timeout (408).",
+          transport.request_timeouts);
+  counter("specdec_http_malformed_requests_total",
+          "Requests the HTTP parser refused (bad framing, oversized headers, ...).",
+          transport.malformed_requests);
+  gauge("specdec_http_open_connections", "Connections open now.", transport.open_connections);
   return out.str();
 }
 

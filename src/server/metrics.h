@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "engine/engine.h"
+#include "server/http_listener.h"
 
 namespace specdec::server {
 
@@ -29,7 +30,8 @@ class Metrics {
   void ended(Outcome outcome, const GenerationStats& stats);
   void set_queue_length(int64_t n);
 
-  std::string render() const;
+  // Prometheus text of everything above, then the transport's connection counters.
+  std::string render(const HttpListenerStats& transport = {}) const;
 
  private:
   mutable std::mutex mu_;

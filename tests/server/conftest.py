@@ -52,6 +52,27 @@ def models(tmp_path_factory, cli):
     return {"target": str(target), "draft": str(draft), "slow": str(slow)}
 
 
+def wait_until_healthy(base, proc, timeout_s):
+    """Polls /health until 200; returns the distinct (status, body) answers seen on the way, or
+    None when the process exited or the time ran out."""
+    seen = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=5) as r:
+                answer = (r.status, r.read().decode())
+        except urllib.error.HTTPError as e:
+            answer = (e.code, e.read().decode())
+        except (urllib.error.URLError, ConnectionError, OSError):
+            answer = None
+        if answer is not None and answer not in seen:
+            seen.append(answer)
+        if answer is not None and answer[0] == 200:
+            return seen
+        time.sleep(0.01)
+    return None
+
+
 class Server:
     """A running `specdec serve` process."""
 
@@ -78,6 +99,11 @@ class Server:
             self.stop()
             pytest.fail("server did not start:\n" + "".join(self.log))
         self.base = f"http://127.0.0.1:{self.port}"
+        # It listens before loading the models: /health is 503 "loading" until they are ready.
+        self.health_history = wait_until_healthy(self.base, self.proc, STARTUP_TIMEOUT_S)
+        if self.health_history is None:
+            self.stop()
+            pytest.fail("server never became healthy:\n" + "".join(self.log))
 
     def stop(self):
         """Stops the server; returns its exit code (0 after a clean shutdown)."""
