@@ -24,6 +24,9 @@ using std::chrono::milliseconds;
 
 // How often a waiting connection thread checks that its client is still there.
 constexpr milliseconds kPollInterval{50};
+// stop(): how long cancelled requests may take to write their last words before connections
+// are cut.
+constexpr milliseconds kStopWriteGrace{1000};
 
 // nginx's "client closed request": logged and counted, never seen by the (absent) client.
 constexpr int kClientClosed = 499;
@@ -336,7 +339,15 @@ void HttpServer::stop() {
   // Generations first: connection threads waiting on them then answer and return, so that
   // closing the connections (which joins those threads) cannot hang.
   impl_->draining = true;
+  impl_->listener.stop_accepting();
   if (impl_->queue) impl_->queue->shutdown();
+  // A moment for the threads of cancelled requests to tell their clients why (a 503, a stream's
+  // error event) and for idle connections to close; then whatever is left is cut.
+  const auto deadline = std::chrono::steady_clock::now() + kStopWriteGrace;
+  while (impl_->listener.stats().open_connections > 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
   impl_->listener.close_all();
   {
     std::lock_guard lock(impl_->stop_mu);

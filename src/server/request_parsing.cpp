@@ -1,5 +1,6 @@
 #include "server/request_parsing.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -169,7 +170,37 @@ std::vector<ChatMessage> get_messages(const json& body) {
 
 }  // namespace
 
+size_t json_nesting_depth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
+  // No request needs more than a few levels; a body of a million '[' is an attack on the
+  // parser's and the destructor's recursion, refused before parsing.
+  if (json_nesting_depth(body) > kMaxJsonDepth) {
+    throw invalid_request(
+        str_cat("the request body nests JSON deeper than ", kMaxJsonDepth, " levels"), "",
+        "invalid_json");
+  }
   const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     throw invalid_request("the request body is not valid JSON", "", "invalid_json");

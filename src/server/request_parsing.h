@@ -42,6 +42,10 @@ struct CompletionRequest {
 
 inline constexpr size_t kMaxStopStrings = 16;
 inline constexpr int32_t kMaxDraftMax = 64;
+inline constexpr size_t kMaxJsonDepth = 64;
+
+// How deeply arrays and objects nest in JSON text (strings skipped), without parsing it.
+size_t json_nesting_depth(std::string_view text);
 
 // Parses and validates a request body (JSON text). Throws ApiError.
 CompletionRequest parse_request(Endpoint endpoint, std::string_view body);

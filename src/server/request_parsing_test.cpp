@@ -240,3 +240,40 @@ TEST(RequestParsing, ContextLimitsAndDefaults) {
 
 }  // namespace
 }  // namespace specdec::server
+
+namespace specdec::server {
+namespace {
+
+TEST(RequestParsing, JsonNestingDepthSkipsStrings) {
+  EXPECT_EQ(json_nesting_depth(R"({"a": [1, {"b": "[[[{{{"}]})"), 3u);
+  EXPECT_EQ(json_nesting_depth(R"({"a": "\"[[[\""})"), 1u);
+  EXPECT_EQ(json_nesting_depth("12"), 0u);
+}
+
+TEST(RequestParsing, DeeplyNestedBodiesAreRefusedBeforeParsing) {
+  const std::string deep = R"({"prompt": "x", "stop": )" + std::string(100000, '[') + "]";
+  try {
+    parse_request(Endpoint::Completions, deep);
+    FAIL() << "accepted a body nested 100000 levels deep";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.code(), "invalid_json");
+    EXPECT_NE(std::string(e.what()).find("64"), std::string::npos) << e.what();
+  }
+  // Within the limit the usual validation answers (here: stop must hold strings).
+  const std::string ok_depth = R"({"prompt": "x", "stop": [[[1]]]})";
+  EXPECT_THROW(parse_request(Endpoint::Completions, ok_depth), ApiError);
+}
+
+TEST(RequestParsing, InvalidUtf8InAStringIsInvalidJson) {
+  try {
+    parse_request(Endpoint::Completions, "{\"prompt\": \"\xff\xfe\"}");
+    FAIL() << "accepted invalid UTF-8";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.code(), "invalid_json");
+  }
+}
+
+}  // namespace
+}  // namespace specdec::server
