@@ -74,8 +74,23 @@ TEST(Metrics, EveryFamilyHasHelpAndType) {
       EXPECT_EQ(line.rfind(last_type, 0), 0u) << line;  // samples follow their TYPE line
     }
   }
-  EXPECT_EQ(families, 14);
+  EXPECT_EQ(families, 19);
   EXPECT_EQ(sample(text, "specdec_draft_acceptance_rate"), 0);  // no division by zero
+}
+
+TEST(Metrics, RendersTheTransportCounters) {
+  HttpListenerStats t;
+  t.connections = 7;
+  t.rejected_connections = 2;
+  t.request_timeouts = 3;
+  t.malformed_requests = 4;
+  t.open_connections = 1;
+  const std::string text = Metrics().render(t);
+  EXPECT_EQ(sample(text, "specdec_http_connections_total"), 7);
+  EXPECT_EQ(sample(text, "specdec_http_connections_rejected_total"), 2);
+  EXPECT_EQ(sample(text, "specdec_http_request_timeouts_total"), 3);
+  EXPECT_EQ(sample(text, "specdec_http_malformed_requests_total"), 4);
+  EXPECT_EQ(sample(text, "specdec_http_open_connections"), 1);
 }
 
 }  // namespace

@@ -259,6 +259,10 @@ def test_invalid_utf8_and_deep_json_get_400(fault_server, body, code):
 
 
 def test_a_thousand_sequential_requests_leave_memory_where_it_settled(fault_server):
+    if os.environ.get("SPECDEC_SANITIZED") == "1":
+        # ASan keeps freed memory in quarantine by design, so RSS climbs there until the
+        # quarantine is full; the Release pass of the same suite checks the 5 % bound.
+        pytest.skip("sanitizer build: RSS is not the program's")
     pid = fault_server.proc.pid
 
     def one(i):
@@ -328,10 +332,21 @@ def test_32_streaming_clients_with_random_disconnects(fault_server):
 def test_over_max_connections_gets_503(cli, models):
     s = Server(cli, ["-m", models["target"], "-t", "1", "-c", "256", "--max-connections", "2"])
     try:
-        held = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(2)]
-        for h in held:
-            h.sendall(b"GET /health HTTP/1.1\r\n\r\n")
-            assert h.recv(4096).startswith(b"HTTP/1.1 200")  # keep-alive: the slot stays taken
+        # The start-up health checks' connections may still be closing: retry until both
+        # slots are ours.
+        deadline = time.monotonic() + 10
+        while True:
+            held = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(2)]
+            answers = []
+            for h in held:
+                h.sendall(b"GET /health HTTP/1.1\r\n\r\n")
+                answers.append(h.recv(4096))
+            if all(a.startswith(b"HTTP/1.1 200") for a in answers):
+                break  # keep-alive: both slots stay taken
+            for h in held:
+                h.close()
+            assert time.monotonic() < deadline, answers
+            time.sleep(0.2)
         status, raw = raw_exchange(s.port, b"GET /health HTTP/1.1\r\n\r\n")
         assert status == 503 and error_of(raw)["code"] == "too_many_connections"
         for h in held:
