@@ -4,11 +4,14 @@
 # On a fresh Debian 12 machine (as root) it installs the build dependencies, fetches the real
 # models the tests use, builds Release in build/ and runs the whole test suite, then again on the
 # AVX2 and scalar kernel paths, then builds with ASan+UBSan in build-asan/ and runs the suite
-# again (those extra passes without the slow real-model tests, whose names contain "RealModel").
+# again (those extra passes without the slow real-model tests, whose names contain "RealModel"),
+# and last runs each libFuzzer target for about 30 s (scripts/fuzz.sh all 30, docs/fuzzing.md).
 # Idempotent: a second run only rebuilds what changed.
 #
 # Environment:
 #   SPECDEC_SKIP_ASAN=1          skip the sanitizer pass (quick local runs)
+#   SPECDEC_SKIP_FUZZ=1          skip the fuzz step (scripts/fuzz.sh all 30: each libFuzzer
+#                                target for about 30 s, built with clang-14 in build-fuzz/)
 #   SPECDEC_ASAN_REAL_MODELS=1   also run the RealModel tests under ASan (slow)
 #   SPECDEC_TEST_TIMEOUT=N       per-test timeout in seconds for the Release run (default 300)
 #   SPECDEC_ASAN_TEST_TIMEOUT=N  per-test timeout under ASan (default 600)
@@ -82,6 +85,17 @@ else
     fi
   else
     FAILED+=("ASan+UBSan build")
+  fi
+fi
+
+# Each libFuzzer target for ~30 s from its seed corpus (docs/fuzzing.md): a crash, leak or
+# sanitizer report fails the run and prints the crashing input's path.
+if [[ ${SPECDEC_SKIP_FUZZ:-0} == 1 ]]; then
+  specdec_log "SPECDEC_SKIP_FUZZ=1: skipping the fuzz step"
+else
+  step "fuzz (scripts/fuzz.sh all 30, build-fuzz/)"
+  if ! bash "$ROOT/scripts/fuzz.sh" all 30; then
+    FAILED+=("fuzz (scripts/fuzz.sh all 30)")
   fi
 fi
 

@@ -5,14 +5,25 @@
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
+#include <cpuid.h>
+#endif
+
 namespace specdec {
 
 bool cpu_has_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool has = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+#if defined(__clang__)
+    // clang before 16 rejects "f16c" in __builtin_cpu_supports (the fuzz build, docs/fuzzing.md,
+    // uses clang 14), so read the same CPUID bit (leaf 1, ECX bit 29) directly.
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+#else
+    const bool f16c = __builtin_cpu_supports("f16c");
+#endif
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   }();
   return has;
 #else

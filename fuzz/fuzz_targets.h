@@ -1,0 +1,52 @@
+// The fuzz entry points. Each takes one input as libFuzzer hands it over and returns 0; an
+// input that breaks an invariant aborts (FUZZ_CHECK below), and memory or undefined-behaviour
+// errors are caught by the sanitizers the fuzz build adds. They live in the library
+// specdec_fuzz_targets, which is linked into one libFuzzer binary per target (fuzz_<name>, built
+// with -DSPECDEC_FUZZ=ON by clang) and into test_fuzz, the regular gtest that replays
+// fuzz/corpus/<name>/ and fuzz/regressions/<name>/ in every build (docs/fuzzing.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace specdec::fuzz {
+
+// GgufFile::open on the bytes (through a memfd), every tensor's data range read, the metadata
+// getters, and what the engine builds from a file: ModelConfig, Model::load (which validates
+// every tensor's presence, shape and type and packs the matrices), Tokenizer and ChatTemplate.
+int fuzz_one_gguf(const uint8_t* data, size_t size);
+
+// Tokenizer::encode on arbitrary text and StreamingDecoder over its ids and over arbitrary id
+// sequences, for byte-level BPE (every pre-tokenizer) and SentencePiece vocabularies, optionally
+// extended with tokens and merges taken from the input.
+int fuzz_one_tokenizer(const uint8_t* data, size_t size);
+
+// ChatTemplate::detect on an arbitrary template source (or a fixed format), apply() to an
+// arbitrary message list, and encode_prompt of the result.
+int fuzz_one_chat_template(const uint8_t* data, size_t size);
+
+// parse_request for either endpoint on an arbitrary body, then what the server does with an
+// accepted request (check_model, chat rendering and tokenization, resolve_max_tokens, the
+// sampling distribution, the stop matcher) or with a rejected one (the error JSON).
+int fuzz_one_request(const uint8_t* data, size_t size);
+
+struct FuzzTarget {
+  std::string_view name;  // the folder under fuzz/corpus and fuzz/regressions, fuzz_<name>
+  int (*run)(const uint8_t*, size_t);
+};
+inline constexpr FuzzTarget kFuzzTargets[] = {
+    {"gguf", fuzz_one_gguf},
+    {"tokenizer", fuzz_one_tokenizer},
+    {"chat_template", fuzz_one_chat_template},
+    {"request", fuzz_one_request},
+};
+
+// Aborts with a message naming the broken invariant: libFuzzer reports it as a crash and saves
+// the input; under gtest the replay test dies.
+[[noreturn]] void check_failed(const char* file, int line, const char* cond);
+
+}  // namespace specdec::fuzz
+
+#define FUZZ_CHECK(cond) \
+  ((cond) ? static_cast<void>(0) : ::specdec::fuzz::check_failed(__FILE__, __LINE__, #cond))

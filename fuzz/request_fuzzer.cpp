@@ -1,0 +1,193 @@
+// Server request fuzz target. Input: one flag byte, then the request body (JSON text).
+//   bit 0     the endpoint: 0 /v1/completions, 1 /v1/chat/completions
+//   bits 1-3  the context size resolve_max_tokens checks against (kContexts)
+//   bit 4     the chat template: ChatML or Llama 3
+//   bits 5-7  how the stop matcher is fed the prompt text (kChunks, bytes per push)
+// A rejected body must come back as an ApiError with status 400 whose error JSON serializes
+// and parses again. An accepted one must hold only in-range values, and then goes the way
+// HttpServer::generation takes it: check_model, chat rendering, encode_prompt,
+// resolve_max_tokens, the sampling distribution from its parameters, and its stop strings on a
+// StopMatcher, each checked against what its header promises.
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/stop_matcher.h"
+#include "fuzz_support.h"
+#include "fuzz_targets.h"
+#include "sampling/distribution.h"
+#include "sampling/rng.h"
+#include "server/openai_format.h"
+#include "server/request_parsing.h"
+
+namespace specdec::fuzz {
+namespace {
+
+using nlohmann::json;
+using server::ApiError;
+using server::CompletionRequest;
+using server::Endpoint;
+
+constexpr int32_t kContexts[] = {1,  2,    8,       16,
+                                 64, 4096, 1 << 20, std::numeric_limits<int32_t>::max()};
+constexpr size_t kChunks[] = {1, 2, 3, 5, 8, 13, 64, std::numeric_limits<size_t>::max()};
+
+void check_error_document(const ApiError& e) {
+  const json doc = server::error_json(e);
+  const std::string wire = server::to_wire(doc);
+  const json back = json::parse(wire, nullptr, /*allow_exceptions=*/false);
+  FUZZ_CHECK(!back.is_discarded());
+  FUZZ_CHECK(back["error"]["message"].is_string());
+  FUZZ_CHECK(back["error"]["type"] == e.type());
+}
+
+// The distribution the request's sampling parameters give over a few logits taken from the
+// prompt, and one draw from it.
+void check_sampling(const CompletionRequest& r, std::string_view text) {
+  std::vector<float> logits;
+  for (size_t i = 0; i < text.size() && logits.size() < 64; ++i) {
+    logits.push_back(static_cast<float>(static_cast<uint8_t>(text[i]) % 32) * 0.5f - 4.0f);
+  }
+  if (logits.empty()) logits = {0.0f, 1.0f, 1.0f};
+  SamplingParams p;
+  p.temperature = r.temperature;
+  p.top_k = r.top_k;
+  p.top_p = r.top_p;
+  p.min_p = r.min_p;
+  p.seed = r.seed.value_or(0);
+  Distribution d;
+  make_distribution(logits, p, d);
+  FUZZ_CHECK(d.size() >= 1 && d.ids.size() == d.probs.size());
+  FUZZ_CHECK(d.n_vocab == static_cast<int32_t>(logits.size()));
+  if (p.greedy()) FUZZ_CHECK(d.size() == 1);
+  if (p.top_k > 0) FUZZ_CHECK(d.size() <= static_cast<size_t>(p.top_k));
+  double sum = 0;
+  std::vector<bool> seen(logits.size());
+  for (size_t i = 0; i < d.size(); ++i) {
+    const int32_t id = d.ids[i];
+    FUZZ_CHECK(id >= 0 && id < d.n_vocab && !seen[static_cast<size_t>(id)]);
+    seen[static_cast<size_t>(id)] = true;
+    FUZZ_CHECK(std::isfinite(d.probs[i]) && d.probs[i] >= 0);
+    if (i > 0) FUZZ_CHECK(d.probs[i] <= d.probs[i - 1]);
+    sum += d.probs[i];
+  }
+  FUZZ_CHECK(std::fabs(sum - 1.0) < 1e-4);
+  // The argmax (lowest id among ties) survives every filter.
+  int32_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+  }
+  FUZZ_CHECK(d.argmax() == best);
+  Rng rng(p.seed);
+  const int32_t id = sample(d, rng);
+  FUZZ_CHECK(d.prob(id) > 0);
+}
+
+// Feeds `text` to a StopMatcher in pushes of about `chunk` bytes (cut at character starts, as
+// the engine pushes whole UTF-8 characters) and checks the released text.
+void check_stop(const std::vector<std::string>& stops, std::string_view text, size_t chunk) {
+  StopMatcher m(stops);
+  std::string out;
+  for (size_t at = 0; at < text.size() && !m.stopped();) {
+    size_t n = std::min(chunk, text.size() - at);
+    while (at + n < text.size() && (static_cast<uint8_t>(text[at + n]) & 0xC0) == 0x80) ++n;
+    const std::string piece = m.push(text.substr(at, n));
+    // Valid text in whole characters and valid stop strings never release half a character.
+    FUZZ_CHECK(is_valid_utf8(piece));
+    out += piece;
+    at += n;
+  }
+  out += m.finish();
+  FUZZ_CHECK(text.starts_with(out));
+  for (const std::string& s : stops) {
+    if (!s.empty()) FUZZ_CHECK(out.find(s) == std::string::npos);
+  }
+  if (m.stopped()) {
+    FUZZ_CHECK(std::find(stops.begin(), stops.end(), m.matched()) != stops.end());
+    FUZZ_CHECK(text.substr(out.size()).starts_with(m.matched()));
+  } else {
+    FUZZ_CHECK(out == text);
+  }
+}
+
+}  // namespace
+
+int fuzz_one_request(const uint8_t* data, size_t size) {
+  FuzzInput in(data, size);
+  const uint8_t flags = in.byte();
+  const Endpoint endpoint = flags & 1 ? Endpoint::ChatCompletions : Endpoint::Completions;
+  const int32_t n_ctx = kContexts[(flags >> 1) & 7];
+  const std::string_view body = in.rest();
+
+  CompletionRequest r;
+  try {
+    r = server::parse_request(endpoint, body);
+  } catch (const ApiError& e) {
+    FUZZ_CHECK(e.status() == 400);
+    FUZZ_CHECK(e.type() == "invalid_request_error" && *e.what() != '\0');
+    check_error_document(e);
+    return 0;
+  }
+
+  // Everything that reaches the engine is in range.
+  FUZZ_CHECK(r.endpoint == endpoint);
+  if (endpoint == Endpoint::Completions) {
+    FUZZ_CHECK(r.messages.empty());
+  } else {
+    FUZZ_CHECK(!r.messages.empty() && r.prompt.empty());
+    for (const ChatMessage& m : r.messages) {
+      FUZZ_CHECK(m.role == "system" || m.role == "user" || m.role == "assistant");
+    }
+  }
+  FUZZ_CHECK(!r.max_tokens || (*r.max_tokens >= 1 && *r.max_tokens <= (1 << 24)));
+  FUZZ_CHECK(r.temperature >= 0.0f && r.temperature <= 2.0f);
+  FUZZ_CHECK(r.top_p >= 0.0f && r.top_p <= 1.0f);
+  FUZZ_CHECK(r.top_k >= 0 && r.top_k <= (1 << 24));
+  FUZZ_CHECK(r.min_p >= 0.0f && r.min_p <= 1.0f);
+  FUZZ_CHECK(r.stop.size() <= server::kMaxStopStrings);
+  for (const std::string& s : r.stop) FUZZ_CHECK(!s.empty());
+  FUZZ_CHECK(!r.draft_max || (*r.draft_max >= 1 && *r.draft_max <= server::kMaxDraftMax));
+
+  const std::string ids[] = {"tiny-model", "specdec"};
+  try {
+    server::check_model(r.model, ids);
+    FUZZ_CHECK(r.model.empty() || r.model == ids[0] || r.model == ids[1]);
+  } catch (const ApiError& e) {
+    FUZZ_CHECK(e.status() == 404 && !r.model.empty() && r.model != ids[0] && r.model != ids[1]);
+    check_error_document(e);
+  }
+
+  const ChatTemplate tpl = ChatTemplate::of(flags & 16 ? ChatFormat::Llama3 : ChatFormat::ChatML);
+  const std::string text =
+      endpoint == Endpoint::Completions ? r.prompt : tpl.apply(r.messages, true);
+  const Tokenizer& tok = vocab_tokenizer(flags & 16 ? 3 : 4);  // llama3 / qwen2 pre-tokenizers
+  const std::vector<int32_t> prompt = encode_prompt(tok, text);
+  for (int32_t id : prompt) FUZZ_CHECK(id >= 0 && id < tok.n_vocab());
+  const auto n_prompt = static_cast<int32_t>(prompt.size());
+
+  try {
+    const int32_t n = server::resolve_max_tokens(r, n_prompt, n_ctx);
+    FUZZ_CHECK(n >= 1 && int64_t{n_prompt} + n <= n_ctx);
+    if (r.max_tokens) FUZZ_CHECK(n == *r.max_tokens);
+  } catch (const ApiError& e) {
+    FUZZ_CHECK(e.status() == 400);
+    FUZZ_CHECK(n_prompt <= 0 || n_prompt >= n_ctx ||
+               (r.max_tokens && int64_t{n_prompt} + *r.max_tokens > n_ctx));
+    check_error_document(e);
+  }
+
+  check_sampling(r, text);
+  check_stop(r.stop, text, kChunks[flags >> 5]);
+
+  // The streamed response carrying that text serializes to one server-sent event.
+  server::ResponseMeta meta;
+  meta.endpoint = endpoint;
+  meta.model = r.model;
+  const std::string event = server::sse_event(server::text_chunk_json(meta, text, true));
+  FUZZ_CHECK(event.starts_with("data: {") && event.ends_with("}\n\n"));
+  return 0;
+}
+
+}  // namespace specdec::fuzz
