@@ -39,6 +39,7 @@ SPECDEC_MODEL_GEMMA3=$(specdec_fetch_model gemma3-270m)
 SPECDEC_MODEL_QWEN_TARGET=$(specdec_fetch_model qwen2.5-coder-1.5b)
 SPECDEC_MODEL_QWEN_DRAFT=$(specdec_fetch_model qwen2.5-coder-0.5b)
 export SPECDEC_MODEL_SMOLLM2 SPECDEC_MODEL_GEMMA3 SPECDEC_MODEL_QWEN_TARGET SPECDEC_MODEL_QWEN_DRAFT
+export SPECDEC_REQUIRE_NGINX=1  # tests/server/test_replicas_nginx.py: no nginx fails, never skips
 specdec_log "SPECDEC_MODELS=$SPECDEC_MODELS"
 
 CTEST_FILTER=()
