@@ -72,18 +72,19 @@ std::vector<int32_t> Engine::tokenize_prompt(std::string_view text) const {
 }
 
 GenerationResult Engine::generate(std::span<const int32_t> prompt, const GenerationOptions& opts,
-                                  const TextCallback& on_text) {
-  return run(prompt, opts, on_text, {});
+                                  const TextCallback& on_text, const LogprobCallback& on_logprobs) {
+  return run(prompt, opts, on_text, {}, on_logprobs);
 }
 
 GenerationResult Engine::generate_pieces(std::span<const int32_t> prompt,
                                          const GenerationOptions& opts,
                                          const PieceCallback& on_piece) {
-  return run(prompt, opts, {}, on_piece);
+  return run(prompt, opts, {}, on_piece, {});
 }
 
 GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOptions& opts,
-                             const TextCallback& on_text, const PieceCallback& on_piece) {
+                             const TextCallback& on_text, const PieceCallback& on_piece,
+                             const LogprobCallback& on_logprobs) {
   using Clock = std::chrono::steady_clock;
   const auto n_prompt = static_cast<int32_t>(prompt.size());
   if (n_prompt == 0) fail("the prompt is empty after tokenization");
@@ -132,6 +133,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
       drafter ? SpeculativeDecoder(s.target, *drafter, opts.sampling, opts.draft_max, rng)
               : SpeculativeDecoder(s.target, nullptr, opts.sampling, 0, rng);
   decoder.set_thread_pool(pool_.get());
+  decoder.set_logprobs(opts.logprobs);
   const Tokenizer& tok = tokenizer();
   auto is_end = [&tok, &opts](int32_t id) { return !opts.ignore_eos && tok.is_eog(id); };
 
@@ -151,10 +153,17 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   StopMatcher stop(opts.stop);
   TextOrigins text_origins;  // origins of the bytes the stop matcher holds back
   TokenOrigin last_text_origin = TokenOrigin::Target;  // of the last token that was text
-  size_t seen = 0;
+  size_t seen = 0, logprobs_sent = 0;
   bool cancelled = false;
+  // The logprobs of the tokens consumed so far that no callback has seen yet.
+  auto flush_logprobs = [&] {
+    if (!on_logprobs || logprobs_sent >= result.logprobs.size()) return;
+    on_logprobs(std::span<const TokenLogprob>(result.logprobs).subspan(logprobs_sent));
+    logprobs_sent = result.logprobs.size();
+  };
   auto emit = [&](const std::string& text) {
     if (text.empty() || cancelled) return;
+    flush_logprobs();
     result.text += text;
     if (on_text && !on_text(text)) cancelled = true;
     text_origins.release(text, [&](std::string_view piece, TokenOrigin origin) {
@@ -173,6 +182,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
       const int32_t id = generated[seen];
       result.tokens.push_back(id);
       result.origins.push_back(origins[seen]);
+      if (opts.logprobs >= 0) result.logprobs.push_back(decoder.logprobs()[seen]);
       if (is_end(id)) break;  // the end token is not text
       last_text_origin = origins[seen];
       push_text(text_stream.push(id), last_text_origin);
@@ -182,6 +192,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // token, which holds at least its last bytes.
   if (!stop.stopped()) push_text(text_stream.finish(), last_text_origin);
   if (!stop.stopped() && !cancelled) emit(stop.finish());
+  if (!cancelled) flush_logprobs();
   const auto t2 = Clock::now();
 
   if (cancelled) {

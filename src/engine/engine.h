@@ -51,6 +51,9 @@ struct GenerationOptions {
   // With a draft model: a round takes prompt lookup's drafts (`ngram` settings) when the lookup
   // proposes at least 2 tokens, and the model's otherwise (speculative/hybrid_drafter.h).
   bool hybrid = false;
+  // Per generated token, its log-probability under the target's own distribution and this many
+  // alternatives (0..kMaxTopLogprobs); -1: none. Costs one log-softmax per token.
+  int32_t logprobs = -1;
 };
 
 enum class FinishReason { Length, Stop, EndOfGeneration, ContextFull, Cancelled };
@@ -71,7 +74,8 @@ struct GenerationStats {
 struct GenerationResult {
   std::string text;
   std::vector<int32_t> tokens;
-  std::vector<TokenOrigin> origins;  // one per token: where it came from
+  std::vector<TokenOrigin> origins;    // one per token: where it came from
+  std::vector<TokenLogprob> logprobs;  // one per token when GenerationOptions::logprobs >= 0
   FinishReason finish = FinishReason::Length;
   GenerationStats stats;
 };
@@ -81,6 +85,10 @@ using TextCallback = std::function<bool(std::string_view)>;
 // The same chunks split into runs of one token origin each (the attribution rule is in
 // engine/text_origins.h); the concatenated pieces are exactly the text TextCallback gets.
 using PieceCallback = std::function<bool(std::string_view text, TokenOrigin origin)>;
+// With GenerationOptions::logprobs: called just before each text chunk with the entries of the
+// tokens consumed since the previous call (so a stream can attach them to that chunk), and once
+// at the end for the rest; over a whole generation it sees GenerationResult::logprobs in order.
+using LogprobCallback = std::function<void(std::span<const TokenLogprob>)>;
 
 class Engine {
  public:
@@ -102,7 +110,7 @@ class Engine {
 
   // Throws specdec::Error if the prompt does not fit the context.
   GenerationResult generate(std::span<const int32_t> prompt, const GenerationOptions& options,
-                            const TextCallback& on_text);
+                            const TextCallback& on_text, const LogprobCallback& on_logprobs = {});
   // generate(), streaming each piece with the origin of the tokens it shows (specdec run
   // --color).
   GenerationResult generate_pieces(std::span<const int32_t> prompt,
@@ -111,7 +119,8 @@ class Engine {
  private:
   // Both of the above: on_text gets each chunk whole (as it always did), on_piece its runs.
   GenerationResult run(std::span<const int32_t> prompt, const GenerationOptions& options,
-                       const TextCallback& on_text, const PieceCallback& on_piece);
+                       const TextCallback& on_text, const PieceCallback& on_piece,
+                       const LogprobCallback& on_logprobs);
 
   LoadedModel& target_;
   LoadedModel* draft_;

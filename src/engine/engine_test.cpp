@@ -54,5 +54,60 @@ TEST_F(EngineTest, StopStringEndsTheTextBeforeIt) {
 
 TEST_F(EngineTest, PromptThatFillsTheContextIsRefused) { EXPECT_THROW(run(10, 5), Error); }
 
+// Logprobs come from the verify pass's rows when speculating and from single steps otherwise;
+// batch-invariant kernels make them the same numbers, bit for bit, and the top list's first
+// entry is the greedy token itself.
+TEST_F(EngineTest, LogprobsAreTheSameWithAndWithoutSpeculation) {
+  testing::TinyModelSpec other_spec;
+  other_spec.seed = 7;  // another random model over the same vocabulary: drafts get rejected
+  LoadedModel other =
+      LoadedModel::load(testing::write_tiny_model(other_spec, testing::temp_path("d.gguf")));
+  // The target as its own draft: every draft accepted, so the rows of accepted drafts and of
+  // bonus tokens are checked too, not only corrections.
+  LoadedModel same = LoadedModel::load(
+      testing::write_tiny_model(testing::TinyModelSpec{}, testing::temp_path("same.gguf")));
+  for (LoadedModel* draft : {&other, &same}) {
+    EngineOptions eo;
+    eo.n_ctx = 128;
+    Engine engine(*model_, draft, eo);
+    GenerationOptions go;
+    go.max_tokens = 24;
+    go.sampling.temperature = 0;
+    go.ignore_eos = true;
+    go.logprobs = 3;
+    go.draft_max = 4;
+    const std::vector<int32_t> prompt(10, 65);
+    std::vector<TokenLogprob> streamed;
+    const GenerationResult spec =
+        engine.generate(prompt, go, {}, [&](std::span<const TokenLogprob> e) {
+          streamed.insert(streamed.end(), e.begin(), e.end());
+        });
+    go.speculative = false;
+    const GenerationResult plain = engine.generate(prompt, go, {});
+    ASSERT_GT(spec.stats.spec.rounds, 0);
+    if (draft == &other) {
+      ASSERT_LT(spec.stats.spec.accepted, spec.stats.spec.drafted);  // rejections happened
+    } else {
+      ASSERT_EQ(spec.stats.spec.accepted, spec.stats.spec.drafted);
+      ASSERT_GT(spec.stats.spec.accepted, 0);
+    }
+    ASSERT_EQ(spec.tokens, plain.tokens);
+    ASSERT_EQ(spec.logprobs.size(), spec.tokens.size());
+    ASSERT_EQ(plain.logprobs.size(), plain.tokens.size());
+    ASSERT_EQ(streamed.size(), spec.logprobs.size());  // the callback saw every entry once
+    for (size_t i = 0; i < spec.tokens.size(); ++i) {
+      EXPECT_EQ(spec.logprobs[i].token, spec.tokens[i]);
+      EXPECT_EQ(spec.logprobs[i].logprob, plain.logprobs[i].logprob) << i;
+      EXPECT_EQ(streamed[i].logprob, spec.logprobs[i].logprob) << i;
+      ASSERT_EQ(spec.logprobs[i].top.size(), 3u);
+      EXPECT_EQ(spec.logprobs[i].top, plain.logprobs[i].top) << i;
+      EXPECT_EQ(spec.logprobs[i].top[0].first, spec.tokens[i]);  // greedy: the most likely
+      EXPECT_LE(spec.logprobs[i].logprob, 0.0f);
+    }
+    go.logprobs = -1;
+    EXPECT_TRUE(engine.generate(prompt, go, {}).logprobs.empty());
+  }
+}
+
 }  // namespace
 }  // namespace specdec

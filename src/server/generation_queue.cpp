@@ -14,12 +14,22 @@ bool Job::cancelled() const {
   return cancelled_;
 }
 
-bool Job::wait(std::string& text, std::chrono::milliseconds timeout) {
+bool Job::wait(std::string& text, std::chrono::milliseconds timeout,
+               std::vector<TokenLogprob>* logprobs) {
   std::unique_lock lock(mu_);
   cv_.wait_for(lock, timeout, [this] { return done_ || !pending_.empty(); });
   text += pending_;
   pending_.clear();
+  if (logprobs != nullptr) {
+    logprobs->insert(logprobs->end(), pending_logprobs_.begin(), pending_logprobs_.end());
+  }
+  pending_logprobs_.clear();
   return done_;
+}
+
+void Job::push_logprobs(std::span<const TokenLogprob> entries) {
+  std::lock_guard lock(mu_);
+  staged_logprobs_.insert(staged_logprobs_.end(), entries.begin(), entries.end());
 }
 
 bool Job::push_text(std::string_view text) {
@@ -27,6 +37,10 @@ bool Job::push_text(std::string_view text) {
     std::lock_guard lock(mu_);
     if (cancelled_) return false;
     pending_ += text;
+    // The staged logprobs belong to this text: a reader takes both in one wait().
+    pending_logprobs_.insert(pending_logprobs_.end(), staged_logprobs_.begin(),
+                             staged_logprobs_.end());
+    staged_logprobs_.clear();
   }
   cv_.notify_all();
   return true;
@@ -38,6 +52,10 @@ void Job::finish(GenerationResult result, std::string error) {
     result_ = std::move(result);
     error_ = std::move(error);
     done_ = true;
+    // Logprobs flushed after the last text (e.g. the end-of-generation token's).
+    pending_logprobs_.insert(pending_logprobs_.end(), staged_logprobs_.begin(),
+                             staged_logprobs_.end());
+    staged_logprobs_.clear();
   }
   cv_.notify_all();
 }
@@ -100,8 +118,10 @@ void GenerationQueue::work() {
       outcome = Metrics::Outcome::Cancelled;
     } else {
       try {
-        result = runner_(job->prompt_, job->options_,
-                         [&job](std::string_view text) { return job->push_text(text); });
+        result = runner_(
+            job->prompt_, job->options_,
+            [&job](std::string_view text) { return job->push_text(text); },
+            [&job](std::span<const TokenLogprob> entries) { job->push_logprobs(entries); });
         if (result.finish == FinishReason::Cancelled) outcome = Metrics::Outcome::Cancelled;
       } catch (const std::exception& e) {
         error = e.what();

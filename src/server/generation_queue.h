@@ -38,8 +38,10 @@ class Job {
   bool cancelled() const;
 
   // Waits up to `timeout` until there is new text or the job has ended; moves the new text to
-  // the end of `text`. Returns true when the job has ended and all of its text was taken.
-  bool wait(std::string& text, std::chrono::milliseconds timeout);
+  // the end of `text` and, when `logprobs` is given, the logprobs of the tokens behind that text
+  // to the end of `*logprobs`. Returns true when the job has ended and all of it was taken.
+  bool wait(std::string& text, std::chrono::milliseconds timeout,
+            std::vector<TokenLogprob>* logprobs = nullptr);
 
   // Valid once wait() returned true.
   const GenerationResult& result() const { return result_; }
@@ -49,6 +51,8 @@ class Job {
  private:
   friend class GenerationQueue;
   bool push_text(std::string_view text);  // worker: false when cancelled
+  // Worker: logprobs of tokens whose text comes with the next push_text (or at the end).
+  void push_logprobs(std::span<const TokenLogprob> entries);
   void finish(GenerationResult result, std::string error);
 
   const std::vector<int32_t> prompt_;
@@ -56,6 +60,8 @@ class Job {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::string pending_;
+  std::vector<TokenLogprob> staged_logprobs_;   // pushed, their text not yet
+  std::vector<TokenLogprob> pending_logprobs_;  // ready to be taken with pending_
   bool cancelled_ = false, done_ = false;
   GenerationResult result_;
   std::string error_;
@@ -65,7 +71,7 @@ class GenerationQueue {
  public:
   // What the worker runs for each job: Engine::generate in the server, a fake in tests.
   using Runner = std::function<GenerationResult(std::span<const int32_t>, const GenerationOptions&,
-                                                const TextCallback&)>;
+                                                const TextCallback&, const LogprobCallback&)>;
 
   // capacity: how many jobs may wait (the running one not included).
   GenerationQueue(Runner runner, size_t capacity, Metrics& metrics);

@@ -42,9 +42,10 @@ TEST(GenerationQueue, RunsJobsInOrderOnATinyModelLikeDirectCalls) {
   }
 
   Metrics metrics;
-  GenerationQueue queue([&engine](std::span<const int32_t> p, const GenerationOptions& o,
-                                  const TextCallback& cb) { return engine.generate(p, o, cb); },
-                        8, metrics);
+  GenerationQueue queue(
+      [&engine](std::span<const int32_t> p, const GenerationOptions& o, const TextCallback& cb,
+                const LogprobCallback& lp) { return engine.generate(p, o, cb, lp); },
+      8, metrics);
   std::vector<std::shared_ptr<Job>> jobs;
   for (const auto& p : prompts) jobs.push_back(queue.submit(p, greedy(12)));
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -69,7 +70,8 @@ struct FakeRunner {
   int limit = 1'000'000;
 
   GenerationQueue::Runner runner() {
-    return [this](std::span<const int32_t>, const GenerationOptions&, const TextCallback& cb) {
+    return [this](std::span<const int32_t>, const GenerationOptions&, const TextCallback& cb,
+                  const LogprobCallback&) {
       ++runs;
       while (!gate_open.load()) std::this_thread::sleep_for(1ms);
       GenerationResult r;
@@ -144,7 +146,8 @@ TEST(GenerationQueue, ARunnerThatThrowsFailsOnlyItsJob) {
   Metrics metrics;
   std::atomic<int> calls{0};
   GenerationQueue queue(
-      [&calls](std::span<const int32_t>, const GenerationOptions&, const TextCallback&) {
+      [&calls](std::span<const int32_t>, const GenerationOptions&, const TextCallback&,
+               const LogprobCallback&) {
         if (calls++ == 0) throw std::runtime_error("boom");
         GenerationResult r;
         r.text = "ok";
@@ -160,6 +163,34 @@ TEST(GenerationQueue, ARunnerThatThrowsFailsOnlyItsJob) {
   EXPECT_FALSE(good->failed());
   EXPECT_EQ(good->result().text, "ok");
   EXPECT_NE(metrics.render().find("specdec_generation_failed_total 1\n"), std::string::npos);
+}
+
+TEST(GenerationQueue, LogprobsTravelWithTheTextTheyBelongTo) {
+  Metrics metrics;
+  GenerationQueue queue(
+      [](std::span<const int32_t>, const GenerationOptions&, const TextCallback& cb,
+         const LogprobCallback& lp) {
+        const TokenLogprob a{1, -0.5f, {}}, b{2, -1.5f, {}}, end{3, -0.1f, {}};
+        lp(std::span(&a, 1));
+        cb("one");
+        lp(std::span(&b, 1));
+        cb("two");
+        lp(std::span(&end, 1));  // after the last text: delivered at the end
+        GenerationResult r;
+        r.text = "onetwo";
+        return r;
+      },
+      4, metrics);
+  auto job = queue.submit({1}, {});
+  std::string text;
+  std::vector<TokenLogprob> lps;
+  while (!job->wait(text, 10ms, &lps)) {
+  }
+  EXPECT_EQ(text, "onetwo");
+  ASSERT_EQ(lps.size(), 3u);
+  EXPECT_EQ(lps[0].token, 1);
+  EXPECT_EQ(lps[1].token, 2);
+  EXPECT_EQ(lps[2].token, 3);
 }
 
 }  // namespace

@@ -235,6 +235,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   o.draft_max = r.draft_max.value_or(config.draft_max);
   o.draft_length = config.draft_length;
   o.hybrid = config.hybrid;
+  o.logprobs = r.logprobs;
 
   std::shared_ptr<Job> job = queue->submit(std::move(prompt), std::move(o));
   if (!job) {
@@ -244,8 +245,12 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
                            " requests are already waiting; retry later"),
                    "server_error", "", "queue_full");
   }
-  const ResponseMeta meta{endpoint, make_id(endpoint), unix_now(),
-                          r.model.empty() ? config.model_id : r.model};
+  ResponseMeta meta;
+  meta.endpoint = endpoint;
+  meta.id = make_id(endpoint);
+  meta.created = unix_now();
+  meta.model = r.model.empty() ? config.model_id : r.model;
+  if (r.logprobs >= 0) meta.logprobs = LogprobFormat{&e.tokenizer(), r.ignore_eos};
   if (r.stream) return stream(job, meta, r.include_usage, res);
 
   std::string ignored;
@@ -272,16 +277,23 @@ void HttpServer::Impl::stream(const std::shared_ptr<Job>& job, const ResponseMet
     return;
   }
   bool first = true;
+  size_t text_bytes = 0;  // of the text sent so far: the completions format's text offsets
+  std::vector<TokenLogprob> logprobs;
   auto write = [&res](const std::string& s) { return res.write(s); };
   while (true) {
     std::string text;
-    const bool done = job->wait(text, kPollInterval);
+    logprobs.clear();
+    const bool done = job->wait(text, kPollInterval, meta.logprobs ? &logprobs : nullptr);
     if (!text.empty()) {
-      if (!write(sse_event(text_chunk_json(meta, text, first)))) {
+      const nlohmann::json lp =
+          meta.logprobs ? logprobs_json(meta, logprobs, text_bytes) : nlohmann::json();
+      text_bytes += text.size();
+      if (!write(sse_event(text_chunk_json(meta, text, first, lp)))) {
         job->cancel();
         return;
       }
       first = false;
+      logprobs.clear();  // sent with this chunk
     } else if (!done && res.peer_closed()) {
       job->cancel();
       res.close_after();
@@ -297,7 +309,11 @@ void HttpServer::Impl::stream(const std::shared_ptr<Job>& job, const ResponseMet
   } else if (j.result().finish == FinishReason::Cancelled) {
     ok = write(sse_event(error_json(shutting_down_error())));
   } else {
-    ok = write(sse_event(final_chunk_json(meta, j.result())));
+    // Logprobs that came after the last text (the end-of-generation token's are dropped).
+    const nlohmann::json lp = meta.logprobs && !logprobs.empty()
+                                  ? logprobs_json(meta, logprobs, text_bytes)
+                                  : nlohmann::json();
+    ok = write(sse_event(final_chunk_json(meta, j.result(), lp)));
     if (ok && include_usage) ok = write(sse_event(usage_chunk_json(meta, j.result())));
   }
   ok = ok && write(std::string(kSseDone));
@@ -319,8 +335,8 @@ HttpServer::~HttpServer() { stop(); }
 void HttpServer::attach(Engine& engine) {
   if (impl_->engine.load() != nullptr) fail("HttpServer::attach: an engine is already attached");
   impl_->queue = std::make_unique<GenerationQueue>(
-      [&engine](std::span<const int32_t> prompt, const GenerationOptions& o,
-                const TextCallback& cb) { return engine.generate(prompt, o, cb); },
+      [&engine](std::span<const int32_t> prompt, const GenerationOptions& o, const TextCallback& cb,
+                const LogprobCallback& lp) { return engine.generate(prompt, o, cb, lp); },
       impl_->config.queue_size, impl_->metrics);
   impl_->engine.store(&engine, std::memory_order_release);
 }

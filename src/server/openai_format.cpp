@@ -1,5 +1,7 @@
 #include "server/openai_format.h"
 
+#include <cstdio>
+
 namespace specdec::server {
 
 using nlohmann::json;
@@ -51,25 +53,105 @@ json specdec_stats_json(const GenerationStats& s) {
               {"decode_ms", s.decode_ms}};
 }
 
+namespace {
+
+bool valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80           ? 1
+                       : (c >> 5) == 0x6  ? 2
+                       : (c >> 4) == 0xe  ? 3
+                       : (c >> 3) == 0x1e ? 4
+                                          : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+// A token's text for the "token" fields. A token that holds part of a UTF-8 character is
+// written as "bytes:\xNN..." (OpenAI's notation), so that distinct tokens never collapse into
+// the same replacement character (they would, as keys of the completions format's top_logprobs).
+std::string token_string(const std::string& bytes) {
+  if (valid_utf8(bytes)) return bytes;
+  std::string out = "bytes:";
+  char buf[8];
+  for (unsigned char c : bytes) {
+    std::snprintf(buf, sizeof buf, "\\x%02x", c);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace
+
+json logprobs_json(const ResponseMeta& meta, std::span<const TokenLogprob> entries,
+                   size_t text_offset) {
+  const Tokenizer& tok = *meta.logprobs->tokenizer;
+  const bool chat = meta.endpoint == Endpoint::ChatCompletions;
+  const auto bytes_of = [](const std::string& s) {
+    json b = json::array();
+    for (unsigned char c : s) b.push_back(static_cast<int>(c));
+    return b;
+  };
+  json content = json::array();
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
+       offsets = json::array();
+  for (const TokenLogprob& e : entries) {
+    if (tok.is_eog(e.token) && !meta.logprobs->ignore_eos) continue;  // not text
+    const std::string piece = tok.token_bytes(e.token);
+    if (chat) {
+      json alternatives = json::array();
+      for (const auto& [id, lp] : e.top) {
+        const std::string p = tok.token_bytes(id);
+        alternatives.push_back(
+            {{"token", token_string(p)}, {"logprob", lp}, {"bytes", bytes_of(p)}});
+      }
+      content.push_back({{"token", token_string(piece)},
+                         {"logprob", e.logprob},
+                         {"bytes", bytes_of(piece)},
+                         {"top_logprobs", std::move(alternatives)}});
+    } else {
+      tokens.push_back(token_string(piece));
+      token_logprobs.push_back(e.logprob);
+      json alternatives = json::object();
+      for (const auto& [id, lp] : e.top) alternatives[token_string(tok.token_bytes(id))] = lp;
+      top.push_back(std::move(alternatives));
+      offsets.push_back(text_offset);
+    }
+    text_offset += piece.size();
+  }
+  if (chat) return json{{"content", std::move(content)}, {"refusal", nullptr}};
+  return json{{"tokens", std::move(tokens)},
+              {"token_logprobs", std::move(token_logprobs)},
+              {"top_logprobs", std::move(top)},
+              {"text_offset", std::move(offsets)}};
+}
+
 json completion_json(const ResponseMeta& meta, const GenerationResult& result) {
   json doc = base(meta, /*chunk=*/false);
   json choice = {{"index", 0}, {"finish_reason", openai_finish_reason(result.finish)}};
+  const json lp = meta.logprobs ? logprobs_json(meta, result.logprobs, 0) : json();
   if (meta.endpoint == Endpoint::Completions) {
     choice["text"] = result.text;
-    choice["logprobs"] = nullptr;
   } else {
     choice["message"] = {{"role", "assistant"}, {"content", result.text}};
-    choice["logprobs"] = nullptr;
   }
+  choice["logprobs"] = lp;
   doc["choices"] = json::array({choice});
   doc["usage"] = usage_json(result.stats);
   doc["specdec"] = specdec_stats_json(result.stats);
   return doc;
 }
 
-json text_chunk_json(const ResponseMeta& meta, std::string_view text, bool first) {
+json text_chunk_json(const ResponseMeta& meta, std::string_view text, bool first,
+                     const json& logprobs) {
   json doc = base(meta, /*chunk=*/true);
-  json choice = {{"index", 0}, {"finish_reason", nullptr}, {"logprobs", nullptr}};
+  json choice = {{"index", 0}, {"finish_reason", nullptr}, {"logprobs", logprobs}};
   if (meta.endpoint == Endpoint::Completions) {
     choice["text"] = std::string(text);
   } else {
@@ -80,10 +162,11 @@ json text_chunk_json(const ResponseMeta& meta, std::string_view text, bool first
   return doc;
 }
 
-json final_chunk_json(const ResponseMeta& meta, const GenerationResult& result) {
+json final_chunk_json(const ResponseMeta& meta, const GenerationResult& result,
+                      const json& logprobs) {
   json doc = base(meta, /*chunk=*/true);
   json choice = {
-      {"index", 0}, {"finish_reason", openai_finish_reason(result.finish)}, {"logprobs", nullptr}};
+      {"index", 0}, {"finish_reason", openai_finish_reason(result.finish)}, {"logprobs", logprobs}};
   if (meta.endpoint == Endpoint::Completions) {
     choice["text"] = "";
   } else {

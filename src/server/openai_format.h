@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -15,12 +17,21 @@
 
 namespace specdec::server {
 
+// How a response that asked for logprobs renders them: token strings come from the tokenizer;
+// the end-of-generation token is not part of the text and is left out unless ignore_eos made it
+// ordinary text.
+struct LogprobFormat {
+  const Tokenizer* tokenizer = nullptr;
+  bool ignore_eos = false;
+};
+
 // What every document of one response shares.
 struct ResponseMeta {
   Endpoint endpoint = Endpoint::Completions;
   std::string id;  // "cmpl-..." or "chatcmpl-..."
   int64_t created = 0;
   std::string model;
+  std::optional<LogprobFormat> logprobs;  // set when the request asked for logprobs
 };
 
 // "stop" or "length" (a full context counts as length, like OpenAI's API).
@@ -30,13 +41,23 @@ nlohmann::json usage_json(const GenerationStats& stats);
 // rounds, drafted, accepted, acceptance_rate, decode tokens/s and timings of one request.
 nlohmann::json specdec_stats_json(const GenerationStats& stats);
 
-// The non-streaming response.
+// A choice's "logprobs" for these tokens (meta.logprobs must be set). Chat: {"content": [{token,
+// logprob, bytes, top_logprobs: [{token, logprob, bytes}]}], "refusal": null}. Completions:
+// {tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}, the offsets in bytes
+// of the generated text, counted from `text_offset` (the text before these tokens).
+nlohmann::json logprobs_json(const ResponseMeta& meta, std::span<const TokenLogprob> entries,
+                             size_t text_offset);
+
+// The non-streaming response (with result.logprobs when meta.logprobs is set).
 nlohmann::json completion_json(const ResponseMeta& meta, const GenerationResult& result);
 
 // Streaming: a chunk of text, the last chunk (finish_reason, usage, specdec) and, when the
 // client asked for stream_options.include_usage, OpenAI's separate usage chunk (no choices).
-nlohmann::json text_chunk_json(const ResponseMeta& meta, std::string_view text, bool first);
-nlohmann::json final_chunk_json(const ResponseMeta& meta, const GenerationResult& result);
+// `logprobs`: the chunk's choice.logprobs (logprobs_json of its tokens), null when not asked.
+nlohmann::json text_chunk_json(const ResponseMeta& meta, std::string_view text, bool first,
+                               const nlohmann::json& logprobs = nullptr);
+nlohmann::json final_chunk_json(const ResponseMeta& meta, const GenerationResult& result,
+                                const nlohmann::json& logprobs = nullptr);
 nlohmann::json usage_chunk_json(const ResponseMeta& meta, const GenerationResult& result);
 
 // One server-sent event: "data: <json>\n\n". Invalid UTF-8 is replaced, never thrown on.

@@ -23,7 +23,7 @@ GenerationResult sample_result() {
 }
 
 TEST(OpenAIFormat, CompletionShape) {
-  const ResponseMeta meta{Endpoint::Completions, "cmpl-1", 123, "tiny"};
+  const ResponseMeta meta{Endpoint::Completions, "cmpl-1", 123, "tiny", std::nullopt};
   const json doc = completion_json(meta, sample_result());
   EXPECT_EQ(doc["object"], "text_completion");
   EXPECT_EQ(doc["id"], "cmpl-1");
@@ -40,7 +40,7 @@ TEST(OpenAIFormat, CompletionShape) {
 }
 
 TEST(OpenAIFormat, ChatShapesAndChunks) {
-  const ResponseMeta meta{Endpoint::ChatCompletions, "chatcmpl-1", 5, "tiny"};
+  const ResponseMeta meta{Endpoint::ChatCompletions, "chatcmpl-1", 5, "tiny", std::nullopt};
   GenerationResult r = sample_result();
   r.finish = FinishReason::ContextFull;
   const json doc = completion_json(meta, r);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "sampling/logprobs.h"
 
 namespace specdec::server {
 namespace {
@@ -243,8 +244,18 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   if (get_bool(j, "echo", false)) {
     throw invalid_request("'echo' is not supported", "echo", "unsupported_value");
   }
-  if (const json* lp = field(j, "logprobs"); lp != nullptr && !(lp->is_boolean() && !*lp)) {
-    throw invalid_request("'logprobs' is not supported", "logprobs", "unsupported_value");
+  // Completions: "logprobs": N (0..20) alternatives per token (OpenAI allows 5, vLLM 20).
+  // Chat: "logprobs": true, with "top_logprobs": N (0..20) alternatives.
+  if (endpoint == Endpoint::Completions) {
+    if (auto n = get_int(j, "logprobs", 0, kMaxTopLogprobs)) r.logprobs = static_cast<int32_t>(*n);
+  } else {
+    const bool want = get_bool(j, "logprobs", false);
+    const auto top = get_int(j, "top_logprobs", 0, kMaxTopLogprobs);
+    if (top && !want) {
+      throw invalid_request("'top_logprobs' needs \"logprobs\": true", "top_logprobs",
+                            "invalid_value");
+    }
+    if (want) r.logprobs = static_cast<int32_t>(top.value_or(0));
   }
   r.stream = get_bool(j, "stream", false);
   if (const json* so = field(j, "stream_options")) {

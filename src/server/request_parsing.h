@@ -38,6 +38,7 @@ struct CompletionRequest {
   bool speculative = true;           // use the draft model when one is loaded
   std::optional<int32_t> draft_max;  // γ; nullopt: the server's --draft-max
   bool ignore_eos = false;
+  int32_t logprobs = -1;  // alternatives per token to report (0..20); -1: no logprobs
 };
 
 inline constexpr size_t kMaxStopStrings = 16;

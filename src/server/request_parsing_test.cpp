@@ -168,9 +168,14 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
        "stop", "invalid_value"},
       {kCmpl, R"({"prompt":["a","b"]})", "prompt", "invalid_value"},
       {kCmpl, R"({"prompt":"x","echo":true})", "echo", "unsupported_value"},
-      {kCmpl, R"({"prompt":"x","logprobs":5})", "logprobs", "unsupported_value"},
-      {kChat, R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})", "logprobs",
-       "unsupported_value"},
+      {kCmpl, R"({"prompt":"x","logprobs":21})", "logprobs", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","logprobs":true})", "logprobs", "invalid_type"},
+      {kChat, R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", "logprobs",
+       "invalid_type"},
+      {kChat, R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", "top_logprobs",
+       "invalid_value"},
+      {kChat, R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})",
+       "top_logprobs", "invalid_value"},
       {kCmpl, R"({"model":"m"})", "prompt", "missing_required"},
       {kCmpl, R"({"prompt":null})", "prompt", "missing_required"},
       {kChat, R"({"model":"m"})", "messages", "missing_required"},
@@ -243,6 +248,22 @@ TEST(RequestParsing, ContextLimitsAndDefaults) {
 
 namespace specdec::server {
 namespace {
+
+TEST(RequestParsing, LogprobsOnBothEndpoints) {
+  EXPECT_EQ(parse_request(Endpoint::Completions, R"({"prompt":"x"})").logprobs, -1);
+  EXPECT_EQ(parse_request(Endpoint::Completions, R"({"prompt":"x","logprobs":0})").logprobs, 0);
+  EXPECT_EQ(parse_request(Endpoint::Completions, R"({"prompt":"x","logprobs":5})").logprobs, 5);
+  const std::string msgs = R"("messages":[{"role":"user","content":"x"}])";
+  EXPECT_EQ(parse_request(Endpoint::ChatCompletions, "{" + msgs + "}").logprobs, -1);
+  EXPECT_EQ(parse_request(Endpoint::ChatCompletions, "{" + msgs + R"(,"logprobs":false})").logprobs,
+            -1);
+  EXPECT_EQ(parse_request(Endpoint::ChatCompletions, "{" + msgs + R"(,"logprobs":true})").logprobs,
+            0);
+  EXPECT_EQ(
+      parse_request(Endpoint::ChatCompletions, "{" + msgs + R"(,"logprobs":true,"top_logprobs":4})")
+          .logprobs,
+      4);
+}
 
 TEST(RequestParsing, JsonNestingDepthSkipsStrings) {
   EXPECT_EQ(json_nesting_depth(R"({"a": [1, {"b": "[[[{{{"}]})"), 3u);

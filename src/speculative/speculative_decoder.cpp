@@ -81,6 +81,7 @@ void SpeculativeDecoder::start(std::span<const int32_t> prompt, int32_t max_new_
   if (drafter_) drafter_->start(prompt, n_cached);
   tokens_.assign(prompt.begin(), prompt.end());
   origins_.clear();
+  logprobs_.clear();
   prompt_len_ = prompt.size();
   max_new_ = max_new_tokens;
   generated_ = 0;
@@ -97,9 +98,20 @@ void SpeculativeDecoder::start(std::span<const int32_t> prompt, int32_t max_new_
   reason_ = max_new_tokens > 0 ? StopReason::None : StopReason::MaxTokens;
 }
 
-bool SpeculativeDecoder::commit(int32_t token, TokenOrigin origin) {
+void SpeculativeDecoder::set_logprobs(int32_t top_n) {
+  if (top_n < -1 || top_n > kMaxTopLogprobs) {
+    fail("speculative decoder: top logprobs must be in [-1, ", kMaxTopLogprobs, "], got ", top_n);
+  }
+  logprobs_top_ = top_n;
+}
+
+bool SpeculativeDecoder::commit(int32_t token, TokenOrigin origin, size_t row_index) {
   tokens_.push_back(token);
   origins_.push_back(origin);
+  if (logprobs_top_ >= 0) {
+    logprobs_.push_back(
+        token_logprob(row(logits_, target_.n_vocab(), row_index), token, logprobs_top_));
+  }
   ++generated_;
   ++stats_.emitted;
   if (stop_ && stop_(token)) {
@@ -140,7 +152,7 @@ int32_t SpeculativeDecoder::step_baseline() {
   stats_.verify_seconds += seconds_since(t0);
   ++stats_.baseline_steps;
   stats_.log.push_back(RoundLog{0, 0, 1, {entropy(p_[0])}, {}});
-  commit(token, TokenOrigin::Target);
+  commit(token, TokenOrigin::Target, 0);
   // Target now holds t[0..n) = all but the new pending token; the drafter's state (a draft
   // model's cache) is unchanged and still a committed prefix.
   return 1;
@@ -196,10 +208,12 @@ int32_t SpeculativeDecoder::step() {
   // 3. Commit y_1..y_a then z, stopping early on the budget or a stop token.
   bool open = true;
   for (int32_t i = 0; i < r.n_accepted && open; ++i) {
-    open = commit(drafts[static_cast<size_t>(i)], TokenOrigin::Draft);
+    // Row i of the verify pass predicted y_{i+1}; row a predicted z.
+    open = commit(drafts[static_cast<size_t>(i)], TokenOrigin::Draft, static_cast<size_t>(i));
   }
   if (open) {
-    commit(r.next_token, r.bonus ? TokenOrigin::Bonus : TokenOrigin::Correction);
+    commit(r.next_token, r.bonus ? TokenOrigin::Bonus : TokenOrigin::Correction,
+           static_cast<size_t>(r.n_accepted));
     ++(r.bonus ? stats_.bonus : stats_.corrections);
   }
   const auto n_new = static_cast<int32_t>(tokens_.size());

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "sampling/distribution.h"
+#include "sampling/logprobs.h"
 #include "sampling/rng.h"
 #include "speculative/causal_lm.h"
 #include "speculative/decode_stats.h"
@@ -96,11 +97,19 @@ class SpeculativeDecoder {
   // The pool must outlive the decoder.
   void set_thread_pool(ThreadPool* pool) { pool_ = pool; }
 
+  // Record, for every generated token, its log-probability under the target's own distribution
+  // (sampling/logprobs.h) and the top_n most likely alternatives, from the logits the verify
+  // pass computed anyway; -1 (the default) records nothing. Call before start().
+  void set_logprobs(int32_t top_n);
+  // logprobs()[i] belongs to generated()[i] (empty unless set_logprobs was called).
+  std::span<const TokenLogprob> logprobs() const { return logprobs_; }
+
   // Tests only: run a deliberately broken accept/reject rule (see rejection_rules.h).
   void set_verifier(VerifyFn verify) { verify_ = verify; }
 
  private:
-  bool commit(int32_t token, TokenOrigin origin);  // false once generation has ended
+  // false once generation has ended; `row`: the row of logits_ that predicted the token.
+  bool commit(int32_t token, TokenOrigin origin, size_t row);
   // p_[0..k) from the first k rows of logits_ (on pool_ when set and k > 1).
   void make_target_distributions(int32_t k);
   int32_t effective_gamma() const;
@@ -119,6 +128,8 @@ class SpeculativeDecoder {
 
   std::vector<int32_t> tokens_;
   std::vector<TokenOrigin> origins_;  // one per generated token
+  int32_t logprobs_top_ = -1;
+  std::vector<TokenLogprob> logprobs_;  // one per generated token when logprobs_top_ >= 0
   size_t prompt_len_ = 0;
   int32_t max_new_ = 0, generated_ = 0;
   StopReason reason_ = StopReason::MaxTokens;  // nothing to do before start()

@@ -1,0 +1,52 @@
+#include "sampling/logprobs.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+
+namespace specdec {
+
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t top_n) {
+  if (logits.empty()) fail("token_logprob: no logits");
+  if (token < 0 || static_cast<size_t>(token) >= logits.size()) {
+    fail("token_logprob: token ", token, " outside a vocabulary of ", logits.size());
+  }
+  if (top_n < 0 || top_n > kMaxTopLogprobs) {
+    fail("token_logprob: top_n must be in [0, ", kMaxTopLogprobs, "], got ", top_n);
+  }
+  float max = -INFINITY;
+  for (float l : logits) max = std::max(max, l);
+  if (!std::isfinite(max)) fail("token_logprob: the logits are not finite");
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) - max);
+  const double log_z = static_cast<double>(max) + std::log(sum);
+
+  TokenLogprob out;
+  out.token = token;
+  out.logprob = static_cast<float>(logits[static_cast<size_t>(token)] - log_z);
+  if (top_n == 0) return out;
+  // A min-heap of the best top_n (logit, -id) seen so far: one pass over the vocabulary.
+  using Entry = std::pair<float, int32_t>;  // logit, id
+  const auto better = [](const Entry& a, const Entry& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  };
+  std::vector<Entry> heap;
+  heap.reserve(static_cast<size_t>(top_n) + 1);
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const Entry e{logits[i], static_cast<int32_t>(i)};
+    if (heap.size() < static_cast<size_t>(top_n)) {
+      heap.push_back(e);
+      std::push_heap(heap.begin(), heap.end(), better);
+    } else if (better(e, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), better);
+      heap.back() = e;
+      std::push_heap(heap.begin(), heap.end(), better);
+    }
+  }
+  std::sort(heap.begin(), heap.end(), better);
+  for (const Entry& e : heap) out.top.emplace_back(e.second, static_cast<float>(e.first - log_z));
+  return out;
+}
+
+}  // namespace specdec

@@ -1,0 +1,53 @@
+#include "sampling/logprobs.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "common/error.h"
+
+namespace specdec {
+namespace {
+
+TEST(TokenLogprob, IsTheLogSoftmaxOfTheLogits) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f};
+  double z = 0;
+  for (float l : logits) z += std::exp(l);
+  const TokenLogprob lp = token_logprob(logits, 2, 3);
+  EXPECT_EQ(lp.token, 2);
+  EXPECT_NEAR(lp.logprob, 2.0 - std::log(z), 1e-6);
+  ASSERT_EQ(lp.top.size(), 3u);
+  // Most likely first; the tie between ids 1 and 3 goes to the smaller id.
+  EXPECT_EQ(lp.top[0].first, 1);
+  EXPECT_EQ(lp.top[1].first, 3);
+  EXPECT_EQ(lp.top[2].first, 2);
+  EXPECT_NEAR(lp.top[0].second, 3.0 - std::log(z), 1e-6);
+  EXPECT_FLOAT_EQ(lp.top[2].second, lp.logprob);
+}
+
+TEST(TokenLogprob, ProbabilitiesSumToOneAndLargeLogitsDoNotOverflow) {
+  std::vector<float> logits(1000);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = 500.0f + static_cast<float>(i % 17);
+  double total = 0;
+  for (int32_t t = 0; t < 1000; ++t) total += std::exp(token_logprob(logits, t, 0).logprob);
+  EXPECT_NEAR(total, 1.0, 1e-4);
+  EXPECT_TRUE(token_logprob(logits, 0, 0).top.empty());
+}
+
+TEST(TokenLogprob, TopListIsCappedByTheVocabulary) {
+  const std::vector<float> logits = {0.0f, 1.0f};
+  EXPECT_EQ(token_logprob(logits, 0, 5).top.size(), 2u);
+}
+
+TEST(TokenLogprob, RefusesBadArguments) {
+  const std::vector<float> logits = {0.0f, 1.0f};
+  EXPECT_THROW(token_logprob(logits, 2, 0), Error);
+  EXPECT_THROW(token_logprob(logits, -1, 0), Error);
+  EXPECT_THROW(token_logprob(logits, 0, kMaxTopLogprobs + 1), Error);
+  const std::vector<float> bad = {NAN, NAN};
+  EXPECT_THROW(token_logprob(bad, 0, 0), Error);
+}
+
+}  // namespace
+}  // namespace specdec
