@@ -117,10 +117,22 @@ void GenerationQueue::work() {
       result.finish = FinishReason::Cancelled;
       outcome = Metrics::Outcome::Cancelled;
     } else {
+      const auto since_admission = [&job] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - job->admitted_at_)
+            .count();
+      };
+      metrics_.started(since_admission());
+      bool first_text = true;
       try {
         result = runner_(
             job->prompt_, job->options_,
-            [&job](std::string_view text) { return job->push_text(text); },
+            [&](std::string_view text) {
+              if (first_text) {
+                first_text = false;
+                metrics_.first_token(since_admission());
+              }
+              return job->push_text(text);
+            },
             [&job](std::span<const TokenLogprob> entries) { job->push_logprobs(entries); });
         if (result.finish == FinishReason::Cancelled) outcome = Metrics::Outcome::Cancelled;
       } catch (const std::exception& e) {
@@ -128,6 +140,7 @@ void GenerationQueue::work() {
         if (error.empty()) error = "generation failed";
         outcome = Metrics::Outcome::Failed;
       }
+      metrics_.stopped_running();
     }
     metrics_.ended(outcome, result.stats);
     job->finish(std::move(result), std::move(error));

@@ -57,6 +57,7 @@ class Job {
 
   const std::vector<int32_t> prompt_;
   const GenerationOptions options_;
+  std::chrono::steady_clock::time_point admitted_at_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::string pending_;

@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <algorithm>
 #include <array>
 #include <sstream>
 #include <string_view>
@@ -16,6 +17,45 @@ void header(std::ostream& out, const char* name, const char* type, const char* h
 }
 
 }  // namespace
+
+Histogram::Histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) ++i;
+  ++counts_[i];
+  sum_ += value;
+  ++count_;
+}
+
+void Histogram::render(std::ostream& out, const char* name, const char* help) const {
+  header(out, name, "histogram", help);
+  int64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    out << name << "_bucket{le=\"" << bounds_[i] << "\"} " << cumulative << "\n";
+  }
+  out << name << "_bucket{le=\"+Inf\"} " << count_ << "\n";
+  out << name << "_sum " << sum_ << "\n";
+  out << name << "_count " << count_ << "\n";
+}
+
+void Metrics::started(double queue_wait_seconds) {
+  std::lock_guard lock(mu_);
+  queue_wait_.observe(queue_wait_seconds);
+  ++slots_busy_;
+}
+
+void Metrics::stopped_running() {
+  std::lock_guard lock(mu_);
+  --slots_busy_;
+}
+
+void Metrics::first_token(double seconds) {
+  std::lock_guard lock(mu_);
+  ttft_.observe(seconds);
+}
 
 void Metrics::record_http(const std::string& path, int status) {
   std::string label = "other";
@@ -46,6 +86,7 @@ void Metrics::ended(Outcome outcome, const GenerationStats& s) {
       ++failed_;
       break;
   }
+  for (const RoundLog& round : s.spec.log) pass_rows_.observe(round.gamma + 1);
   prompt_tokens_ += s.prompt_tokens;
   generated_tokens_ += s.generated_tokens;
   rounds_ += s.spec.rounds;
@@ -112,6 +153,14 @@ std::string Metrics::render(const HttpListenerStats& transport) const {
           "Requests the HTTP parser refused (bad framing, oversized headers, ...).",
           transport.malformed_requests);
   gauge("specdec_http_open_connections", "Connections open now.", transport.open_connections);
+  gauge("specdec_slots_total", "Sequences the server decodes at once.", 1);
+  gauge("specdec_slots_busy", "Slots generating now.", slots_busy_);
+  queue_wait_.render(out, "specdec_queue_wait_seconds",
+                     "Time from admission to the start of generation.");
+  ttft_.render(out, "specdec_time_to_first_token_seconds",
+               "Time from admission to the first text handed to the client's connection.");
+  pass_rows_.render(out, "specdec_target_pass_rows",
+                    "Rows per decode-time target pass (1: plain step, gamma + 1: verify).");
   return out.str();
 }
 

@@ -9,13 +9,30 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "engine/engine.h"
 #include "server/http_listener.h"
 
 namespace specdec::server {
+
+// A Prometheus histogram with fixed upper bounds (cumulative buckets, +Inf, sum, count).
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double value);
+  // "# HELP/# TYPE" lines and the samples of `name`.
+  void render(std::ostream& out, const char* name, const char* help) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<int64_t> counts_;  // per bucket, not cumulative; one more for +Inf
+  double sum_ = 0;
+  int64_t count_ = 0;
+};
 
 class Metrics {
  public:
@@ -29,6 +46,12 @@ class Metrics {
   // A generation request ended; stats may be partial (cancelled) or empty (failed/skipped).
   void ended(Outcome outcome, const GenerationStats& stats);
   void set_queue_length(int64_t n);
+  // A job left the queue for the worker after waiting this long (its slot is then busy), and
+  // later stopped running (a job cancelled while queued does neither).
+  void started(double queue_wait_seconds);
+  void stopped_running();
+  // A job's first text reached its client's thread this long after it was admitted.
+  void first_token(double seconds);
 
   // Prometheus text of everything above, then the transport's connection counters.
   std::string render(const HttpListenerStats& transport = {}) const;
@@ -41,6 +64,11 @@ class Metrics {
   int64_t rounds_ = 0, drafted_ = 0, accepted_ = 0;
   double decode_tps_ = 0;  // of the last request that generated anything
   int64_t queue_length_ = 0;
+  int64_t slots_busy_ = 0;  // generations running: 0 or 1 (one worker, one sequence)
+  Histogram queue_wait_{{0.001, 0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120}};
+  Histogram ttft_{{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}};
+  // Rows of each decode-time target pass: 1 for a plain step, γ + 1 for a verify pass.
+  Histogram pass_rows_{{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 24, 32, 65}};
 };
 
 }  // namespace specdec::server

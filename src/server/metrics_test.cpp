@@ -74,8 +74,35 @@ TEST(Metrics, EveryFamilyHasHelpAndType) {
       EXPECT_EQ(line.rfind(last_type, 0), 0u) << line;  // samples follow their TYPE line
     }
   }
-  EXPECT_EQ(families, 19);
+  EXPECT_EQ(families, 24);
   EXPECT_EQ(sample(text, "specdec_draft_acceptance_rate"), 0);  // no division by zero
+}
+
+TEST(Metrics, HistogramsOfQueueWaitFirstTokenAndPassRows) {
+  Metrics m;
+  m.admitted();
+  m.started(0.003);
+  EXPECT_EQ(sample(m.render(), "specdec_slots_busy"), 1);
+  m.first_token(0.2);
+  m.stopped_running();
+  GenerationStats s;
+  s.spec.log = {RoundLog{4, 2, 3, {}, {}}, RoundLog{0, 0, 1, {}, {}}, RoundLog{4, 4, 5, {}, {}}};
+  m.ended(Metrics::Outcome::Finished, s);
+  const std::string text = m.render();
+  EXPECT_EQ(sample(text, "specdec_slots_busy"), 0);
+  EXPECT_EQ(sample(text, "specdec_slots_total"), 1);
+  EXPECT_EQ(sample(text, "specdec_queue_wait_seconds_bucket{le=\"0.001\"}"), 0);
+  EXPECT_EQ(sample(text, "specdec_queue_wait_seconds_bucket{le=\"0.01\"}"), 1);
+  EXPECT_EQ(sample(text, "specdec_queue_wait_seconds_count"), 1);
+  EXPECT_DOUBLE_EQ(sample(text, "specdec_queue_wait_seconds_sum"), 0.003);
+  EXPECT_EQ(sample(text, "specdec_time_to_first_token_seconds_bucket{le=\"0.1\"}"), 0);
+  EXPECT_EQ(sample(text, "specdec_time_to_first_token_seconds_bucket{le=\"0.25\"}"), 1);
+  // Passes of 5, 1 and 5 rows: cumulative buckets.
+  EXPECT_EQ(sample(text, "specdec_target_pass_rows_bucket{le=\"1\"}"), 1);
+  EXPECT_EQ(sample(text, "specdec_target_pass_rows_bucket{le=\"4\"}"), 1);
+  EXPECT_EQ(sample(text, "specdec_target_pass_rows_bucket{le=\"5\"}"), 3);
+  EXPECT_EQ(sample(text, "specdec_target_pass_rows_bucket{le=\"+Inf\"}"), 3);
+  EXPECT_EQ(sample(text, "specdec_target_pass_rows_sum"), 11);
 }
 
 TEST(Metrics, RendersTheTransportCounters) {

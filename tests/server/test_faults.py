@@ -326,6 +326,14 @@ def test_32_streaming_clients_with_random_disconnects(fault_server):
     assert delta["specdec_generation_failed_total"] == 0
     assert delta["specdec_generation_finished_total"] >= plan.count(None)
     assert m["specdec_http_open_connections"] <= 2  # this /metrics call and maybe one closing
+    # Every job that ran was timed from admission to start and, if it produced text, to its
+    # first text; a job cancelled while queued never ran. The slot is free again.
+    started = m["specdec_queue_wait_seconds_count"] - before.get("specdec_queue_wait_seconds_count", 0)
+    first = (m["specdec_time_to_first_token_seconds_count"]
+             - before.get("specdec_time_to_first_token_seconds_count", 0))
+    assert plan.count(None) <= started <= 32
+    assert plan.count(None) <= first <= started
+    assert m["specdec_slots_busy"] == 0
     assert fault_server.alive()
 
 
