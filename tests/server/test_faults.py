@@ -370,28 +370,34 @@ def test_over_max_connections_gets_503(cli, models):
 # Shutdown and startup
 
 
-def test_sigterm_drains_in_flight_streams_then_exits_0(cli, models):
-    s = Server(cli, ["-m", models["slow"], "-t", "2", "-c", "1024", "--shutdown-grace", "30"])
-    outcomes = {}
-    started = threading.Event()
-
-    def stream(i):
-        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
-        conn.request("POST", CMPL, json.dumps({"prompt": f"drain {i}", "max_tokens": 200,
-                                                "ignore_eos": True, "stream": True}),
-                     {"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        data = b""
+def stream_raw(port, body, started, outcomes, key):
+    """Streams a completion; sets `started` at the first bytes; outcomes[key] = (status, bytes),
+    whatever the server sent before it finished or cut the connection."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("POST", CMPL, json.dumps({**body, "ignore_eos": True, "stream": True}),
+                 {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    data = b""
+    try:
         while True:
             chunk = resp.read1(65536)
             if not chunk:
                 break
             data += chunk
             started.set()
-        outcomes[i] = (resp.status, data)
-        conn.close()
+    except (http.client.IncompleteRead, ConnectionResetError):
+        pass
+    outcomes[key] = (resp.status, data)
+    conn.close()
 
-    threads = [threading.Thread(target=stream, args=(i,)) for i in range(2)]
+
+def test_sigterm_drains_in_flight_streams_then_exits_0(cli, models):
+    s = Server(cli, ["-m", models["slow"], "-t", "2", "-c", "1024", "--shutdown-grace", "30"])
+    outcomes = {}
+    started = threading.Event()
+    threads = [threading.Thread(target=stream_raw, args=(
+        s.port, {"prompt": f"drain {i}", "max_tokens": 200}, started, outcomes, i))
+        for i in range(2)]
     for t in threads:
         t.start()
     assert started.wait(30)
@@ -404,6 +410,7 @@ def test_sigterm_drains_in_flight_streams_then_exits_0(cli, models):
         t.join(60)
     code = s.proc.wait(60)
     assert code == 0, "".join(s.log[-20:])
+    assert len(outcomes) == 2
     for i, (status, data) in outcomes.items():
         assert status == 200
         assert data.rstrip().endswith(b"data: [DONE]"), (i, data[-300:])
@@ -414,27 +421,9 @@ def test_sigterm_drains_in_flight_streams_then_exits_0(cli, models):
 def test_sigterm_grace_period_bounds_the_drain(cli, models):
     s = Server(cli, ["-m", models["slow"], "-t", "2", "-c", "4096", "--shutdown-grace", "0.5"])
     started = threading.Event()
-    result = {}
-
-    def stream():
-        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
-        conn.request("POST", CMPL, json.dumps({"prompt": "long", "max_tokens": 4000,
-                                                "ignore_eos": True, "stream": True}),
-                     {"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        data = b""
-        try:
-            while True:
-                chunk = resp.read1(65536)
-                if not chunk:
-                    break
-                data += chunk
-                started.set()
-        except (http.client.IncompleteRead, ConnectionResetError):
-            pass
-        result["data"] = data
-
-    t = threading.Thread(target=stream)
+    outcomes = {}
+    t = threading.Thread(target=stream_raw, args=(
+        s.port, {"prompt": "long", "max_tokens": 4000}, started, outcomes, "long"))
     t.start()
     assert started.wait(30)
     t0 = time.monotonic()
@@ -444,8 +433,9 @@ def test_sigterm_grace_period_bounds_the_drain(cli, models):
     t.join(30)
     assert code == 0
     assert elapsed < 5, elapsed
-    assert b'"finish_reason":"length"' not in result["data"]  # cut short, and it says why:
-    assert b'"code":"shutting_down"' in result["data"]
+    data = outcomes["long"][1]
+    assert b'"finish_reason":"length"' not in data  # cut short, and it says why:
+    assert b'"code":"shutting_down"' in data
 
 
 def test_health_says_loading_until_the_models_are_ready(cli):
