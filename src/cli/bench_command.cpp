@@ -33,7 +33,6 @@ constexpr int32_t kPassCostRepeats = 7;
 struct BenchOptions {
   std::string model, draft_model, prompts_dir = "bench/prompts", json;
   bool draft_ngram = false, no_cache_check = false, no_chat = false;
-  HybridOption hybrid;
   NgramParams ngram;
   bool ngram_given = false;  // any --ngram-* option
   std::vector<int32_t> gammas = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -41,8 +40,7 @@ struct BenchOptions {
   std::vector<std::string> categories = {"summary", "opinion", "code"};
   float top_p = 0.9f;
   int32_t n_predict = 200, repeats = 3, threads = 0, n_ctx = 2048, cache_tokens = 32;
-  int32_t draft_vocab = kDefaultDraftVocab;
-  DraftLengthParams draft_length = default_draft_length();
+  DraftModelOptions drafting;
   uint64_t seed = 1;
 };
 
@@ -114,9 +112,7 @@ void add_options(ArgParser& p, BenchOptions& o) {
              "drafts; see --ngram-policy)",
              o.draft_ngram);
   add_ngram_options(p, o.ngram, o.ngram_given);
-  add_draft_vocab_option(p, o.draft_vocab);
-  add_hybrid_option(p, o.hybrid);
-  add_draft_length_options(p, o.draft_length);
+  add_draft_model_options(p, o.drafting);
   p.add_value({"--gammas"}, "LIST", "comma-separated gammas, 1..64 (default 1,2,3,4,5,6,7,8)",
               [&o](const std::string& v) {
                 o.gammas.clear();
@@ -211,7 +207,7 @@ int bench_command(const std::vector<std::string>& args) {
     fail(o.draft_ngram ? "--draft-ngram and -md are mutually exclusive"
                        : "bench needs a drafter: -md DRAFT or --draft-ngram");
   }
-  const bool hybrid = check_hybrid_option(o.hybrid, !o.draft_model.empty());
+  const bool hybrid = check_hybrid_option(o.drafting.hybrid, !o.draft_model.empty());
   check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram || hybrid);
   std::vector<BenchPrompt> prompts = load_prompts(o);
 
@@ -220,7 +216,7 @@ int bench_command(const std::vector<std::string>& args) {
   EngineOptions eo;
   eo.n_ctx = o.n_ctx;
   eo.n_threads = thread_count(o.threads);
-  eo.draft_vocab = o.draft_vocab;
+  eo.draft_vocab = o.drafting.vocab;
   auto engine = std::make_unique<Engine>(target, draft.get(), eo);
 
   const int32_t max_gamma = *std::max_element(o.gammas.begin(), o.gammas.end());
@@ -250,7 +246,7 @@ int bench_command(const std::vector<std::string>& args) {
     go.ignore_eos = true;  // fixed-length runs
     go.speculative = gamma > 0;
     go.draft_max = gamma > 0 ? gamma : 1;
-    go.draft_length = o.draft_length;
+    go.draft_length = o.drafting.length;
     go.hybrid = hybrid;
     go.drafter = o.draft_ngram ? DrafterKind::Ngram : DrafterKind::Model;
     go.ngram = o.ngram;
@@ -322,8 +318,8 @@ int bench_command(const std::vector<std::string>& args) {
             << (o.draft_ngram ? std::string()
                               : ", scoring " + std::to_string(draft_width) + " of " +
                                     std::to_string(target.model->config().n_vocab) + " tokens, " +
-                                    (o.draft_length.adaptive ? "adaptive" : "fixed") + " length" +
-                                    (hybrid ? ", hybrid with prompt lookup" : ""))
+                                    (o.drafting.length.adaptive ? "adaptive" : "fixed") +
+                                    " length" + (hybrid ? ", hybrid with prompt lookup" : ""))
             << "\n"
             << "threads " << eo.n_threads << ", " << o.n_predict << " tokens per run, " << o.repeats
             << " repeats, top-p " << o.top_p << ", " << prompts.size() << " prompts ("
@@ -362,10 +358,10 @@ int bench_command(const std::vector<std::string>& args) {
                                 : nlohmann::json()},
         {"threads", eo.n_threads},
         {"draft_vocab", o.draft_ngram ? 0 : draft_width},
-        {"draft_policy", o.draft_length.adaptive ? "adaptive" : "fixed"},
+        {"draft_policy", o.drafting.length.adaptive ? "adaptive" : "fixed"},
         {"draft_hybrid", hybrid},
-        {"draft_cost", o.draft_length.draft_cost},
-        {"draft_verify_cost", o.draft_length.verify_cost},
+        {"draft_cost", o.drafting.length.draft_cost},
+        {"draft_verify_cost", o.drafting.length.verify_cost},
         {"n_ctx", o.n_ctx},
         {"n_predict", o.n_predict},
         {"repeats", o.repeats},

@@ -51,7 +51,6 @@ std::string format_turn_stats(const GenerationResult& r) {
 int chat_command(const std::vector<std::string>& args) {
   std::string model, draft_model, system_prompt;
   int32_t n_predict = -1, n_ctx = 4096, threads = 0, draft_max = kDefaultDraftMax, top_k = 40;
-  int32_t draft_vocab = kDefaultDraftVocab;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int64_t seed = -1;
   ArgParser p("specdec chat -m MODEL [-md DRAFT] [options]",
@@ -63,11 +62,8 @@ int chat_command(const std::vector<std::string>& args) {
   p.add_string({"-md", "--model-draft"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", draft_model);
   p.add_int({"--draft-max", "--draft"}, "N", "tokens drafted per round (gamma)", draft_max, 1, 64);
-  add_draft_vocab_option(p, draft_vocab);
-  DraftLengthParams draft_length = default_draft_length();
-  add_draft_length_options(p, draft_length);
-  HybridOption hybrid_option;
-  add_hybrid_option(p, hybrid_option);
+  DraftModelOptions drafting;
+  add_draft_model_options(p, drafting);
   p.add_string({"-sys", "--system-prompt"}, "TEXT", "system message", system_prompt);
   p.add_int({"-n", "--n-predict"}, "N", "most tokens per reply (-1: until the turn ends)",
             n_predict, -1, 1 << 20);
@@ -90,14 +86,14 @@ int chat_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (model.empty()) fail("-m MODEL is required (see specdec chat --help)");
-  const bool hybrid = check_hybrid_option(hybrid_option, !draft_model.empty());
+  const bool hybrid = check_hybrid_option(drafting.hybrid, !draft_model.empty());
 
   LoadedModel target = LoadedModel::load(model);
   std::unique_ptr<LoadedModel> draft = load_draft(draft_model);
   EngineOptions eo;
   eo.n_ctx = n_ctx;
   eo.n_threads = thread_count(threads);
-  eo.draft_vocab = draft_vocab;
+  eo.draft_vocab = drafting.vocab;
   Engine engine(target, draft.get(), eo);
 
   const bool interactive = isatty(STDIN_FILENO) != 0;
@@ -145,7 +141,7 @@ int chat_command(const std::vector<std::string>& args) {
     go.sampling.min_p = min_p;
     go.sampling.seed = seeds();  // a fresh stream per turn, reproducible from -s
     go.draft_max = draft_max;
-    go.draft_length = draft_length;
+    go.draft_length = drafting.length;
     go.hybrid = hybrid;
 
     g_interrupted = false;

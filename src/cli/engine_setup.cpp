@@ -161,4 +161,10 @@ std::string describe_ngram(const NgramParams& params) {
   return s.str();
 }
 
+void add_draft_model_options(ArgParser& p, DraftModelOptions& options) {
+  add_draft_vocab_option(p, options.vocab);
+  add_draft_length_options(p, options.length);
+  add_hybrid_option(p, options.hybrid);
+}
+
 }  // namespace specdec::cli

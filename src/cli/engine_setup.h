@@ -49,6 +49,15 @@ void add_hybrid_option(ArgParser& p, HybridOption& hybrid);
 // without one. Returns whether hybrid drafting is on.
 bool check_hybrid_option(const HybridOption& hybrid, bool has_draft_model);
 
+// How a draft model drafts: --draft-vocab, --draft-policy/--draft-cost/--draft-verify-cost
+// and --draft-hybrid, the same flags on every command that takes -md.
+struct DraftModelOptions {
+  int32_t vocab = kDefaultDraftVocab;
+  DraftLengthParams length = default_draft_length();
+  HybridOption hybrid;
+};
+void add_draft_model_options(ArgParser& p, DraftModelOptions& options);
+
 // The -md model, or nullptr when no draft was given (empty path).
 std::unique_ptr<LoadedModel> load_draft(const std::string& path);
 

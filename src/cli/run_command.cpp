@@ -23,11 +23,9 @@ namespace {
 struct RunOptions {
   std::string model, draft_model, prompt, prompt_file, system_prompt, stats_json;
   bool chat = false, ignore_eos = false, quiet = false, draft_ngram = false;
-  HybridOption hybrid;
   std::vector<std::string> stop;
   int32_t n_predict = 128, n_ctx = 4096, threads = 0, draft_max = kDefaultDraftMax;
-  int32_t draft_vocab = kDefaultDraftVocab;
-  DraftLengthParams draft_length = default_draft_length();
+  DraftModelOptions drafting;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int32_t top_k = 40;
   NgramParams ngram;
@@ -63,9 +61,7 @@ int run_command(const std::vector<std::string>& args) {
              "occurrence of the last n tokens (see --ngram-policy)",
              o.draft_ngram);
   add_ngram_options(p, o.ngram, o.ngram_given);
-  add_hybrid_option(p, o.hybrid);
-  add_draft_vocab_option(p, o.draft_vocab);
-  add_draft_length_options(p, o.draft_length);
+  add_draft_model_options(p, o.drafting);
   p.add_int({"--draft-max", "--draft"}, "N",
             "tokens drafted per round (gamma; with --draft-ngram's adaptive policy the most)",
             o.draft_max, 1, 64);
@@ -117,7 +113,7 @@ int run_command(const std::vector<std::string>& args) {
   if (o.draft_ngram && !o.draft_model.empty()) {
     fail("--draft-ngram and -md are mutually exclusive: draft with a model or by prompt lookup");
   }
-  const bool hybrid = check_hybrid_option(o.hybrid, !o.draft_model.empty());
+  const bool hybrid = check_hybrid_option(o.drafting.hybrid, !o.draft_model.empty());
   check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram || hybrid);
 
   const auto load_start = std::chrono::steady_clock::now();
@@ -130,7 +126,7 @@ int run_command(const std::vector<std::string>& args) {
   EngineOptions eo;
   eo.n_ctx = o.n_ctx;
   eo.n_threads = thread_count(o.threads);
-  eo.draft_vocab = o.draft_vocab;
+  eo.draft_vocab = o.drafting.vocab;
   Engine engine(target, draft.get(), eo);
 
   if (o.chat) {
@@ -153,7 +149,7 @@ int run_command(const std::vector<std::string>& args) {
   go.stop = o.stop;
   go.ignore_eos = o.ignore_eos;
   go.draft_max = o.draft_max;
-  go.draft_length = o.draft_length;
+  go.draft_length = o.drafting.length;
   go.hybrid = hybrid;
   if (hybrid) go.ngram = o.ngram;
   if (o.draft_ngram) {

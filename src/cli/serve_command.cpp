@@ -84,7 +84,7 @@ int serve_command(const std::vector<std::string>& args) {
   std::string model, draft_model;
   server::ServerConfig config;
   int32_t port = config.port, threads = 0, n_ctx = 4096, queue_size = 16,
-          draft_max = kDefaultDraftMax, draft_vocab = kDefaultDraftVocab;
+          draft_max = kDefaultDraftMax;
   uint64_t max_body = config.max_body_bytes;
   int32_t max_connections = static_cast<int32_t>(config.max_connections);
   float request_timeout_s = 20, shutdown_grace_s = 30;
@@ -102,11 +102,8 @@ int serve_command(const std::vector<std::string>& args) {
                "draft model (GGUF) sharing the target's vocabulary", draft_model);
   p.add_int({"--draft-max", "--draft"}, "N", "default tokens drafted per round (gamma)", draft_max,
             1, 64);
-  add_draft_vocab_option(p, draft_vocab);
-  config.draft_length = default_draft_length();
-  add_draft_length_options(p, config.draft_length);
-  HybridOption hybrid;
-  add_hybrid_option(p, hybrid);
+  DraftModelOptions drafting;
+  add_draft_model_options(p, drafting);
   p.add_string({"--host"}, "ADDR", "address to listen on (0.0.0.0: every interface)", config.host);
   p.add_int({"--port"}, "N", "port to listen on (0: any free port, printed at start)", port, 0,
             65535);
@@ -131,7 +128,8 @@ int serve_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (model.empty()) fail("-m MODEL is required (see specdec serve --help)");
-  config.hybrid = check_hybrid_option(hybrid, !draft_model.empty());
+  config.hybrid = check_hybrid_option(drafting.hybrid, !draft_model.empty());
+  config.draft_length = drafting.length;
   if (max_body == 0) fail("--max-body-bytes must be at least 1");
   config.port = port;
   config.queue_size = static_cast<size_t>(queue_size);
@@ -170,7 +168,7 @@ int serve_command(const std::vector<std::string>& args) {
   EngineOptions eo;
   eo.n_ctx = n_ctx;
   eo.n_threads = thread_count(threads);
-  eo.draft_vocab = draft_vocab;
+  eo.draft_vocab = drafting.vocab;
   Engine engine(target, draft.get(), eo);
   if (!watcher.signalled()) {
     server.attach(engine);

@@ -16,7 +16,6 @@ int verify_command(const std::vector<std::string>& args) {
   std::string model, draft_model;
   std::vector<std::string> prompts;
   int32_t samples = 200, tokens = 2, draft_max = 4, threads = 0, n_ctx = 512, top_k = 40;
-  int32_t draft_vocab = kDefaultDraftVocab;
   float temp = 1.0f, top_p = 0.95f, min_p = 0.0f;
   uint64_t seed = 1;
   ArgParser p("specdec verify -m TARGET -md DRAFT [options]",
@@ -32,11 +31,8 @@ int verify_command(const std::vector<std::string>& args) {
   p.add_int({"--samples"}, "N", "continuations per prompt and mode", samples, 2, 1000000);
   p.add_int({"-n", "--n-predict"}, "N", "tokens per continuation", tokens, 1, 64);
   p.add_int({"--draft-max", "--draft"}, "N", "tokens drafted per round (gamma)", draft_max, 1, 64);
-  add_draft_vocab_option(p, draft_vocab);
-  DraftLengthParams draft_length = default_draft_length();
-  add_draft_length_options(p, draft_length);
-  HybridOption hybrid;
-  add_hybrid_option(p, hybrid);
+  DraftModelOptions drafting;
+  add_draft_model_options(p, drafting);
   p.add_float({"--temp"}, "T", "temperature (> 0: the check is about sampling)", temp, 0.01, 100.0);
   p.add_int({"--top-k"}, "K", "top-k filter (0: off)", top_k, 0, 1 << 24);
   p.add_float({"--top-p"}, "P", "top-p filter (1: off)", top_p, 0.0, 1.0);
@@ -57,7 +53,7 @@ int verify_command(const std::vector<std::string>& args) {
   EngineOptions eo;
   eo.n_ctx = n_ctx;
   eo.n_threads = thread_count(threads);
-  eo.draft_vocab = draft_vocab;
+  eo.draft_vocab = drafting.vocab;
   Engine engine(target, &draft, eo);
 
   SelfCheckOptions o;
@@ -66,8 +62,8 @@ int verify_command(const std::vector<std::string>& args) {
   o.tokens = tokens;
   o.generation.sampling = {temp, top_k, top_p, min_p, seed};
   o.generation.draft_max = draft_max;
-  o.generation.draft_length = draft_length;
-  o.generation.hybrid = check_hybrid_option(hybrid, true);
+  o.generation.draft_length = drafting.length;
+  o.generation.hybrid = check_hybrid_option(drafting.hybrid, true);
   o.generation.ignore_eos = true;
   ProgressBar bar("sampling");
   SelfCheckReport r =
