@@ -123,10 +123,14 @@ def test_slowloris_is_timed_out_without_delaying_others(fault_server):
         t.join(15)
         assert not t.is_alive()
     assert max(latencies) < 1.0, latencies
+    print(f"slowloris: 8 trickling clients; 10 other requests meanwhile, slowest "
+          f"{max(latencies) * 1000:.0f} ms")
     for name, (answer, seconds) in results.items():
         assert answer.startswith(b"HTTP/1.1 408 "), (name, answer[:200])
         assert error_of(answer)["code"] == "request_timeout"
         assert 1.4 <= seconds < 4.0, (name, seconds)
+    print("slowloris: 408 after " + ", ".join(f"{sec:.2f}" for _, sec in sorted(results.values(),
+                                                                               key=lambda r: r[1])) + " s")
     m = fault_server.metrics()
     assert m["specdec_http_request_timeouts_total"] >= 8
 
@@ -195,7 +199,9 @@ def test_endless_headers_cost_bounded_memory(fault_server):
         except (BrokenPipeError, ConnectionResetError):
             pass
     assert sent < 8 << 20, "the server kept reading headers"
-    assert rss_kib(fault_server.proc.pid) - before < 16 * 1024
+    grown = rss_kib(fault_server.proc.pid) - before
+    print(f"endless headers: cut after {sent / 1024:.0f} KiB sent, RSS {grown:+d} KiB")
+    assert grown < 16 * 1024
     assert fault_server.alive()
 
 
@@ -334,6 +340,9 @@ def test_32_streaming_clients_with_random_disconnects(fault_server):
     assert plan.count(None) <= started <= 32
     assert plan.count(None) <= first <= started
     assert m["specdec_slots_busy"] == 0
+    print(f"32 streaming clients, {32 - plan.count(None)} disconnecting: finished "
+          f"{delta['specdec_generation_finished_total']:.0f}, cancelled "
+          f"{delta['specdec_generation_cancelled_total']:.0f}, failed 0")
     assert fault_server.alive()
 
 
@@ -438,6 +447,7 @@ def test_sigterm_grace_period_bounds_the_drain(cli, models):
     t.join(30)
     assert code == 0
     assert elapsed < 5, elapsed
+    print(f"grace 0.5 s: a 4000-token stream cut, exit 0 after {elapsed:.2f} s")
     data = outcomes["long"][1]
     assert b'"finish_reason":"length"' not in data  # cut short, and it says why:
     assert b'"code":"shutting_down"' in data
