@@ -1,4 +1,5 @@
-// Model::forward: the transformer, step by step, for k tokens on top of the KV cache.
+// Model::forward: the transformer, step by step, for k tokens on top of the KV cache; and
+// forward_batch, the same pass over the new tokens of several sequences, each with its cache.
 //
 // Batch invariance: every step is either a matmul (invariant by contract), a per-token kernel
 // from ops.h (depends only on that token's row), or attention (per token and head, over that
@@ -104,6 +105,41 @@ void check_arguments(const ModelConfig& c, std::span<const int32_t> tokens,
   if (!logit_rows.empty() && logits_out == nullptr) fail("forward: logits_out is null");
 }
 
+// The output head for n_out normalized rows in s.xn: the whole vocabulary, or only a subset's
+// rows as views of the matrix (so every logit comes from the kernel that computes it without a
+// subset), in one hand-off. Logit row j goes to out[j * width ...].
+void output_head(const WeightMatrix& head, const VocabSubset* vocab, int64_t n_out, float* out,
+                 Scratch& s, ThreadPool& pool) {
+  if (vocab == nullptr) {
+    matmul(head, s.xn.data(), n_out, out, pool);
+    return;
+  }
+  // One row writes straight into place; several go through scratch, since matmul lays each
+  // view's rows out together.
+  const auto& ranges = vocab->ranges();
+  const int64_t width = vocab->width();
+  s.head_views.resize(ranges.size());
+  s.head_targets.resize(ranges.size());
+  if (n_out > 1) s.head_out.resize(static_cast<size_t>(n_out * width));
+  float* base = n_out == 1 ? out : s.head_out.data();
+  int64_t offset = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    s.head_views[i] = weight_rows(head, ranges[i].first, ranges[i].second);
+    s.head_targets[i] = {&s.head_views[i], base + offset * n_out};
+    offset += s.head_views[i].rows;
+  }
+  matmul_group(s.head_targets, s.xn.data(), n_out, pool);
+  if (n_out == 1) return;
+  offset = 0;
+  for (const WeightMatrix& v : s.head_views) {
+    const float* src = base + offset * n_out;
+    for (int64_t j = 0; j < n_out; ++j) {
+      std::copy_n(src + j * v.rows, v.rows, out + j * width + offset);
+    }
+    offset += v.rows;
+  }
+}
+
 }  // namespace
 
 size_t Model::scratch_bytes() const {
@@ -120,19 +156,50 @@ size_t Model::scratch_bytes() const {
 void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                     KvCache& cache, std::span<const int32_t> logit_rows, float* logits_out,
                     ThreadPool& pool, const VocabSubset* vocab) {
+  const SequenceRows one{tokens, positions, &cache, logit_rows, logits_out};
+  forward_batch(std::span<const SequenceRows>(&one, 1), pool, vocab);
+}
+
+void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& pool,
+                          const VocabSubset* vocab) {
   const ModelConfig& c = config_;
-  check_arguments(c, tokens, positions, cache, logit_rows, logits_out);
+  for (size_t q = 0; q < sequences.size(); ++q) {
+    const SequenceRows& sq = sequences[q];
+    if (sq.cache == nullptr) fail("forward: sequence ", q, " has no KV cache");
+    check_arguments(c, sq.tokens, sq.positions, *sq.cache, sq.logit_rows, sq.logits_out);
+    for (size_t r = 0; r < q; ++r) {
+      if (sequences[r].cache == sq.cache) fail("forward: two sequences share one KV cache");
+    }
+  }
   if (vocab != nullptr && vocab->n_vocab() != c.n_vocab) {
     fail("forward: vocabulary subset made for ", vocab->n_vocab(), " tokens, the model has ",
          c.n_vocab);
   }
-  const auto k = static_cast<int64_t>(tokens.size());
+  int64_t k = 0;
+  for (const SequenceRows& sq : sequences) k += static_cast<int64_t>(sq.tokens.size());
   if (k == 0) return;
 
   const ModelWeights& w = impl_->weights;
   Scratch& s = impl_->scratch;
   reserve_scratch(c, s, k);
-  const int32_t first_slot = cache.length();
+  // Every row's token, position, sequence and cache slot (its sequence's first free slot plus
+  // its index there), and the logit rows of all sequences as rows of the whole pass.
+  s.row_tokens.clear();
+  s.row_positions.clear();
+  s.row_sequence.clear();
+  s.row_slot.clear();
+  s.logit_rows.clear();
+  for (size_t q = 0; q < sequences.size(); ++q) {
+    const SequenceRows& sq = sequences[q];
+    const auto base = static_cast<int32_t>(s.row_tokens.size());
+    for (int32_t r : sq.logit_rows) s.logit_rows.push_back(base + r);
+    for (size_t i = 0; i < sq.tokens.size(); ++i) {
+      s.row_tokens.push_back(sq.tokens[i]);
+      s.row_positions.push_back(sq.positions[i]);
+      s.row_sequence.push_back(static_cast<int32_t>(q));
+      s.row_slot.push_back(sq.cache->length() + static_cast<int32_t>(i));
+    }
+  }
   const int64_t E = c.n_embd, Q = c.q_dim(), KV = c.kv_dim(), F = c.n_ff;
   const int64_t n_pairs = c.rope_dim / 2;
 
@@ -140,16 +207,17 @@ void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
   // sqrt(n_embd) for gemma, rounded to float first as llama.cpp does).
   const float embd_scale = std::sqrt(static_cast<float>(E));
   for (int64_t i = 0; i < k; ++i) {
-    dequantize_row(w.token_embd, tokens[i], &s.x[i * E]);
+    dequantize_row(w.token_embd, s.row_tokens[i], &s.x[i * E]);
     if (c.scale_embd) ops::scale(&s.x[i * E], embd_scale, E);
   }
 
   // RoPE angles, once per token (shared by every layer and head): from its own position. Local
   // (sliding-window) layers have their own frequencies.
   for (int64_t i = 0; i < k; ++i) {
-    rope_angles(impl_->rope, positions[i], &s.rope_cos[i * n_pairs], &s.rope_sin[i * n_pairs]);
+    rope_angles(impl_->rope, s.row_positions[i], &s.rope_cos[i * n_pairs],
+                &s.rope_sin[i * n_pairs]);
     if (c.sliding_window > 0) {
-      rope_angles(impl_->rope_swa, positions[i], &s.rope_cos_swa[i * n_pairs],
+      rope_angles(impl_->rope_swa, s.row_positions[i], &s.rope_cos_swa[i * n_pairs],
                   &s.rope_sin_swa[i * n_pairs]);
     }
   }
@@ -171,7 +239,7 @@ void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
                       s.xn.data(), k, pool);
 
     // Biases (qwen2), per-head Q/K RMSNorm (gemma3), RoPE on Q and K at each token's position,
-    // Q pre-scaling (gemma3), then K and V into the cache at slot first_slot + i.
+    // Q pre-scaling (gemma3), then K and V into the row's own cache at the row's slot.
     per_token(pool, k, [&](int64_t i) {
       float* q = &s.q[i * Q];
       float* kk = &s.kv_k[i * KV];
@@ -195,7 +263,8 @@ void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
       apply_rope(c.rope_style, q, c.n_head, c.head_dim, c.rope_dim, cs, sn);
       apply_rope(c.rope_style, kk, c.n_head_kv, c.head_dim, c.rope_dim, cs, sn);
       if (c.scale_q) ops::scale(q, c.attn_scale, Q);
-      const auto slot = static_cast<int32_t>(first_slot + i);
+      KvCache& cache = *sequences[static_cast<size_t>(s.row_sequence[i])].cache;
+      const int32_t slot = s.row_slot[i];
       for (int32_t h = 0; h < c.n_head_kv; ++h) {
         const int64_t D = c.head_dim;
         std::copy(kk + h * D, kk + (h + 1) * D, cache.k(l, h, slot));
@@ -203,10 +272,18 @@ void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
       }
     });
 
-    // Causal attention of token i over slots [0, first_slot + i], or over the last
-    // sliding_window of them in a local layer.
-    causal_attention(c, cache, l, first_slot, s.q.data(), k, s.attn.data(), s, pool,
-                     c.scale_q ? 1.0f : c.attn_scale, local ? c.sliding_window : 0);
+    // Causal attention, per sequence over its own cache: its token i over slots
+    // [0, first_slot + i], or over the last sliding_window of them in a local layer.
+    int64_t row0 = 0;
+    for (const SequenceRows& sq : sequences) {
+      const auto n = static_cast<int64_t>(sq.tokens.size());
+      if (n > 0) {
+        causal_attention(c, *sq.cache, l, sq.cache->length(), s.q.data() + row0 * Q, n,
+                         s.attn.data() + row0 * Q, s, pool, c.scale_q ? 1.0f : c.attn_scale,
+                         local ? c.sliding_window : 0);
+      }
+      row0 += n;
+    }
 
     // Output projection and residual: x += attn_output(attn) (RMSNorm'd first with post-norms).
     matmul(L.wo, s.attn.data(), k, s.proj.data(), pool);
@@ -238,43 +315,31 @@ void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> po
       ops::add(&s.x[i * E], &s.proj[i * E], E);
     });
   }
-  cache.advance(static_cast<int32_t>(k));
+  for (const SequenceRows& sq : sequences) {
+    sq.cache->advance(static_cast<int32_t>(sq.tokens.size()));
+  }
 
   // Logits, only for the requested rows: final RMSNorm of those rows (packed into xn), then
-  // the output matrix (token_embd when tied).
-  const auto n_out = static_cast<int64_t>(logit_rows.size());
+  // the output matrix (token_embd when tied). One sequence writes straight to its logits_out;
+  // several share one product, then each gets its rows.
+  const auto n_out = static_cast<int64_t>(s.logit_rows.size());
   if (n_out == 0) return;
   per_token(pool, n_out, [&](int64_t j) {
-    ops::rms_norm(&s.x[logit_rows[j] * E], w.output_norm.data(), E, c.rms_eps, &s.xn[j * E]);
+    ops::rms_norm(&s.x[s.logit_rows[j] * E], w.output_norm.data(), E, c.rms_eps, &s.xn[j * E]);
   });
-  if (vocab == nullptr) {
-    matmul(w.output, s.xn.data(), n_out, logits_out, pool);
-    return;
+  const int64_t width = vocab == nullptr ? c.n_vocab : vocab->width();
+  float* out = sequences.size() == 1 ? sequences[0].logits_out : nullptr;
+  if (out == nullptr) {
+    s.logits.resize(static_cast<size_t>(n_out * width));
+    out = s.logits.data();
   }
-  // Only the subset's rows of the head, as views of the whole matrix (so every logit comes from
-  // the kernel that computes it without a subset), in one hand-off. One row writes straight
-  // into place; several go through scratch, since matmul lays each view's rows out together.
-  const auto& ranges = vocab->ranges();
-  const int64_t width = vocab->width();
-  s.head_views.resize(ranges.size());
-  s.head_targets.resize(ranges.size());
-  if (n_out > 1) s.head_out.resize(static_cast<size_t>(n_out * width));
-  float* base = n_out == 1 ? logits_out : s.head_out.data();
-  int64_t offset = 0;
-  for (size_t i = 0; i < ranges.size(); ++i) {
-    s.head_views[i] = weight_rows(w.output, ranges[i].first, ranges[i].second);
-    s.head_targets[i] = {&s.head_views[i], base + offset * n_out};
-    offset += s.head_views[i].rows;
-  }
-  matmul_group(s.head_targets, s.xn.data(), n_out, pool);
-  if (n_out == 1) return;
-  offset = 0;
-  for (const WeightMatrix& v : s.head_views) {
-    const float* src = base + offset * n_out;
-    for (int64_t j = 0; j < n_out; ++j) {
-      std::copy_n(src + j * v.rows, v.rows, logits_out + j * width + offset);
-    }
-    offset += v.rows;
+  output_head(w.output, vocab, n_out, out, s, pool);
+  if (sequences.size() == 1) return;
+  int64_t j = 0;
+  for (const SequenceRows& sq : sequences) {
+    const auto rows = static_cast<int64_t>(sq.logit_rows.size());
+    std::copy_n(out + j * width, rows * width, sq.logits_out);
+    j += rows;
   }
 }
 

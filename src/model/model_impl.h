@@ -46,6 +46,10 @@ struct Scratch {
   std::vector<WeightMatrix> head_views;
   std::vector<MatmulTarget> head_targets;
   std::vector<float> head_out;
+  // A multi-sequence pass: every row's token, position, sequence and cache slot; the logit rows
+  // of all sequences (indices into the pass's rows) and their logits before they are handed out.
+  std::vector<int32_t> row_tokens, row_positions, row_sequence, row_slot, logit_rows;
+  std::vector<float> logits;
 };
 
 struct Model::Impl {
