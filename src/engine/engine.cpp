@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/error.h"
+#include "engine/batch_coordinator.h"
 #include "engine/draft_vocab.h"
 #include "engine/model_lm.h"
 #include "engine/stop_matcher.h"
@@ -54,16 +55,44 @@ Engine::Engine(LoadedModel& target, LoadedModel* draft, const EngineOptions& opt
     : target_(target), draft_(draft), options_(options) {
   if (options_.n_ctx < 2) fail("context size must be at least 2, got ", options_.n_ctx);
   if (draft_ != nullptr) check_vocab_compatible(*draft_->tokenizer, *target_.tokenizer);
+  if (options_.n_slots < 1 || options_.n_slots > 256) {
+    fail("slots must be in [1, 256], got ", options_.n_slots);
+  }
   pool_ = std::make_unique<ThreadPool>(std::max(1, options_.n_threads));
-  seq_ = std::make_unique<Sequences>(*target_.model, draft_ ? draft_->model.get() : nullptr,
-                                     options_.n_ctx, *pool_);
   if (options_.draft_vocab < 0)
     fail("draft vocabulary size must be >= 0, got ", options_.draft_vocab);
-  if (seq_->draft)
-    seq_->draft->set_vocab_subset(draft_vocab_subset(*draft_->tokenizer, options_.draft_vocab));
+  if (options_.n_slots > 1) coordinator_ = std::make_unique<BatchCoordinator>(*pool_);
+  for (int32_t i = 0; i < options_.n_slots; ++i) {
+    auto s = std::make_unique<Sequences>(*target_.model, draft_ ? draft_->model.get() : nullptr,
+                                         options_.n_ctx, *pool_);
+    if (s->draft) {
+      s->draft->set_vocab_subset(draft_vocab_subset(*draft_->tokenizer, options_.draft_vocab));
+    }
+    if (coordinator_) {
+      s->target.set_coordinator(coordinator_.get(), options_.prefill_chunk);
+      if (s->draft) s->draft->set_coordinator(coordinator_.get(), options_.prefill_chunk);
+    }
+    slots_.push_back(std::move(s));
+  }
 }
 
-int32_t Engine::draft_vocab_width() const { return seq_->draft ? seq_->draft->logit_width() : 0; }
+std::vector<int32_t> Engine::slot_history(int32_t slot) const {
+  if (slot < 0 || slot >= options_.n_slots) fail("no slot ", slot);
+  return slots_[static_cast<size_t>(slot)]->history;
+}
+
+void Engine::set_pass_observer(std::function<void(bool, int64_t, int64_t)> fn) {
+  if (!coordinator_) return;
+  const Model* target = target_.model.get();
+  coordinator_->set_pass_observer(
+      [fn = std::move(fn), target](const Model& m, int64_t rows, int64_t sequences) {
+        fn(&m == target, rows, sequences);
+      });
+}
+
+int32_t Engine::draft_vocab_width() const {
+  return slots_[0]->draft ? slots_[0]->draft->logit_width() : 0;
+}
 
 Engine::~Engine() = default;
 
@@ -72,19 +101,23 @@ std::vector<int32_t> Engine::tokenize_prompt(std::string_view text) const {
 }
 
 GenerationResult Engine::generate(std::span<const int32_t> prompt, const GenerationOptions& opts,
-                                  const TextCallback& on_text, const LogprobCallback& on_logprobs) {
-  return run(prompt, opts, on_text, {}, on_logprobs);
+                                  const TextCallback& on_text, const LogprobCallback& on_logprobs,
+                                  int32_t slot) {
+  return run(prompt, opts, on_text, {}, on_logprobs, slot);
 }
 
 GenerationResult Engine::generate_pieces(std::span<const int32_t> prompt,
                                          const GenerationOptions& opts,
                                          const PieceCallback& on_piece) {
-  return run(prompt, opts, {}, on_piece, {});
+  return run(prompt, opts, {}, on_piece, {}, 0);
 }
 
 GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOptions& opts,
                              const TextCallback& on_text, const PieceCallback& on_piece,
-                             const LogprobCallback& on_logprobs) {
+                             const LogprobCallback& on_logprobs, int32_t slot) {
+  if (slot < 0 || slot >= options_.n_slots) {
+    fail("slot ", slot, " does not exist (the engine has ", options_.n_slots, ")");
+  }
   using Clock = std::chrono::steady_clock;
   const auto n_prompt = static_cast<int32_t>(prompt.size());
   if (n_prompt == 0) fail("the prompt is empty after tokenization");
@@ -108,7 +141,18 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
 
   // Reuse the longest prefix both caches still hold (the protocol needs the last prompt token
   // pending, hence at most n_prompt - 1).
-  Sequences& s = *seq_;
+  Sequences& s = *slots_[static_cast<size_t>(slot)];
+  // With several slots this generation's passes join the batch until it returns, however it
+  // returns (the coordinator would otherwise wait for it forever).
+  struct Membership {
+    BatchCoordinator* c;
+    explicit Membership(BatchCoordinator* coordinator) : c(coordinator) {
+      if (c) c->join();
+    }
+    ~Membership() {
+      if (c) c->leave();
+    }
+  } membership(coordinator_.get());
   int32_t n_cached = 0;
   const int32_t limit = std::min({static_cast<int32_t>(s.history.size()), s.target.length(),
                                   use_model ? s.draft->length() : s.target.length(), n_prompt - 1});
@@ -132,7 +176,9 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   SpeculativeDecoder decoder =
       drafter ? SpeculativeDecoder(s.target, *drafter, opts.sampling, opts.draft_max, rng)
               : SpeculativeDecoder(s.target, nullptr, opts.sampling, 0, rng);
-  decoder.set_thread_pool(pool_.get());
+  // The pool is for one caller at a time: with several slots, distributions are built on each
+  // slot's own thread (same bits either way).
+  decoder.set_thread_pool(coordinator_ ? nullptr : pool_.get());
   decoder.set_logprobs(opts.logprobs);
   const Tokenizer& tok = tokenizer();
   auto is_end = [&tok, &opts](int32_t id) { return !opts.ignore_eos && tok.is_eog(id); };

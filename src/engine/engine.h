@@ -20,6 +20,7 @@
 
 namespace specdec {
 
+class BatchCoordinator;
 class ThreadPool;
 
 struct EngineOptions {
@@ -28,6 +29,13 @@ struct EngineOptions {
   // The draft model scores only this many of the most frequent tokens (plus control tokens;
   // engine/draft_vocab.h); 0: the whole vocabulary. Lossless either way.
   int32_t draft_vocab = 0;
+  // Sequences decoded at once (batched serving): each slot has its own KV caches and prompt
+  // cache, and generate() calls on different slots, from different threads, share forward passes
+  // (engine/batch_coordinator.h). 1: a single sequence, no coordination.
+  int32_t n_slots = 1;
+  // With several slots: prompts are prefilled in chunks of this many tokens, each chunk one
+  // batched pass, so that a long prompt does not stall the other slots' decoding.
+  int32_t prefill_chunk = 32;
 };
 
 // Where a request's drafts come from. The choice is per request (not per Engine) so that one
@@ -108,9 +116,18 @@ class Engine {
   // a chat-formatted prompt that already starts with the BOS text gets no second BOS.
   std::vector<int32_t> tokenize_prompt(std::string_view text) const;
 
-  // Throws specdec::Error if the prompt does not fit the context.
+  int32_t n_slots() const { return options_.n_slots; }
+  // The tokens slot `slot`'s caches were last filled from (its reusable prompt prefix).
+  std::vector<int32_t> slot_history(int32_t slot) const;
+  // Called after every batched pass (several slots only) with its rows and sequences.
+  void set_pass_observer(std::function<void(bool target, int64_t rows, int64_t sequences)> fn);
+
+  // Throws specdec::Error if the prompt does not fit the context. With several slots, calls on
+  // different slots may run at the same time on different threads (one call per slot at a
+  // time); their passes are batched, and each result is what the slot would produce alone.
   GenerationResult generate(std::span<const int32_t> prompt, const GenerationOptions& options,
-                            const TextCallback& on_text, const LogprobCallback& on_logprobs = {});
+                            const TextCallback& on_text, const LogprobCallback& on_logprobs = {},
+                            int32_t slot = 0);
   // generate(), streaming each piece with the origin of the tokens it shows (specdec run
   // --color).
   GenerationResult generate_pieces(std::span<const int32_t> prompt,
@@ -120,14 +137,15 @@ class Engine {
   // Both of the above: on_text gets each chunk whole (as it always did), on_piece its runs.
   GenerationResult run(std::span<const int32_t> prompt, const GenerationOptions& options,
                        const TextCallback& on_text, const PieceCallback& on_piece,
-                       const LogprobCallback& on_logprobs);
+                       const LogprobCallback& on_logprobs, int32_t slot);
 
   LoadedModel& target_;
   LoadedModel* draft_;
   EngineOptions options_;
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<BatchCoordinator> coordinator_;  // with several slots
   struct Sequences;
-  std::unique_ptr<Sequences> seq_;
+  std::vector<std::unique_ptr<Sequences>> slots_;
 };
 
 }  // namespace specdec

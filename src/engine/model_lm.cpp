@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "engine/batch_coordinator.h"
 
 namespace specdec {
 
@@ -16,8 +17,22 @@ void ModelLM::forward(std::span<const int32_t> tokens, std::vector<float>& logit
   rows_.resize(k);
   std::iota(rows_.begin(), rows_.end(), 0);
   logits.resize(static_cast<size_t>(k) * logit_width());
-  model_.forward(tokens, positions_, cache_, rows_, logits.data(), pool_,
-                 vocab_ ? &*vocab_ : nullptr);
+  run(tokens, logits.data());
+}
+
+void ModelLM::run(std::span<const int32_t> tokens, float* logits) {
+  const VocabSubset* vocab = vocab_ ? &*vocab_ : nullptr;
+  if (coordinator_ != nullptr) {
+    coordinator_->forward(model_, cache_, tokens, positions_, rows_, logits, vocab);
+  } else {
+    model_.forward(tokens, positions_, cache_, rows_, logits, pool_, vocab);
+  }
+}
+
+void ModelLM::set_coordinator(BatchCoordinator* coordinator, int32_t prefill_chunk) {
+  if (prefill_chunk < 1) fail("prefill chunk must be at least 1 token, got ", prefill_chunk);
+  coordinator_ = coordinator;
+  prefill_chunk_ = static_cast<size_t>(prefill_chunk);
 }
 
 void ModelLM::set_vocab_subset(std::optional<VocabSubset> subset) {
@@ -30,17 +45,15 @@ void ModelLM::set_vocab_subset(std::optional<VocabSubset> subset) {
 void ModelLM::forward_last(std::span<const int32_t> tokens, std::vector<float>* last_logits) {
   // Long prompts go through in chunks so scratch memory stays bounded; chunking cannot change
   // any result because the forward pass is batch invariant.
-  constexpr size_t kChunk = 256;
-  for (size_t begin = 0; begin < tokens.size(); begin += kChunk) {
-    const size_t end = std::min(tokens.size(), begin + kChunk);
+  for (size_t begin = 0; begin < tokens.size(); begin += prefill_chunk_) {
+    const size_t end = std::min(tokens.size(), begin + prefill_chunk_);
     const auto k = static_cast<int32_t>(end - begin);
     positions_.resize(k);
     std::iota(positions_.begin(), positions_.end(), cache_.length());
     const bool want_logits = last_logits != nullptr && end == tokens.size();
     rows_.assign(want_logits ? 1 : 0, k - 1);
     if (want_logits) last_logits->resize(static_cast<size_t>(logit_width()));
-    model_.forward(tokens.subspan(begin, end - begin), positions_, cache_, rows_,
-                   want_logits ? last_logits->data() : nullptr, pool_, vocab_ ? &*vocab_ : nullptr);
+    run(tokens.subspan(begin, end - begin), want_logits ? last_logits->data() : nullptr);
   }
 }
 

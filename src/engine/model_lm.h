@@ -11,6 +11,7 @@
 
 namespace specdec {
 
+class BatchCoordinator;
 class ThreadPool;
 
 class ModelLM final : public CausalLM {
@@ -33,12 +34,21 @@ class ModelLM final : public CausalLM {
 
   const KvCache& cache() const { return cache_; }
 
+  // Route every forward pass through a coordinator (batched serving: engine/batch_coordinator.h)
+  // and prefill in chunks of prefill_chunk tokens, so that a long prompt shares passes with the
+  // other slots' decoding instead of stalling them. nullptr: run passes directly.
+  void set_coordinator(BatchCoordinator* coordinator, int32_t prefill_chunk);
+
  private:
   Model& model_;
   KvCache cache_;
   ThreadPool& pool_;
   std::vector<int32_t> positions_, rows_;
   std::optional<VocabSubset> vocab_;
+  BatchCoordinator* coordinator_ = nullptr;
+  size_t prefill_chunk_ = 256;
+
+  void run(std::span<const int32_t> tokens, float* logits);
 };
 
 }  // namespace specdec
