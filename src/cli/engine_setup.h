@@ -16,6 +16,10 @@ namespace specdec::cli {
 // The -t value, or every core of the machine when it was not given (0).
 int thread_count(int32_t requested);
 
+// `serve --parallel`: sequences generated at once. Four slots of the Qwen pair at 4,096 tokens
+// of context hold about 1.3 GiB of KV cache.
+inline constexpr int32_t kDefaultParallel = 4;
+
 // The most tokens a draft model proposes per round (gamma) unless --draft-max says otherwise.
 // With the adaptive length rule (the default) this is a cap: on the Qwen2.5-Coder pair, 2
 // threads, a cap of 8 with the adaptive rule and hybrid lookup beat a fixed gamma of 5 by 1.33x

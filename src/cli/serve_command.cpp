@@ -87,12 +87,14 @@ int serve_command(const std::vector<std::string>& args) {
           draft_max = kDefaultDraftMax;
   uint64_t max_body = config.max_body_bytes;
   int32_t max_connections = static_cast<int32_t>(config.max_connections);
+  int32_t parallel = kDefaultParallel, prefill_chunk = 32;
   float request_timeout_s = 20, shutdown_grace_s = 30;
   ArgParser p("specdec serve -m MODEL [-md DRAFT] [--host ADDR] [--port N] [options]",
               "Serves the model over an OpenAI-compatible HTTP API: POST /v1/completions and\n"
               "/v1/chat/completions (streaming or not), GET /v1/models, /health, /metrics.\n"
               "With -md, requests decode speculatively (lossless) unless they send\n"
-              "\"speculative\": false. Requests run one at a time in arrival order; a full\n"
+              "\"speculative\": false. --parallel N requests generate at once, their forward\n"
+              "passes batched (continuous batching); more wait in arrival order, and a full\n"
               "queue answers 503. Listens on loopback unless --host says otherwise; /health\n"
               "answers 503 \"loading\" until the models are loaded. SIGTERM or SIGINT: stop\n"
               "accepting, let requests in progress finish (--shutdown-grace), exit 0.");
@@ -112,7 +114,13 @@ int serve_command(const std::vector<std::string>& args) {
   p.add_int({"-t", "--threads"}, "N", "threads (default: all cores)", threads, 1, 1024);
   p.add_int({"-c", "--ctx-size"}, "N", "context size in tokens (prompt + generation)", n_ctx, 8,
             1 << 20);
-  p.add_int({"--queue-size"}, "N", "requests that may wait for the generation worker", queue_size,
+  p.add_int({"-np", "--parallel"}, "N",
+            "sequences generated at once (slots, each with its own KV caches and prompt cache)",
+            parallel, 1, 256);
+  p.add_int({"--prefill-chunk"}, "N",
+            "with --parallel > 1: prompt tokens per batched pass while others decode",
+            prefill_chunk, 1, 4096);
+  p.add_int({"--queue-size"}, "N", "requests that may wait for a free slot", queue_size,
             1, 4096);
   p.add_u64({"--max-body-bytes"}, "N", "largest request body accepted (413 above)", max_body);
   p.add_int({"--max-connections"}, "N", "connections served at once (more get 503)",
@@ -169,12 +177,15 @@ int serve_command(const std::vector<std::string>& args) {
   eo.n_ctx = n_ctx;
   eo.n_threads = thread_count(threads);
   eo.draft_vocab = drafting.vocab;
+  eo.n_slots = parallel;
+  eo.prefill_chunk = prefill_chunk;
   Engine engine(target, draft.get(), eo);
   if (!watcher.signalled()) {
     server.attach(engine);
     std::cerr << "specdec serve: ready: model '" << config.model_id << "'"
               << (draft ? " with draft '" + draft_model + "'" : std::string()) << ", context "
-              << n_ctx << ", " << eo.n_threads << " threads" << std::endl;
+              << n_ctx << ", " << eo.n_threads << " threads, " << parallel << " slot"
+              << (parallel == 1 ? "" : "s") << std::endl;
   }
   // Serves until a signal drains and stops the server; then the engine may go.
   listener.join();

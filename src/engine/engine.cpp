@@ -176,15 +176,17 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   SpeculativeDecoder decoder =
       drafter ? SpeculativeDecoder(s.target, *drafter, opts.sampling, opts.draft_max, rng)
               : SpeculativeDecoder(s.target, nullptr, opts.sampling, 0, rng);
-  // The pool is for one caller at a time: with several slots, distributions are built on each
-  // slot's own thread (same bits either way).
-  decoder.set_thread_pool(coordinator_ ? nullptr : pool_.get());
+  // The pool is for one caller at a time: with several slots, a slot builds distributions on it
+  // when no other slot is, on its own thread otherwise (same bits either way). The passes use
+  // it only while every slot waits for them.
+  decoder.set_thread_pool(pool_.get(), coordinator_ ? &pool_guard_ : nullptr);
   decoder.set_logprobs(opts.logprobs);
   const Tokenizer& tok = tokenizer();
   auto is_end = [&tok, &opts](int32_t id) { return !opts.ignore_eos && tok.is_eog(id); };
 
   GenerationResult result;
   result.stats.prompt_tokens = n_prompt;
+  result.stats.cached_tokens = n_cached;
   result.stats.speculative = speculative;
   result.stats.drafter = drafter ? drafter->kind() : "";
   if (use_ngram || (use_model && opts.hybrid)) result.stats.ngram = opts.ngram;

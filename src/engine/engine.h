@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -69,6 +70,7 @@ const char* finish_reason_name(FinishReason r);
 
 struct GenerationStats {
   int32_t prompt_tokens = 0;
+  int32_t cached_tokens = 0;  // of the prompt, reused from the slot's cache (not recomputed)
   int32_t generated_tokens = 0;
   double prefill_ms = 0;
   double decode_ms = 0;
@@ -144,6 +146,7 @@ class Engine {
   EngineOptions options_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<BatchCoordinator> coordinator_;  // with several slots
+  std::mutex pool_guard_;  // slots take turns using the pool for distributions
   struct Sequences;
   std::vector<std::unique_ptr<Sequences>> slots_;
 };

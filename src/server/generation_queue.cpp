@@ -1,5 +1,6 @@
 #include "server/generation_queue.h"
 
+#include <algorithm>
 #include <exception>
 
 namespace specdec::server {
@@ -60,9 +61,17 @@ void Job::finish(GenerationResult result, std::string error) {
   cv_.notify_all();
 }
 
-GenerationQueue::GenerationQueue(Runner runner, size_t capacity, Metrics& metrics)
-    : runner_(std::move(runner)), capacity_(capacity), metrics_(metrics) {
-  worker_ = std::thread([this] { work(); });
+GenerationQueue::GenerationQueue(Runner runner, size_t capacity, Metrics& metrics, int32_t n_slots,
+                                 PrefixLength prefix_length)
+    : runner_(std::move(runner)),
+      prefix_length_(std::move(prefix_length)),
+      capacity_(capacity),
+      metrics_(metrics),
+      assigned_(static_cast<size_t>(std::max(1, n_slots))),
+      running_(assigned_.size()) {
+  for (size_t slot = 0; slot < assigned_.size(); ++slot) {
+    workers_.emplace_back([this, slot] { work(static_cast<int32_t>(slot)); });
+  }
 }
 
 GenerationQueue::~GenerationQueue() { shutdown(); }
@@ -75,10 +84,31 @@ std::shared_ptr<Job> GenerationQueue::submit(std::vector<int32_t> prompt,
     if (stopping_ || queue_.size() >= capacity_) return nullptr;
     queue_.push_back(job);
     metrics_.admitted();
+    dispatch();
     metrics_.set_queue_length(static_cast<int64_t>(queue_.size()));
   }
-  cv_.notify_one();
+  cv_.notify_all();
   return job;
+}
+
+void GenerationQueue::dispatch() {
+  while (!queue_.empty()) {
+    // The free slot whose cache holds the longest prefix of the oldest job's prompt.
+    int32_t best = -1;
+    size_t best_len = 0;
+    for (size_t slot = 0; slot < assigned_.size(); ++slot) {
+      if (assigned_[slot] || running_[slot]) continue;
+      const size_t len =
+          prefix_length_ ? prefix_length_(static_cast<int32_t>(slot), queue_.front()->prompt_) : 0;
+      if (best < 0 || len > best_len) {
+        best = static_cast<int32_t>(slot);
+        best_len = len;
+      }
+    }
+    if (best < 0) return;  // every slot busy: the job waits
+    assigned_[static_cast<size_t>(best)] = std::move(queue_.front());
+    queue_.pop_front();
+  }
 }
 
 size_t GenerationQueue::queued() const {
@@ -86,28 +116,44 @@ size_t GenerationQueue::queued() const {
   return queue_.size();
 }
 
+size_t GenerationQueue::running() const {
+  std::lock_guard lock(mu_);
+  return static_cast<size_t>(
+      std::count_if(running_.begin(), running_.end(), [](const auto& j) { return j != nullptr; }));
+}
+
 void GenerationQueue::shutdown() {
   {
     std::lock_guard lock(mu_);
-    if (stopping_ && !worker_.joinable()) return;
+    if (stopping_ && workers_.empty()) return;
     stopping_ = true;
     for (auto& job : queue_) job->cancel();
-    if (running_) running_->cancel();
+    for (auto& job : assigned_) {
+      if (job) job->cancel();
+    }
+    for (auto& job : running_) {
+      if (job) job->cancel();
+    }
   }
   cv_.notify_all();
-  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
+  for (std::thread& w : workers_) {
+    if (w.joinable() && w.get_id() != std::this_thread::get_id()) w.join();
+  }
+  workers_.clear();
 }
 
-void GenerationQueue::work() {
+void GenerationQueue::work(int32_t slot) {
+  const auto s = static_cast<size_t>(slot);
   for (;;) {
     std::shared_ptr<Job> job;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and every queued job has been ended
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      running_ = job;
+      cv_.wait(lock,
+               [this, s] { return assigned_[s] != nullptr || (stopping_ && queue_.empty()); });
+      if (!assigned_[s]) return;  // stopping, and every queued job has been handed out
+      job = std::move(assigned_[s]);
+      assigned_[s].reset();
+      running_[s] = job;
       metrics_.set_queue_length(static_cast<int64_t>(queue_.size()));
     }
     GenerationResult result;
@@ -133,7 +179,7 @@ void GenerationQueue::work() {
               }
               return job->push_text(text);
             },
-            [&job](std::span<const TokenLogprob> entries) { job->push_logprobs(entries); });
+            [&job](std::span<const TokenLogprob> entries) { job->push_logprobs(entries); }, slot);
         if (result.finish == FinishReason::Cancelled) outcome = Metrics::Outcome::Cancelled;
       } catch (const std::exception& e) {
         error = e.what();
@@ -144,8 +190,13 @@ void GenerationQueue::work() {
     }
     metrics_.ended(outcome, result.stats);
     job->finish(std::move(result), std::move(error));
-    std::lock_guard lock(mu_);
-    running_.reset();
+    {
+      std::lock_guard lock(mu_);
+      running_[s].reset();
+      dispatch();  // this slot is free: the next job may be best placed here
+      metrics_.set_queue_length(static_cast<int64_t>(queue_.size()));
+    }
+    cv_.notify_all();
   }
 }
 

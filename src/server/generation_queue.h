@@ -1,10 +1,10 @@
-// One generation worker fed by a bounded FIFO queue.
+// Generation workers, one per engine slot, fed by a bounded FIFO queue.
 //
-// The Engine is a single sequence (one target KV cache and one draft KV cache), so requests run
-// one at a time on one worker thread; HTTP threads submit a Job and wait on it (whole result or
-// streamed text). We chose this over parallel sequences because a speculative round already
-// uses every core for one sequence and the engine's prompt-prefix cache then serves multi-turn
-// chats well; batching several sequences (one KV cache pair each) is a later improvement.
+// Each slot is a sequence with its own KV caches; its worker runs one job at a time, and the
+// engine batches the forward passes of all slots that are generating (continuous batching,
+// engine/batch_coordinator.h). HTTP threads submit a Job and wait on it (whole result or
+// streamed text). A queued job goes to the free slot whose cached prompt shares the longest
+// prefix with it (the follow-up turn of a chat, a shared system prompt), the lowest slot on a tie.
 //
 // A job ends exactly once: finished, cancelled (Job::cancel, e.g. the client went away; the
 // engine's text callback then returns false and the worker moves on) or failed (the engine
@@ -70,12 +70,16 @@ class Job {
 
 class GenerationQueue {
  public:
-  // What the worker runs for each job: Engine::generate in the server, a fake in tests.
-  using Runner = std::function<GenerationResult(std::span<const int32_t>, const GenerationOptions&,
-                                                const TextCallback&, const LogprobCallback&)>;
+  // What a worker runs for each job on its slot: Engine::generate in the server, a fake in tests.
+  using Runner =
+      std::function<GenerationResult(std::span<const int32_t>, const GenerationOptions&,
+                                     const TextCallback&, const LogprobCallback&, int32_t slot)>;
+  // How many leading tokens of `prompt` slot `slot` holds cached (for choosing a slot).
+  using PrefixLength = std::function<size_t(int32_t slot, std::span<const int32_t> prompt)>;
 
-  // capacity: how many jobs may wait (the running one not included).
-  GenerationQueue(Runner runner, size_t capacity, Metrics& metrics);
+  // capacity: how many jobs may wait (the running ones not included); n_slots workers.
+  GenerationQueue(Runner runner, size_t capacity, Metrics& metrics, int32_t n_slots = 1,
+                  PrefixLength prefix_length = {});
   ~GenerationQueue();  // shutdown()
   GenerationQueue(const GenerationQueue&) = delete;
   GenerationQueue& operator=(const GenerationQueue&) = delete;
@@ -83,23 +87,26 @@ class GenerationQueue {
   // nullptr when the queue is full or shut down (the caller answers 503).
   std::shared_ptr<Job> submit(std::vector<int32_t> prompt, GenerationOptions options);
 
-  // Cancels the running job and every queued one, then joins the worker. Idempotent.
+  // Cancels the running jobs and every queued one, then joins the workers. Idempotent.
   void shutdown();
 
   size_t queued() const;
+  size_t running() const;
 
  private:
-  void work();
+  void work(int32_t slot);
+  void dispatch();  // under mu_: hands queued jobs to free slots
 
   Runner runner_;
+  PrefixLength prefix_length_;
   const size_t capacity_;
   Metrics& metrics_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;
-  std::shared_ptr<Job> running_;
+  std::vector<std::shared_ptr<Job>> assigned_, running_;  // per slot
   bool stopping_ = false;
-  std::thread worker_;
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace specdec::server

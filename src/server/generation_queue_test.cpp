@@ -42,10 +42,10 @@ TEST(GenerationQueue, RunsJobsInOrderOnATinyModelLikeDirectCalls) {
   }
 
   Metrics metrics;
-  GenerationQueue queue(
-      [&engine](std::span<const int32_t> p, const GenerationOptions& o, const TextCallback& cb,
-                const LogprobCallback& lp) { return engine.generate(p, o, cb, lp); },
-      8, metrics);
+  GenerationQueue queue([&engine](std::span<const int32_t> p, const GenerationOptions& o,
+                                  const TextCallback& cb, const LogprobCallback& lp,
+                                  int32_t slot) { return engine.generate(p, o, cb, lp, slot); },
+                        8, metrics);
   std::vector<std::shared_ptr<Job>> jobs;
   for (const auto& p : prompts) jobs.push_back(queue.submit(p, greedy(12)));
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -71,7 +71,7 @@ struct FakeRunner {
 
   GenerationQueue::Runner runner() {
     return [this](std::span<const int32_t>, const GenerationOptions&, const TextCallback& cb,
-                  const LogprobCallback&) {
+                  const LogprobCallback&, int32_t) {
       ++runs;
       while (!gate_open.load()) std::this_thread::sleep_for(1ms);
       GenerationResult r;
@@ -147,7 +147,7 @@ TEST(GenerationQueue, ARunnerThatThrowsFailsOnlyItsJob) {
   std::atomic<int> calls{0};
   GenerationQueue queue(
       [&calls](std::span<const int32_t>, const GenerationOptions&, const TextCallback&,
-               const LogprobCallback&) {
+               const LogprobCallback&, int32_t) {
         if (calls++ == 0) throw std::runtime_error("boom");
         GenerationResult r;
         r.text = "ok";
@@ -169,7 +169,7 @@ TEST(GenerationQueue, LogprobsTravelWithTheTextTheyBelongTo) {
   Metrics metrics;
   GenerationQueue queue(
       [](std::span<const int32_t>, const GenerationOptions&, const TextCallback& cb,
-         const LogprobCallback& lp) {
+         const LogprobCallback& lp, int32_t) {
         const TokenLogprob a{1, -0.5f, {}}, b{2, -1.5f, {}}, end{3, -0.1f, {}};
         lp(std::span(&a, 1));
         cb("one");
@@ -191,6 +191,50 @@ TEST(GenerationQueue, LogprobsTravelWithTheTextTheyBelongTo) {
   EXPECT_EQ(lps[0].token, 1);
   EXPECT_EQ(lps[1].token, 2);
   EXPECT_EQ(lps[2].token, 3);
+}
+
+TEST(GenerationQueue, SeveralSlotsRunAtOnceAndJobsGoToTheSlotWithTheirPrefix) {
+  Metrics metrics;
+  std::atomic<int> concurrent{0}, most{0};
+  std::mutex mu;
+  std::vector<int32_t> slot_of(8, -1);
+  // Slot s "caches" prompts that start with token 100 + s.
+  GenerationQueue queue(
+      [&](std::span<const int32_t> prompt, const GenerationOptions&, const TextCallback& cb,
+          const LogprobCallback&, int32_t slot) {
+        const int now = ++concurrent;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        {
+          std::lock_guard lock(mu);
+          slot_of[static_cast<size_t>(prompt[1])] = slot;
+        }
+        std::this_thread::sleep_for(20ms);
+        cb("x");
+        --concurrent;
+        GenerationResult r;
+        r.text = "x";
+        return r;
+      },
+      8, metrics, 3,
+      [](int32_t slot, std::span<const int32_t> prompt) -> size_t {
+        return prompt[0] == 100 + slot ? 1 : 0;
+      });
+  // Three jobs at once run on three slots; then jobs whose prefix one slot caches go there.
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (int32_t i = 0; i < 3; ++i) jobs.push_back(queue.submit({7, i}, {}));
+  for (auto& j : jobs) drain(*j);
+  EXPECT_EQ(most.load(), 3);
+  jobs.clear();
+  for (int32_t i = 3; i < 6; ++i) {
+    jobs.push_back(queue.submit({100 + (i - 3), i}, {}));
+    drain(*jobs.back());  // one at a time: every slot free, the prefix decides
+  }
+  EXPECT_EQ(slot_of[3], 0);
+  EXPECT_EQ(slot_of[4], 1);
+  EXPECT_EQ(slot_of[5], 2);
+  EXPECT_NE(metrics.render().find("specdec_generation_finished_total 6\n"), std::string::npos);
 }
 
 }  // namespace

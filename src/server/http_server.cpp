@@ -336,8 +336,22 @@ void HttpServer::attach(Engine& engine) {
   if (impl_->engine.load() != nullptr) fail("HttpServer::attach: an engine is already attached");
   impl_->queue = std::make_unique<GenerationQueue>(
       [&engine](std::span<const int32_t> prompt, const GenerationOptions& o, const TextCallback& cb,
-                const LogprobCallback& lp) { return engine.generate(prompt, o, cb, lp); },
-      impl_->config.queue_size, impl_->metrics);
+                const LogprobCallback& lp,
+                int32_t slot) { return engine.generate(prompt, o, cb, lp, slot); },
+      impl_->config.queue_size, impl_->metrics, engine.n_slots(),
+      [&engine](int32_t slot, std::span<const int32_t> prompt) {
+        const std::vector<int32_t> history = engine.slot_history(slot);
+        size_t n = 0;
+        while (n < history.size() && n < prompt.size() && history[n] == prompt[n]) ++n;
+        return n;
+      });
+  impl_->metrics.set_slots(engine.n_slots());
+  if (engine.n_slots() > 1) {
+    Metrics& m = impl_->metrics;
+    engine.set_pass_observer([&m](bool target, int64_t rows, int64_t sequences) {
+      if (target) m.observe_target_pass(rows, sequences);
+    });
+  }
   impl_->engine.store(&engine, std::memory_order_release);
 }
 

@@ -52,6 +52,17 @@ void Metrics::stopped_running() {
   --slots_busy_;
 }
 
+void Metrics::set_slots(int32_t n) {
+  std::lock_guard lock(mu_);
+  slots_ = n;
+}
+
+void Metrics::observe_target_pass(int64_t rows, int64_t sequences) {
+  std::lock_guard lock(mu_);
+  pass_rows_.observe(static_cast<double>(rows));
+  pass_sequences_.observe(static_cast<double>(sequences));
+}
+
 void Metrics::first_token(double seconds) {
   std::lock_guard lock(mu_);
   ttft_.observe(seconds);
@@ -86,7 +97,12 @@ void Metrics::ended(Outcome outcome, const GenerationStats& s) {
       ++failed_;
       break;
   }
-  for (const RoundLog& round : s.spec.log) pass_rows_.observe(round.gamma + 1);
+  if (slots_ == 1) {  // one sequence: its rounds are the target's passes
+    for (const RoundLog& round : s.spec.log) {
+      pass_rows_.observe(round.gamma + 1);
+      pass_sequences_.observe(1);
+    }
+  }
   prompt_tokens_ += s.prompt_tokens;
   generated_tokens_ += s.generated_tokens;
   rounds_ += s.spec.rounds;
@@ -153,14 +169,17 @@ std::string Metrics::render(const HttpListenerStats& transport) const {
           "Requests the HTTP parser refused (bad framing, oversized headers, ...).",
           transport.malformed_requests);
   gauge("specdec_http_open_connections", "Connections open now.", transport.open_connections);
-  gauge("specdec_slots_total", "Sequences the server decodes at once.", 1);
+  gauge("specdec_slots_total", "Sequences the server decodes at once (--parallel).", slots_);
   gauge("specdec_slots_busy", "Slots generating now.", slots_busy_);
   queue_wait_.render(out, "specdec_queue_wait_seconds",
                      "Time from admission to the start of generation.");
   ttft_.render(out, "specdec_time_to_first_token_seconds",
                "Time from admission to the first text handed to the client's connection.");
   pass_rows_.render(out, "specdec_target_pass_rows",
-                    "Rows per decode-time target pass (1: plain step, gamma + 1: verify).");
+                    "Rows per target pass (one slot: 1 for a plain step, gamma + 1 for a verify; "
+                    "several: every slot's rows of the batched pass, prefill chunks included).");
+  pass_sequences_.render(out, "specdec_target_pass_sequences",
+                         "Sequences (slots) sharing each target pass.");
   return out.str();
 }
 

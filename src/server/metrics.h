@@ -52,6 +52,10 @@ class Metrics {
   void stopped_running();
   // A job's first text reached its client's thread this long after it was admitted.
   void first_token(double seconds);
+  // Slots the engine decodes at once; with more than one, target passes are batched across
+  // slots and observe_target_pass records each (otherwise each request's rounds are recorded).
+  void set_slots(int32_t n);
+  void observe_target_pass(int64_t rows, int64_t sequences);
 
   // Prometheus text of everything above, then the transport's connection counters.
   std::string render(const HttpListenerStats& transport = {}) const;
@@ -64,11 +68,12 @@ class Metrics {
   int64_t rounds_ = 0, drafted_ = 0, accepted_ = 0;
   double decode_tps_ = 0;  // of the last request that generated anything
   int64_t queue_length_ = 0;
-  int64_t slots_busy_ = 0;  // generations running: 0 or 1 (one worker, one sequence)
+  int64_t slots_ = 1, slots_busy_ = 0;
   Histogram queue_wait_{{0.001, 0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120}};
   Histogram ttft_{{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}};
   // Rows of each decode-time target pass: 1 for a plain step, γ + 1 for a verify pass.
-  Histogram pass_rows_{{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 24, 32, 65}};
+  Histogram pass_rows_{{1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 24, 32, 48, 64, 96, 128, 256}};
+  Histogram pass_sequences_{{1, 2, 3, 4, 6, 8, 12, 16, 32, 64}};
 };
 
 }  // namespace specdec::server

@@ -74,7 +74,7 @@ TEST(Metrics, EveryFamilyHasHelpAndType) {
       EXPECT_EQ(line.rfind(last_type, 0), 0u) << line;  // samples follow their TYPE line
     }
   }
-  EXPECT_EQ(families, 24);
+  EXPECT_EQ(families, 25);
   EXPECT_EQ(sample(text, "specdec_draft_acceptance_rate"), 0);  // no division by zero
 }
 

@@ -41,7 +41,8 @@ const char* openai_finish_reason(FinishReason reason) {
 json usage_json(const GenerationStats& s) {
   return json{{"prompt_tokens", s.prompt_tokens},
               {"completion_tokens", s.generated_tokens},
-              {"total_tokens", s.prompt_tokens + s.generated_tokens}};
+              {"total_tokens", s.prompt_tokens + s.generated_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}}};
 }
 
 json specdec_stats_json(const GenerationStats& s) {

@@ -19,6 +19,7 @@ GenerationResult sample_result() {
   r.stats.spec.rounds = 1;
   r.stats.spec.drafted = 4;
   r.stats.spec.accepted = 2;
+  r.stats.cached_tokens = 4;
   return r;
 }
 
@@ -30,8 +31,10 @@ TEST(OpenAIFormat, CompletionShape) {
   EXPECT_EQ(doc["model"], "tiny");
   EXPECT_EQ(doc["choices"][0]["text"], "Paris");
   EXPECT_EQ(doc["choices"][0]["finish_reason"], "stop");
-  EXPECT_EQ(doc["usage"],
-            json({{"prompt_tokens", 7}, {"completion_tokens", 3}, {"total_tokens", 10}}));
+  EXPECT_EQ(doc["usage"], json({{"prompt_tokens", 7},
+                                {"completion_tokens", 3},
+                                {"total_tokens", 10},
+                                {"prompt_tokens_details", {{"cached_tokens", 4}}}}));
   EXPECT_EQ(doc["specdec"]["rounds"], 1);
   EXPECT_EQ(doc["specdec"]["drafted"], 4);
   EXPECT_EQ(doc["specdec"]["accepted"], 2);

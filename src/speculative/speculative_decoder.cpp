@@ -234,7 +234,9 @@ void SpeculativeDecoder::make_target_distributions(int32_t k) {
   };
   // Greedy distributions are an argmax each: not worth a hand-off. (A one-thread pool or a
   // single position runs inline in parallel_for anyway.)
-  if (pool_ == nullptr || params_.greedy()) {
+  std::unique_lock<std::mutex> guard;
+  if (pool_guard_ != nullptr) guard = std::unique_lock<std::mutex>(*pool_guard_, std::try_to_lock);
+  if (pool_ == nullptr || params_.greedy() || (pool_guard_ != nullptr && !guard.owns_lock())) {
     for (int32_t j = 0; j < k; ++j) build(j);
     return;
   }

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
@@ -94,8 +95,13 @@ class SpeculativeDecoder {
   // Builds a verify pass's target distributions (T > 0) on this pool, one position per task,
   // instead of one after another on the calling thread; null (the default) keeps them on the
   // caller. Each distribution is computed exactly as on one thread, so the output does not change.
-  // The pool must outlive the decoder.
-  void set_thread_pool(ThreadPool* pool) { pool_ = pool; }
+  // The pool must outlive the decoder. When several decoders share a pool from different
+  // threads (batched serving), give them the same `guard`: a decoder then uses the pool only
+  // when it gets the guard without waiting, and builds on its own thread otherwise.
+  void set_thread_pool(ThreadPool* pool, std::mutex* guard = nullptr) {
+    pool_ = pool;
+    pool_guard_ = guard;
+  }
 
   // Record, for every generated token, its log-probability under the target's own distribution
   // (sampling/logprobs.h) and the top_n most likely alternatives, from the logits the verify
@@ -125,6 +131,7 @@ class SpeculativeDecoder {
   VerifyFn verify_ = &verify_drafts;
   StopPredicate stop_;
   ThreadPool* pool_ = nullptr;
+  std::mutex* pool_guard_ = nullptr;
 
   std::vector<int32_t> tokens_;
   std::vector<TokenOrigin> origins_;  // one per generated token

@@ -402,7 +402,8 @@ def stream_raw(port, body, started, outcomes, key):
 
 
 def test_sigterm_drains_in_flight_streams_then_exits_0(cli, models):
-    s = Server(cli, ["-m", models["slow"], "-t", "2", "-c", "1024", "--shutdown-grace", "30"])
+    s = Server(cli, ["-m", models["slow"], "-t", "2", "-c", "1024", "--shutdown-grace", "30",
+                     "--parallel", "1"])
     outcomes = {}
     # Both requests must be admitted (one running, one queued behind it): a connection still in
     # the listen backlog when SIGTERM closes the socket is refused, which is the point of "stop

@@ -206,7 +206,8 @@ def test_sixteen_concurrent_streaming_clients_some_disconnecting(server):
 def test_queue_full_503_and_disconnects_cancel(cli, models):
     """One worker, --queue-size 1: a third request is refused; clients that go away (running,
     queued, or waiting for a non-streamed answer) are cancelled and free the worker."""
-    s = Server(cli, ["-m", models["slow"], "-t", "1", "-c", "4096", "--queue-size", "1"])
+    s = Server(cli, ["-m", models["slow"], "-t", "1", "-c", "4096", "--queue-size", "1",
+                     "--parallel", "1"])
     try:
         long = {"prompt": "x", "max_tokens": 4000, "temperature": 0, "ignore_eos": True,
                 "stream": True}

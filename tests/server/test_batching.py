@@ -1,0 +1,146 @@
+"""`specdec serve --parallel N`: several requests generate at once with their forward passes
+batched, and a request's output does not depend on who else is in the batch (greedy: bitwise;
+seeded sampling: the same text; logprobs: the same numbers); follow-up turns go to the slot that
+caches their prefix."""
+
+import json
+import threading
+import time
+
+import pytest
+
+from conftest import Server, post_json
+
+CMPL = "/v1/completions"
+CHAT = "/v1/chat/completions"
+
+
+@pytest.fixture(scope="module")
+def batch_server(cli, models):
+    s = Server(cli, ["-m", models["target"], "-md", models["draft"], "--draft-max", "3",
+                     "--draft-policy", "fixed", "--no-draft-hybrid", "-t", "2", "-c", "512",
+                     "--parallel", "8", "--prefill-chunk", "8"])
+    yield s
+    assert s.stop() == 0, "".join(s.log[-30:])
+
+
+def probe(kind):
+    """The request whose output is compared alone and in company."""
+    body = {"prompt": "The quick brown fox jumps over the lazy dog, and then",
+            "max_tokens": 40, "ignore_eos": True, "logprobs": 2}
+    if kind == "greedy":
+        return {**body, "temperature": 0}
+    return {**body, "temperature": 0.8, "top_p": 0.9, "seed": 4242}
+
+
+def other(i):
+    """Company of different lengths and settings: prompts up to ~100 tokens (several prefill
+    chunks), greedy and sampled, speculative or not."""
+    return {"prompt": f"Other request number {i}: " + "lorem ipsum " * (1 + 2 * i),
+            "max_tokens": 20 + 9 * i, "ignore_eos": True, "temperature": 0.7 * (i % 2),
+            "seed": i, "speculative": i % 3 != 2}
+
+
+def run_with_company(server, body, n_others):
+    """Starts n_others requests, then the probe while they run; returns the probe's reply."""
+    results, errors = {}, []
+
+    def send(key, b):
+        try:
+            status, reply = post_json(server.base, CMPL, b)
+            results[key] = (status, reply)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=send, args=(i, other(i))) for i in range(n_others)]
+    for t in threads:
+        t.start()
+    time.sleep(0.05)  # the others are prefilling or decoding when the probe arrives
+    send("probe", body)
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    for key, (status, reply) in results.items():
+        assert status == 200, (key, reply)
+    return results["probe"][1]
+
+
+def essence(reply):
+    c = reply["choices"][0]
+    return c["text"], c["logprobs"]["tokens"], c["logprobs"]["token_logprobs"], c["finish_reason"]
+
+
+@pytest.mark.parametrize("kind", ["greedy", "seeded"])
+def test_output_is_the_same_alone_and_among_1_3_or_7_others(batch_server, kind):
+    before = batch_server.metrics()
+    alone = essence(run_with_company(batch_server, probe(kind), 0))
+    for n in (1, 3, 7):
+        assert essence(run_with_company(batch_server, probe(kind), n)) == alone, n
+    m = batch_server.metrics()
+    # The passes really were shared: some target passes held several sequences.
+    shared = (m["specdec_target_pass_sequences_count"] - before.get(
+        "specdec_target_pass_sequences_count", 0)) - (m['specdec_target_pass_sequences_bucket{le="1"}']
+                                                       - before.get('specdec_target_pass_sequences_bucket{le="1"}', 0))
+    assert shared > 0
+    assert m["specdec_slots_total"] == 8
+
+
+def test_streaming_and_non_streaming_agree_under_batching(batch_server):
+    from test_server import sse_stream
+
+    whole = run_with_company(batch_server, probe("greedy"), 3)["choices"][0]["text"]
+    status, events, done = sse_stream(batch_server.port, CMPL, probe("greedy"))
+    assert status == 200 and done
+    assert "".join(e["choices"][0]["text"] for e in events if e.get("choices")) == whole
+
+
+def test_follow_up_turns_reach_the_slot_that_caches_their_prefix(batch_server):
+    # Four conversations at once occupy four slots; then each one's second turn, sent alone,
+    # must find its first turn cached (a lowest-free-slot policy would hit only one of them).
+    convs = [[{"role": "system", "content": f"You are assistant number {i}."},
+              {"role": "user", "content": f"Tell me about the number {i} " * 6}]
+             for i in range(4)]
+    firsts = {}
+
+    def first_turn(i):
+        firsts[i] = post_json(batch_server.base, CHAT,
+                              {"messages": convs[i], "max_tokens": 24, "temperature": 0,
+                               "ignore_eos": True})
+
+    threads = [threading.Thread(target=first_turn, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    for i in range(4):
+        status, reply = firsts[i]
+        assert status == 200, reply
+        convs[i] += [{"role": "assistant", "content": reply["choices"][0]["message"]["content"]},
+                     {"role": "user", "content": "And then?"}]
+    for i in range(4):
+        status, reply = post_json(batch_server.base, CHAT,
+                                  {"messages": convs[i], "max_tokens": 4, "temperature": 0})
+        assert status == 200, reply
+        cached = reply["usage"]["prompt_tokens_details"]["cached_tokens"]
+        first_prompt = firsts[i][1]["usage"]["prompt_tokens"]
+        assert cached >= first_prompt, (i, cached, first_prompt)
+
+
+def test_a_failing_request_leaves_the_others_running(batch_server):
+    results = {}
+
+    def send(key, body):
+        results[key] = post_json(batch_server.base, CMPL, body)
+
+    threads = [threading.Thread(target=send, args=(i, other(i))) for i in range(3)]
+    threads.append(threading.Thread(target=send, args=(
+        "too long", {"prompt": "word " * 600, "max_tokens": 4})))  # over the 512 context
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert results["too long"][0] == 400
+    assert results["too long"][1]["error"]["code"] == "context_length_exceeded"
+    for i in range(3):
+        assert results[i][0] == 200
+        assert results[i][1]["usage"]["completion_tokens"] == other(i)["max_tokens"]
