@@ -31,6 +31,10 @@ int fuzz_one_chat_template(const uint8_t* data, size_t size);
 // sampling distribution, the stop matcher) or with a rejected one (the error JSON).
 int fuzz_one_request(const uint8_t* data, size_t size);
 
+// HttpRequestParser (the server's HTTP/1.1 transport) on an arbitrary byte stream, fed in pieces
+// and all at once: the same requests or error both ways, each request well formed.
+int fuzz_one_http(const uint8_t* data, size_t size);
+
 struct FuzzTarget {
   std::string_view name;  // the folder under fuzz/corpus and fuzz/regressions, fuzz_<name>
   int (*run)(const uint8_t*, size_t);
@@ -40,6 +44,7 @@ inline constexpr FuzzTarget kFuzzTargets[] = {
     {"tokenizer", fuzz_one_tokenizer},
     {"chat_template", fuzz_one_chat_template},
     {"request", fuzz_one_request},
+    {"http", fuzz_one_http},
 };
 
 // Aborts with a message naming the broken invariant: libFuzzer reports it as a crash and saves

@@ -258,6 +258,45 @@ void request_seeds(const fs::path& dir) {
   put(dir, "bad_types",
       req(0, R"({"prompt":"x","max_tokens":3.5,"temperature":"hot","top_k":1e300})"));
   put(dir, "wrong_model", req(2 << 1, R"({"model":"gpt-4","prompt":"x","n":2})"));
+  put(dir, "completion_logprobs",
+      req(5 << 1, R"({"prompt":"hello <|endoftext|> caf\u00e9","logprobs":5,"ignore_eos":true})"));
+  put(dir, "chat_logprobs",
+      req(1 | (5 << 1) | 16,
+          R"({"messages":[{"role":"user","content":"hi \u00e9"}],"logprobs":true,)"
+          R"("top_logprobs":20})"));
+  put(dir, "deep_json",
+      req(0, R"({"prompt":"x","stop":[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]})"));
+}
+
+void http_seeds(const fs::path& dir) {
+  // flags: piece size in bits 0-2 (7: all at once), limits in bits 3-4.
+  auto http = [](uint8_t flags, std::string_view stream) {
+    std::string out(1, static_cast<char>(flags));
+    out.append(stream);
+    return out;
+  };
+  put(dir, "get_models", http(7, "GET /v1/models HTTP/1.1\r\nHost: localhost:8080\r\n\r\n"));
+  put(dir, "post_pipelined",
+      http(3,
+           "POST /v1/completions?x=1 HTTP/1.1\r\nContent-Type: application/json\r\n"
+           "Content-Length: 16\r\n\r\n{\"prompt\": \"hi\"}GET /health HTTP/1.1\r\n"
+           "Connection: close\r\n\r\n"));
+  put(dir, "chunked_trailers",
+      http(1,
+           "POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+           "Expect: 100-continue\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\n"
+           "X-Trailer: t\r\n\r\n"));
+  put(dir, "http10_keep_alive",
+      http(4, "\r\nGET / HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 2, 2\r\n\r\nok"));
+  put(dir, "small_limits",
+      http(2 | (1 << 3),
+           "GET /a HTTP/1.1\r\nA: 1\r\nB: 22\r\n\r\nPOST /b HTTP/1.1\r\n"
+           "Content-Length: 40\r\n\r\n0123456789012345678901234567890123456789"));
+  put(dir, "smuggling",
+      http(5,
+           "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"));
+  put(dir, "bare_cr_fold", http(6 | (2 << 3), "GET / HTTP/1.1\r\nX: a\rb\r\n folded\r\n\r\n"));
+  put(dir, "bad_version", http(0, "GET / HTTP/2.0\r\n\r\nBREW /pot HTCPCP/1.0\r\n\r\n"));
 }
 
 }  // namespace
@@ -273,6 +312,7 @@ int main(int argc, char** argv) {
     tokenizer_seeds(out / "tokenizer");
     chat_seeds(out / "chat_template");
     request_seeds(out / "request");
+    http_seeds(out / "http");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_make_seeds: %s\n", e.what());
     return 1;

@@ -6,8 +6,9 @@
 // A rejected body must come back as an ApiError with status 400 whose error JSON serializes
 // and parses again. An accepted one must hold only in-range values, and then goes the way
 // HttpServer::generation takes it: check_model, chat rendering, encode_prompt,
-// resolve_max_tokens, the sampling distribution from its parameters, and its stop strings on a
-// StopMatcher, each checked against what its header promises.
+// resolve_max_tokens, the sampling distribution from its parameters, the logprobs it asks for
+// and their JSON, and its stop strings on a StopMatcher, each checked against what its header
+// promises.
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include "fuzz_support.h"
 #include "fuzz_targets.h"
 #include "sampling/distribution.h"
+#include "sampling/logprobs.h"
 #include "sampling/rng.h"
 #include "server/openai_format.h"
 #include "server/request_parsing.h"
@@ -89,13 +91,14 @@ void check_sampling(const CompletionRequest& r, std::string_view text) {
 // the engine pushes whole UTF-8 characters) and checks the released text.
 void check_stop(const std::vector<std::string>& stops, std::string_view text, size_t chunk) {
   StopMatcher m(stops);
+  const bool valid = is_valid_utf8(text);  // always, from JSON strings; checked to be sure
   std::string out;
   for (size_t at = 0; at < text.size() && !m.stopped();) {
     size_t n = std::min(chunk, text.size() - at);
     while (at + n < text.size() && (static_cast<uint8_t>(text[at + n]) & 0xC0) == 0x80) ++n;
     const std::string piece = m.push(text.substr(at, n));
     // Valid text in whole characters and valid stop strings never release half a character.
-    FUZZ_CHECK(is_valid_utf8(piece));
+    if (valid) FUZZ_CHECK(is_valid_utf8(piece));
     out += piece;
     at += n;
   }
@@ -109,6 +112,54 @@ void check_stop(const std::vector<std::string>& stops, std::string_view text, si
     FUZZ_CHECK(text.substr(out.size()).starts_with(m.matched()));
   } else {
     FUZZ_CHECK(out == text);
+  }
+}
+
+// The logprobs a request asked for, over logits derived from the prompt, for the prompt's own
+// tokens standing in for generated ones; then their JSON for the endpoint.
+void check_logprobs(const CompletionRequest& r, const Tokenizer& tok,
+                    const std::vector<int32_t>& tokens, std::string_view text) {
+  const int32_t n_vocab = tok.n_vocab();
+  std::vector<float> logits(static_cast<size_t>(n_vocab));
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const auto b = text.empty() ? 0 : static_cast<uint8_t>(text[i % text.size()]);
+    logits[i] = static_cast<float>((b * 131 + i * 7) % 61) * 0.25f - 5.0f;
+  }
+  std::vector<TokenLogprob> entries;
+  for (size_t i = 0; i < tokens.size() && i < 32; ++i) {
+    const TokenLogprob e = token_logprob(logits, tokens[i], r.logprobs);
+    FUZZ_CHECK(e.token == tokens[i]);
+    FUZZ_CHECK(std::isfinite(e.logprob) && e.logprob <= 1e-6f);
+    FUZZ_CHECK(e.top.size() == static_cast<size_t>(std::min(r.logprobs, n_vocab)));
+    double mass = 0;
+    for (size_t k = 0; k < e.top.size(); ++k) {
+      const auto [id, lp] = e.top[k];
+      FUZZ_CHECK(id >= 0 && id < n_vocab && std::isfinite(lp) && lp <= 1e-6f);
+      if (k > 0) {
+        const auto [prev_id, prev_lp] = e.top[k - 1];
+        FUZZ_CHECK(lp < prev_lp || (lp == prev_lp && id > prev_id));
+      }
+      if (id == e.token) FUZZ_CHECK(std::fabs(lp - e.logprob) <= 1e-5f);
+      mass += std::exp(static_cast<double>(lp));
+    }
+    FUZZ_CHECK(mass <= 1.0 + 1e-4);
+    entries.push_back(e);
+  }
+  server::ResponseMeta meta;
+  meta.endpoint = r.endpoint;
+  meta.logprobs = server::LogprobFormat{&tok, r.ignore_eos};
+  const json doc = server::logprobs_json(meta, entries, 0);
+  const json back = json::parse(server::to_wire(doc), nullptr, /*allow_exceptions=*/false);
+  FUZZ_CHECK(!back.is_discarded());
+  size_t shown = 0;
+  for (const TokenLogprob& e : entries) shown += !tok.is_eog(e.token) || r.ignore_eos;
+  if (r.endpoint == Endpoint::ChatCompletions) {
+    FUZZ_CHECK(back["content"].is_array() && back["content"].size() == shown);
+  } else {
+    FUZZ_CHECK(back["tokens"].size() == shown && back["text_offset"].size() == shown);
+    for (size_t k = 1; k < shown; ++k) {
+      FUZZ_CHECK(back["text_offset"][k].get<size_t>() >= back["text_offset"][k - 1].get<size_t>());
+    }
   }
 }
 
@@ -149,6 +200,7 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
   FUZZ_CHECK(r.stop.size() <= server::kMaxStopStrings);
   for (const std::string& s : r.stop) FUZZ_CHECK(!s.empty());
   FUZZ_CHECK(!r.draft_max || (*r.draft_max >= 1 && *r.draft_max <= server::kMaxDraftMax));
+  FUZZ_CHECK(r.logprobs >= -1 && r.logprobs <= kMaxTopLogprobs);
 
   const std::string ids[] = {"tiny-model", "specdec"};
   try {
@@ -179,6 +231,7 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
   }
 
   check_sampling(r, text);
+  if (r.logprobs >= 0) check_logprobs(r, tok, prompt, text);
   check_stop(r.stop, text, kChunks[flags >> 5]);
 
   // The streamed response carrying that text serializes to one server-sent event.

@@ -10,6 +10,7 @@
 // streaming decoder's output, over the encoded ids and over ids read from the raw input
 // bytes, is always valid UTF-8 and equals the decoded bytes with ill-formed parts replaced.
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "common/error.h"
@@ -72,18 +73,41 @@ int fuzz_one_tokenizer(const uint8_t* data, size_t size) {
   const bool extend = (flags & 32) != 0;
 
   Tokenizer tok = vocab_tokenizer(which);
+  // Whether the ids must spell the text back (below): always for the built-in vocabularies.
+  // An extension keeps that property when every byte still encodes as itself and every merge
+  // yields a token: extra tokens only of normal type (or user-defined with valid UTF-8 text, in
+  // BPE; SentencePiece puts a space prefix after those, as llama.cpp does), no '<' in
+  // SentencePiece pieces (merging could reach a <0xXX> byte token's text), and every merge's
+  // result in the vocabulary (llama.cpp drops the bytes of a merged piece that is no token).
+  bool spells_back = true;
   if (extend) {
     VocabData d = vocab_data(which);
+    const bool bpe = d.kind == VocabKind::Bpe;
     const std::string_view extra_tokens = in.field();
     const std::string_view extra_merges = in.field();
     for (std::string_view line : lines(extra_tokens, kMaxExtraTokens)) {
       if (line.empty()) continue;
-      d.tokens.emplace_back(line.substr(1));
-      d.token_types.push_back(line[0] >= '0' && line[0] <= '6' ? line[0] - '0' : kTokenNormal);
+      const std::string_view text = line.substr(1);
+      const int32_t type = line[0] >= '0' && line[0] <= '6' ? line[0] - '0' : kTokenNormal;
+      d.tokens.emplace_back(text);
+      d.token_types.push_back(type);
       if (!d.scores.empty()) d.scores.push_back(-static_cast<float>(d.tokens.size()));
+      const bool keeps =
+          type == kTokenNormal || (bpe && type == kTokenUserDefined && is_valid_utf8(text));
+      if (!keeps || (!bpe && text.find('<') != std::string_view::npos)) spells_back = false;
     }
     for (std::string_view line : lines(extra_merges, kMaxExtraMerges)) {
       d.merges.emplace_back(line);
+    }
+    if (bpe) {
+      const std::unordered_set<std::string_view> texts(d.tokens.begin(), d.tokens.end());
+      for (std::string_view m : d.merges) {
+        const size_t sp = m.find(' ', 1);  // split as Tokenizer::from_vocab does
+        if (sp == std::string_view::npos) continue;
+        std::string joined(m.substr(0, sp));
+        joined.append(m.substr(sp + 1));
+        if (!texts.contains(joined)) spells_back = false;
+      }
     }
     try {
       tok = Tokenizer::from_vocab(std::move(d));
@@ -108,9 +132,9 @@ int fuzz_one_tokenizer(const uint8_t* data, size_t size) {
   }
   if (!add_special) FUZZ_CHECK(tok.encode(text, false, parse_special) == ids);  // deterministic
 
-  // Round trip, where the vocabulary is known to cover every byte and the text is valid UTF-8
-  // (the BPE pre-tokenizer turns invalid bytes into U+FFFD, as llama.cpp does).
-  if (!extend && is_valid_utf8(text)) {
+  // Round trip, where the vocabulary spells every byte (spells_back) and the text is valid
+  // UTF-8 (the BPE pre-tokenizer turns invalid bytes into U+FFFD, as llama.cpp does).
+  if (spells_back && is_valid_utf8(text)) {
     const std::string spelled = spell(tok, ids, begin, end);
     if (tok.kind() == VocabKind::Bpe) {
       FUZZ_CHECK(spelled == text);
