@@ -42,25 +42,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts" / "lib"))
+from bench_common import die, resolve_model  # noqa: E402
 SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
-
-
-def die(msg: str) -> None:
-    print(f"bench_pair_vs_llamacpp: error: {msg}", file=sys.stderr)
-    sys.exit(1)
-
-
-def resolve_model(arg: str) -> Path:
-    p = Path(arg)
-    if p.suffix == ".gguf" or p.exists():
-        if not p.is_file():
-            die(f"model file {p} not found")
-        return p.resolve()
-    out = subprocess.run(["bash", str(ROOT / "scripts" / "fetch-models.sh"), arg],
-                         stdout=subprocess.PIPE, text=True)
-    if out.returncode != 0:
-        die(f"could not fetch model '{arg}'")
-    return Path(out.stdout.strip().splitlines()[-1])
 
 
 def chatml(user: str) -> str:

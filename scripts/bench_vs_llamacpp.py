@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts" / "lib"))
+from bench_common import die, resolve_model  # noqa: E402
 
 FILLER = (
     "The history of clocks is a long story of people trying to measure time more precisely. "
@@ -39,24 +41,6 @@ FILLER = (
     "Quartz crystals and then atomic transitions pushed the error down to a second in millions "
     "of years. Today satellites, phones and power grids all depend on shared, exact time. "
 )
-
-
-def die(msg: str) -> None:
-    print(f"bench_vs_llamacpp: error: {msg}", file=sys.stderr)
-    sys.exit(1)
-
-
-def resolve_model(arg: str) -> Path:
-    p = Path(arg)
-    if p.suffix == ".gguf" or p.exists():
-        if not p.is_file():
-            die(f"model file {p} not found")
-        return p.resolve()
-    out = subprocess.run(["bash", str(ROOT / "scripts" / "fetch-models.sh"), arg],
-                         stdout=subprocess.PIPE, text=True)
-    if out.returncode != 0:
-        die(f"could not fetch model '{arg}'")
-    return Path(out.stdout.strip().splitlines()[-1])
 
 
 def make_prompt(llm, n_tokens: int) -> tuple[str, int]:

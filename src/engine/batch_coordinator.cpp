@@ -23,6 +23,11 @@ int BatchCoordinator::active() const {
   return active_;
 }
 
+void BatchCoordinator::set_primary(const Model* model) {
+  std::lock_guard lock(mu_);
+  primary_ = model;
+}
+
 void BatchCoordinator::set_pass_observer(PassObserver observer) {
   std::lock_guard lock(mu_);
   observer_ = std::move(observer);
@@ -53,7 +58,17 @@ void BatchCoordinator::maybe_fire(std::unique_lock<std::mutex>& lock) {
   while (!firing_ && waiting_ > 0 && waiting_ >= active_) {
     firing_ = true;
     std::vector<Call*> batch;
-    batch.swap(pending_);
+    const bool others_pending = std::any_of(pending_.begin(), pending_.end(),
+                                            [this](const Call* c) { return c->model != primary_; });
+    if (others_pending) {
+      // Only the other models' calls: the primary's keep waiting for the slots now drafting.
+      auto primary = std::stable_partition(pending_.begin(), pending_.end(),
+                                           [this](const Call* c) { return c->model != primary_; });
+      batch.assign(pending_.begin(), primary);
+      pending_.erase(pending_.begin(), primary);
+    } else {
+      batch.swap(pending_);
+    }
     lock.unlock();
     run(batch);
     lock.lock();

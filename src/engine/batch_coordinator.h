@@ -8,6 +8,11 @@
 //
 // Continuous batching falls out: a slot that starts generating joins (the next pass waits for
 // it too), one that ends leaves (and fires the pass if everyone left is waiting).
+//
+// The primary model's calls (the target's: verify passes, prefill chunks, plain steps) wait
+// while any other model's call (a draft step) is pending: drafts are cheap and run first, so
+// that the slots' verify rows line up in one target pass instead of each slot whose drafting
+// ended early getting a target pass of its own.
 #pragma once
 
 #include <condition_variable>
@@ -31,6 +36,8 @@ class BatchCoordinator {
   void join();   // a slot starts generating: later passes wait for it
   void leave();  // it stopped (finished, cancelled or failed)
   int active() const;
+  // The model whose calls wait for everyone else's (the target). Call before any slot runs.
+  void set_primary(const Model* model);
 
   // Runs Model::forward(tokens, positions, cache, logit_rows, logits_out, pool, vocab) as part
   // of the next batched pass; returns when it ran. Throws what that call would throw (checked
@@ -61,6 +68,7 @@ class BatchCoordinator {
   bool firing_ = false;
   std::vector<Call*> pending_;
   PassObserver observer_;
+  const Model* primary_ = nullptr;
 };
 
 }  // namespace specdec

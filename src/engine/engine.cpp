@@ -61,7 +61,10 @@ Engine::Engine(LoadedModel& target, LoadedModel* draft, const EngineOptions& opt
   pool_ = std::make_unique<ThreadPool>(std::max(1, options_.n_threads));
   if (options_.draft_vocab < 0)
     fail("draft vocabulary size must be >= 0, got ", options_.draft_vocab);
-  if (options_.n_slots > 1) coordinator_ = std::make_unique<BatchCoordinator>(*pool_);
+  if (options_.n_slots > 1) {
+    coordinator_ = std::make_unique<BatchCoordinator>(*pool_);
+    coordinator_->set_primary(target_.model.get());
+  }
   for (int32_t i = 0; i < options_.n_slots; ++i) {
     auto s = std::make_unique<Sequences>(*target_.model, draft_ ? draft_->model.get() : nullptr,
                                          options_.n_ctx, *pool_);

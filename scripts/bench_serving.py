@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Serving many users at once: specdec serve --parallel N vs llama-server -np N, in one run.
+
+For each client count N (default 1, 2, 4, 8) and each engine configuration, a server starts with
+N slots on the same GGUF files and thread count, then N concurrent clients (the openai Python
+client, streaming, on loopback) each send --requests-per-client chat requests one after another,
+drawn round-robin from bench/prompts (summaries, code, opinions: prompts of mixed length), with
+temperature 0 and end-of-text ignored so that every request generates exactly --n-predict tokens.
+
+  specdec         build/specdec serve -m TARGET -md DRAFT --parallel N   (speculative)
+  specdec-plain   the same server, requests sent with "speculative": false (target only)
+  llama           llama-server -m TARGET -np N                          (target only)
+  llama-spec      llama-server -m TARGET -md DRAFT --spec-type draft-simple --spec-draft-n-max G
+
+Reported per configuration and N: aggregate tokens/s (all completion tokens over the wall time
+from the first request sent to the last token received), median per-request decode tokens/s
+(tokens after the first over the time from the first to the last token), and p50/p95 time to
+first token. Each server is stopped before the next starts; the order of configurations rotates
+with the client count so that none always runs first.
+
+Usage:
+  python3 scripts/bench_serving.py [--target NAME|PATH] [--draft NAME|PATH] [--clients 1,2,4,8]
+      [--n-predict 64] [--requests-per-client 2] [--threads 2] [--ctx 2048]
+      [--configs specdec,specdec-plain,llama,llama-spec] [--categories summary,code,opinion]
+      [--llama-bin /opt/llama.cpp/build/bin]
+      [--llama-draft-max 8] [--json-out FILE]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts" / "lib"))
+from bench_common import die, resolve_model  # noqa: E402
+
+SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+CONFIGS = ["specdec", "specdec-plain", "llama", "llama-spec"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def load_prompts(categories: list[str]) -> list[str]:
+    per_cat = []
+    for cat in categories:
+        files = sorted((ROOT / "bench" / "prompts" / cat).glob("*.txt"))
+        if not files:
+            die(f"no prompts in bench/prompts/{cat}")
+        per_cat.append([f.read_text().strip() for f in files])
+    # Interleave categories so that consecutive requests differ in length and kind.
+    out = []
+    for i in range(max(len(c) for c in per_cat)):
+        out += [c[i] for c in per_cat if i < len(c)]
+    return out
+
+
+class Server:
+    def __init__(self, argv: list[str], port: int, log: Path):
+        self.port = port
+        self.log = open(log, "w")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                die(f"server exited: {' '.join(argv)} (log: {log})")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        die(f"server not healthy after 300 s: {' '.join(argv)} (log: {log})")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def one_request(client, model: str, prompt: str, n_predict: int, extra: dict) -> dict:
+    t0 = time.monotonic()
+    first = last = None
+    chunks = 0
+    usage = None
+    stream = client.chat.completions.create(
+        model=model, messages=[{"role": "system", "content": SYSTEM},
+                               {"role": "user", "content": prompt}],
+        max_tokens=n_predict, temperature=0, stream=True,
+        stream_options={"include_usage": True}, extra_body={"ignore_eos": True, **extra})
+    for ch in stream:
+        if ch.usage is not None:
+            usage = ch.usage
+        if ch.choices and ch.choices[0].delta and ch.choices[0].delta.content:
+            now = time.monotonic()
+            first = first or now
+            last = now
+            chunks += 1
+    tokens = usage.completion_tokens if usage is not None else chunks
+    if first is None:
+        raise RuntimeError("no text came back")
+    return {"start": t0, "first": first, "last": last, "tokens": tokens}
+
+
+def run_load(port: int, model: str, clients: int, per_client: int, prompts: list[str],
+             n_predict: int, extra: dict) -> dict:
+    import openai
+
+    results, errors = [], []
+    lock = threading.Lock()
+
+    def client_loop(c: int) -> None:
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x",
+                               timeout=600, max_retries=0)
+        for r in range(per_client):
+            prompt = prompts[(c * per_client + r) % len(prompts)]
+            try:
+                res = one_request(client, model, prompt, n_predict, extra)
+                with lock:
+                    results.append(res)
+            except Exception as e:  # noqa: BLE001 - counted and reported
+                with lock:
+                    errors.append(repr(e))
+
+    threads = [threading.Thread(target=client_loop, args=(c,)) for c in range(clients)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        die(f"{len(errors)} requests failed: {errors[:3]}")
+    wall = max(r["last"] for r in results) - t0
+    total = sum(r["tokens"] for r in results)
+    per_request = [(r["tokens"] - 1) / (r["last"] - r["first"]) for r in results
+                   if r["last"] > r["first"]]
+    ttft = sorted(r["first"] - r["start"] for r in results)
+    p95 = ttft[min(len(ttft) - 1, int(round(0.95 * (len(ttft) - 1))))]
+    return {"requests": len(results), "tokens": total, "wall_s": wall,
+            "aggregate_tps": total / wall, "per_request_tps": statistics.median(per_request) if per_request else 0.0,
+            "ttft_p50_s": statistics.median(ttft), "ttft_p95_s": p95}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--target", default="qwen2.5-coder-1.5b")
+    ap.add_argument("--draft", default="qwen2.5-coder-0.5b")
+    ap.add_argument("--clients", default="1,2,4,8")
+    ap.add_argument("--n-predict", type=int, default=64)
+    ap.add_argument("--requests-per-client", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--ctx", type=int, default=2048, help="context per slot")
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--categories", default="summary,code,opinion",
+                    help="prompt sets from bench/prompts (summaries are the longest)")
+    ap.add_argument("--specdec", default=str(ROOT / "build" / "specdec"))
+    ap.add_argument("--specdec-flags", default="", help="extra flags for specdec serve")
+    ap.add_argument("--llama-bin", default="/opt/llama.cpp/build/bin")
+    ap.add_argument("--llama-draft-max", type=int, default=8)
+    ap.add_argument("--json-out")
+    a = ap.parse_args()
+
+    target, draft = resolve_model(a.target), resolve_model(a.draft)
+    configs = [c for c in a.configs.split(",") if c]
+    for c in configs:
+        if c not in CONFIGS:
+            die(f"unknown configuration {c!r} (known: {', '.join(CONFIGS)})")
+    counts = [int(x) for x in a.clients.split(",")]
+    prompts = load_prompts(a.categories.split(","))
+    llama_server = Path(a.llama_bin) / "llama-server"
+    if any(c.startswith("llama") for c in configs) and not llama_server.exists():
+        die(f"{llama_server} not found (scripts/oracle/README.md builds it)")
+    logdir = Path(tempfile.mkdtemp(prefix="bench-serving-"))
+    rows = []
+    for ci, n in enumerate(counts):
+        order = configs[ci % len(configs):] + configs[:ci % len(configs)]
+        for cfg in order:
+            port = free_port()
+            extra: dict = {}
+            if cfg.startswith("specdec"):
+                argv = [a.specdec, "serve", "-m", str(target), "-md", str(draft), "--port",
+                        str(port), "-t", str(a.threads), "-c", str(a.ctx), "--parallel", str(n),
+                        "--queue-size", str(max(16, 2 * n)), *a.specdec_flags.split()]
+                model = "specdec"
+                if cfg == "specdec-plain":
+                    extra = {"speculative": False}
+            else:
+                argv = [str(llama_server), "-m", str(target), "--port", str(port), "-t",
+                        str(a.threads), "-np", str(n), "-c", str(a.ctx * n), "--no-webui"]
+                if cfg == "llama-spec":
+                    argv += ["-md", str(draft), "--spec-type", "draft-simple",
+                             "--spec-draft-n-max", str(a.llama_draft_max)]
+                model = target.stem
+            server = Server(argv, port, logdir / f"{cfg}-{n}.log")
+            try:
+                # Warm-up: one short request (page cache, allocator, packed weights), with a
+                # prompt of its own so that no measured request finds its prefix cached.
+                run_load(port, model, 1, 1, ["Say hello."], 8, extra)
+                r = run_load(port, model, n, a.requests_per_client, prompts, a.n_predict, extra)
+            finally:
+                server.stop()
+            r.update({"config": cfg, "clients": n})
+            rows.append(r)
+            print(f"{cfg:14s} clients {n}: aggregate {r['aggregate_tps']:6.1f} tok/s, "
+                  f"per request {r['per_request_tps']:5.1f} tok/s, TTFT p50 "
+                  f"{r['ttft_p50_s']:.2f} s p95 {r['ttft_p95_s']:.2f} s", flush=True)
+
+    print("\n| config | " + " | ".join(f"{n} clients" for n in counts) + " |")
+    print("|---|" + "---|" * len(counts))
+    for cfg in configs:
+        cells = []
+        for n in counts:
+            r = next(x for x in rows if x["config"] == cfg and x["clients"] == n)
+            cells.append(f"{r['aggregate_tps']:.1f} tok/s ({r['per_request_tps']:.1f}/req, "
+                         f"TTFT {r['ttft_p50_s']:.2f}/{r['ttft_p95_s']:.2f} s)")
+        print(f"| {cfg} | " + " | ".join(cells) + " |")
+    base = {cfg: next((x["aggregate_tps"] for x in rows if x["config"] == cfg
+                       and x["clients"] == counts[0]), None) for cfg in configs}
+    print("\nScaling of aggregate tokens/s over " + f"{counts[0]} client(s):")
+    for cfg in configs:
+        ratios = [next(x for x in rows if x["config"] == cfg and x["clients"] == n)
+                  ["aggregate_tps"] / base[cfg] for n in counts]
+        print(f"  {cfg:14s} " + "  ".join(f"{n}: {r:.2f}x" for n, r in zip(counts, ratios)))
+    if a.json_out:
+        Path(a.json_out).write_text(json.dumps({"args": vars(a), "rows": rows}, indent=1))
+    print(f"\nserver logs: {logdir}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""Helpers shared by the benchmark scripts in scripts/: errors and model lookup."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def die(msg: str) -> None:
+    """One-line error on stderr, named after the running script, and exit 1."""
+    print(f"{Path(sys.argv[0]).stem}: error: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def resolve_model(arg: str) -> Path:
+    """A GGUF path as given, or a model name fetched (and cached) by scripts/fetch-models.sh."""
+    p = Path(arg)
+    if p.suffix == ".gguf" or p.exists():
+        if not p.is_file():
+            die(f"model file {p} not found")
+        return p.resolve()
+    out = subprocess.run(["bash", str(ROOT / "scripts" / "fetch-models.sh"), arg],
+                         stdout=subprocess.PIPE, text=True)
+    if out.returncode != 0:
+        die(f"could not fetch model '{arg}'")
+    return Path(out.stdout.strip().splitlines()[-1])
