@@ -68,7 +68,8 @@ GenerationQueue::GenerationQueue(Runner runner, size_t capacity, Metrics& metric
       capacity_(capacity),
       metrics_(metrics),
       assigned_(static_cast<size_t>(std::max(1, n_slots))),
-      running_(assigned_.size()) {
+      running_(assigned_.size()),
+      last_used_(assigned_.size(), 0) {
   for (size_t slot = 0; slot < assigned_.size(); ++slot) {
     workers_.emplace_back([this, slot] { work(static_cast<int32_t>(slot)); });
   }
@@ -93,19 +94,22 @@ std::shared_ptr<Job> GenerationQueue::submit(std::vector<int32_t> prompt,
 
 void GenerationQueue::dispatch() {
   while (!queue_.empty()) {
-    // The free slot whose cache holds the longest prefix of the oldest job's prompt.
+    // The free slot whose cache holds the longest prefix of the oldest job's prompt; on a tie
+    // the least recently used.
     int32_t best = -1;
     size_t best_len = 0;
     for (size_t slot = 0; slot < assigned_.size(); ++slot) {
       if (assigned_[slot] || running_[slot]) continue;
       const size_t len =
           prefix_length_ ? prefix_length_(static_cast<int32_t>(slot), queue_.front()->prompt_) : 0;
-      if (best < 0 || len > best_len) {
+      if (best < 0 || len > best_len ||
+          (len == best_len && last_used_[slot] < last_used_[static_cast<size_t>(best)])) {
         best = static_cast<int32_t>(slot);
         best_len = len;
       }
     }
     if (best < 0) return;  // every slot busy: the job waits
+    last_used_[static_cast<size_t>(best)] = ++dispatched_;
     assigned_[static_cast<size_t>(best)] = std::move(queue_.front());
     queue_.pop_front();
   }

@@ -4,7 +4,8 @@
 // engine batches the forward passes of all slots that are generating (continuous batching,
 // engine/batch_coordinator.h). HTTP threads submit a Job and wait on it (whole result or
 // streamed text). A queued job goes to the free slot whose cached prompt shares the longest
-// prefix with it (the follow-up turn of a chat, a shared system prompt), the lowest slot on a tie.
+// prefix with it (the follow-up turn of a chat, a shared system prompt); on a tie the least
+// recently used one, so that a new conversation evicts the stalest cache.
 //
 // A job ends exactly once: finished, cancelled (Job::cancel, e.g. the client went away; the
 // engine's text callback then returns false and the worker moves on) or failed (the engine
@@ -74,7 +75,8 @@ class GenerationQueue {
   using Runner =
       std::function<GenerationResult(std::span<const int32_t>, const GenerationOptions&,
                                      const TextCallback&, const LogprobCallback&, int32_t slot)>;
-  // How many leading tokens of `prompt` slot `slot` holds cached (for choosing a slot).
+  // How much of slot `slot`'s cache `prompt` would reuse (leading tokens; 0: none). A job goes
+  // to the free slot where this is largest.
   using PrefixLength = std::function<size_t(int32_t slot, std::span<const int32_t> prompt)>;
 
   // capacity: how many jobs may wait (the running ones not included); n_slots workers.
@@ -105,6 +107,8 @@ class GenerationQueue {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;
   std::vector<std::shared_ptr<Job>> assigned_, running_;  // per slot
+  std::vector<uint64_t> last_used_;                       // per slot: dispatch order, 0: never
+  uint64_t dispatched_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };

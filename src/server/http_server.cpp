@@ -339,11 +339,15 @@ void HttpServer::attach(Engine& engine) {
                 const LogprobCallback& lp,
                 int32_t slot) { return engine.generate(prompt, o, cb, lp, slot); },
       impl_->config.queue_size, impl_->metrics, engine.n_slots(),
-      [&engine](int32_t slot, std::span<const int32_t> prompt) {
+      [&engine](int32_t slot, std::span<const int32_t> prompt) -> size_t {
         const std::vector<int32_t> history = engine.slot_history(slot);
         size_t n = 0;
         while (n < history.size() && n < prompt.size() && history[n] == prompt[n]) ++n;
-        return n;
+        // A prompt that continues most of what the slot holds (a follow-up turn) reuses it; one
+        // that shares only a little (a common system prompt) would destroy the rest of that
+        // cache for a small gain, so it counts as no match and takes the stalest slot
+        // (llama-server's --slot-prompt-similarity 0.5 is the same idea).
+        return 2 * n >= history.size() ? n : 0;
       });
   impl_->metrics.set_slots(engine.n_slots());
   if (engine.n_slots() > 1) {
