@@ -183,6 +183,12 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // when no other slot is, on its own thread otherwise (same bits either way). The passes use
   // it only while every slot waits for them.
   decoder.set_thread_pool(pool_.get(), coordinator_ ? &pool_guard_ : nullptr);
+  if (coordinator_ && opts.sampling.greedy() && options_.batch_verify_rows > 0) {
+    decoder.set_gamma_limit([this] {
+      const int active = std::max(1, coordinator_->active());
+      return std::max(0, options_.batch_verify_rows / active - 1);
+    });
+  }
   decoder.set_logprobs(opts.logprobs);
   const Tokenizer& tok = tokenizer();
   auto is_end = [&tok, &opts](int32_t id) { return !opts.ignore_eos && tok.is_eog(id); };

@@ -37,6 +37,13 @@ struct EngineOptions {
   // With several slots: prompts are prefilled in chunks of this many tokens, each chunk one
   // batched pass, so that a long prompt does not stall the other slots' decoding.
   int32_t prefill_chunk = 32;
+  // With several slots, greedy requests draft at most max(0, batch_verify_rows / active - 1)
+  // tokens per round (active: slots generating), so that the slots' verify rows together stay
+  // within one pass of the widest matmul tile (9 rows with AVX-512 VNNI) instead of paying for
+  // another read of the weights; greedy output does not depend on γ. Sampled requests keep
+  // their γ: their random stream, and so a seeded text, would depend on the batch otherwise.
+  // 0: no cap.
+  int32_t batch_verify_rows = 9;
 };
 
 // Where a request's drafts come from. The choice is per request (not per Engine) so that one

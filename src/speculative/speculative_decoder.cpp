@@ -135,6 +135,7 @@ int32_t SpeculativeDecoder::effective_gamma() const {
   if (!drafter_) return 0;
   const auto n = static_cast<int64_t>(tokens_.size());
   int64_t g = gamma_;
+  if (gamma_limit_) g = std::min<int64_t>(g, std::max(0, gamma_limit_()));
   g = std::min<int64_t>(g, max_new_ - generated_ - 1);  // a round emits up to γ + 1 tokens
   g = std::min<int64_t>(g, target_.capacity() - n);     // verify writes positions n-1..n+γ-1
   g = std::min<int64_t>(g, drafter_->max_drafts(static_cast<int32_t>(n)));

@@ -110,6 +110,11 @@ class SpeculativeDecoder {
   // logprobs()[i] belongs to generated()[i] (empty unless set_logprobs was called).
   std::span<const TokenLogprob> logprobs() const { return logprobs_; }
 
+  // A cap on each round's γ, asked before every round (e.g. from how many sequences share the
+  // target's passes); returns >= 0. Any γ is lossless, but with sampling the random stream's use
+  // depends on it, so a caller that wants seeded runs reproducible must not vary it.
+  void set_gamma_limit(std::function<int32_t()> limit) { gamma_limit_ = std::move(limit); }
+
   // Tests only: run a deliberately broken accept/reject rule (see rejection_rules.h).
   void set_verifier(VerifyFn verify) { verify_ = verify; }
 
@@ -132,6 +137,7 @@ class SpeculativeDecoder {
   StopPredicate stop_;
   ThreadPool* pool_ = nullptr;
   std::mutex* pool_guard_ = nullptr;
+  std::function<int32_t()> gamma_limit_;
 
   std::vector<int32_t> tokens_;
   std::vector<TokenOrigin> origins_;  // one per generated token

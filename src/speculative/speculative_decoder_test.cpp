@@ -312,6 +312,31 @@ TEST(SpeculativeDecoder, TokenBudgetShrinksGammaAndCutsRounds) {
   EXPECT_EQ(none.step(), 0);
 }
 
+TEST(SpeculativeDecoder, GammaLimitCapsEachRoundAndKeepsGreedyOutput) {
+  Models m(7, 1.5f);
+  m.target.set_rounding(true);
+  const std::vector<int32_t> prompt = {3, 1};
+  const std::vector<int32_t> want = greedy_reference(m.target, prompt, 30);
+  int32_t limit = 8;
+  Rng rng(1);
+  SpeculativeDecoder dec(m.target, &m.draft, params(0.0f), 6, rng);
+  dec.set_gamma_limit([&limit] { return limit; });
+  dec.start(prompt, 30);
+  // The limit is asked every round: 8 (above γ 6), then 2, then 0 (target-only steps).
+  for (int round = 0; !dec.done(); ++round) {
+    limit = round < 2 ? 8 : round < 5 ? 2 : 0;
+    dec.step();
+  }
+  ASSERT_EQ(std::vector<int32_t>(dec.generated().begin(), dec.generated().end()), want);
+  const auto& log = dec.stats().log;
+  ASSERT_GT(log.size(), 5u);
+  for (size_t r = 0; r < log.size(); ++r) {
+    const int32_t cap = r < 2 ? 6 : r < 5 ? 2 : 0;
+    EXPECT_LE(log[r].gamma, cap) << "round " << r;
+  }
+  EXPECT_GT(dec.stats().baseline_steps, 0);
+}
+
 TEST(SpeculativeDecoder, ContextCapacityShrinksGammaAndStops) {
   // Target capacity 10 with a 3-token prompt: the last step feeds position 9, so exactly 8 tokens
   // come out, identical to target-only greedy. A draft with a smaller context falls back to
