@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "engine/self_check.h"
 #include "support/cli_runner.h"
+#include "support/decode_stats_checks.h"
 #include "support/real_models.h"
 
 namespace specdec {
@@ -126,14 +127,7 @@ TEST_F(RealModelQwenPair, SampledRunsRepeatWithTheSeedAndStatsAddUp) {
   EXPECT_EQ(a.tokens, b.tokens);
   EXPECT_EQ(a.stats.generated_tokens, static_cast<int32_t>(a.tokens.size()));
   const DecodeStats& s = a.stats.spec;
-  int64_t hist_rounds = 0, hist_accepted = 0;
-  for (size_t k = 0; k < s.accepted_hist.size(); ++k) {
-    hist_rounds += s.accepted_hist[k];
-    hist_accepted += static_cast<int64_t>(k) * s.accepted_hist[k];
-  }
-  EXPECT_EQ(hist_rounds, s.rounds);
-  EXPECT_EQ(hist_accepted, s.accepted);
-  EXPECT_LE(s.accepted, s.drafted);
+  testing::expect_histogram_adds_up(s);
   // A different seed changes the text (24 tokens at T 0.7: equal by chance is negligible).
   go.sampling.seed = 4322;
   EXPECT_NE(spec.generate(prompt, go, {}).tokens, a.tokens);

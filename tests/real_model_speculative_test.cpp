@@ -6,6 +6,7 @@
 
 #include "engine/engine.h"
 #include "engine/layer_draft.h"
+#include "support/decode_stats_checks.h"
 #include "support/real_models.h"
 #include "support/tiny_model.h"
 
@@ -84,13 +85,7 @@ TEST_F(RealModelSpeculative, SampledRunsAreReproducibleAndStatsConsistent) {
   const GenerationResult b = spec.generate(prompt, go, {});
   EXPECT_EQ(a.tokens, b.tokens);
   const DecodeStats& s = a.stats.spec;
-  int64_t hist_rounds = 0, hist_accepted = 0;
-  for (size_t k = 0; k < s.accepted_hist.size(); ++k) {
-    hist_rounds += s.accepted_hist[k];
-    hist_accepted += static_cast<int64_t>(k) * s.accepted_hist[k];
-  }
-  EXPECT_EQ(hist_rounds, s.rounds);
-  EXPECT_EQ(hist_accepted, s.accepted);
+  testing::expect_histogram_adds_up(s);
   EXPECT_EQ(static_cast<int64_t>(s.log.size()), s.rounds + s.baseline_steps);
   EXPECT_EQ(a.stats.generated_tokens, 32);
 }
