@@ -92,6 +92,7 @@ class ModelDrafter : public Drafter {
   double accept_rate_;  // running per-draft acceptance rate (adaptive length)
   int32_t draft_len_ = 0;
   std::vector<float> logits_;
+  std::vector<double> exp_scratch_;  // the greedy confidence's softmax terms
 };
 
 }  // namespace specdec
