@@ -160,6 +160,9 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   const int32_t limit = std::min({static_cast<int32_t>(s.history.size()), s.target.length(),
                                   use_model ? s.draft->length() : s.target.length(), n_prompt - 1});
   while (n_cached < limit && s.history[n_cached] == prompt[n_cached]) ++n_cached;
+  // From here on the caches change past n_cached; if this run throws before it records its own
+  // tokens, the history must not claim what the caches no longer hold.
+  s.history.resize(static_cast<size_t>(n_cached));
   // An unused draft cache must still hold only a prefix of the history recorded below.
   if (!use_model && s.draft) s.draft->truncate(std::min(s.draft->length(), n_cached));
 

@@ -210,7 +210,13 @@ TEST(GenerationQueue, SeveralSlotsRunAtOnceAndJobsGoToTheSlotWithTheirPrefix) {
           std::lock_guard lock(mu);
           slot_of[static_cast<size_t>(prompt[1])] = slot;
         }
-        std::this_thread::sleep_for(20ms);
+        // The first three jobs wait (bounded) until all three run: they must run at once.
+        if (prompt[0] == 7) {
+          const auto deadline = std::chrono::steady_clock::now() + 5s;
+          while (most.load() < 3 && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(1ms);
+          }
+        }
         cb("x");
         --concurrent;
         GenerationResult r;
