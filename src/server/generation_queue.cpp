@@ -120,12 +120,6 @@ size_t GenerationQueue::queued() const {
   return queue_.size();
 }
 
-size_t GenerationQueue::running() const {
-  std::lock_guard lock(mu_);
-  return static_cast<size_t>(
-      std::count_if(running_.begin(), running_.end(), [](const auto& j) { return j != nullptr; }));
-}
-
 void GenerationQueue::shutdown() {
   {
     std::lock_guard lock(mu_);

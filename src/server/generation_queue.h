@@ -93,7 +93,6 @@ class GenerationQueue {
   void shutdown();
 
   size_t queued() const;
-  size_t running() const;
 
  private:
   void work(int32_t slot);

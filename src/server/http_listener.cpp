@@ -147,6 +147,15 @@ void HttpListener::reap_finished() {
   for (Connection& c : finished) c.thread.join();
 }
 
+bool HttpListener::wait_until_closed(std::chrono::milliseconds timeout) const {
+  const auto deadline = SteadyClock::now() + timeout;
+  while (open_.load() > 0) {
+    if (SteadyClock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
 HttpListenerStats HttpListener::stats() const {
   return {accepted_.load(), rejected_.load(), timeouts_.load(), malformed_.load(), open_.load()};
 }

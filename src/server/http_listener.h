@@ -67,6 +67,9 @@ class HttpListener {
   // Thread-safe. Closes the listening socket; idle connections close, requests in progress
   // finish and their connections close after the response.
   void stop_accepting();
+  // Thread-safe. Waits up to `timeout` for every connection to close (after stop_accepting(),
+  // requests in progress finish and idle connections go); true when none is left open.
+  bool wait_until_closed(std::chrono::milliseconds timeout) const;
   // Thread-safe. Aborts every connection's reads and writes and joins all connection threads.
   void close_all();
 

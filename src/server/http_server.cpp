@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <mutex>
 #include <random>
-#include <thread>
 
 #include "common/error.h"
 #include "server/generation_queue.h"
@@ -326,10 +325,6 @@ void HttpServer::Impl::stream(const std::shared_ptr<Job>& job, const ResponseMet
 
 HttpServer::HttpServer(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 
-HttpServer::HttpServer(Engine& engine, ServerConfig config) : HttpServer(std::move(config)) {
-  attach(engine);
-}
-
 HttpServer::~HttpServer() { stop(); }
 
 void HttpServer::attach(Engine& engine) {
@@ -359,8 +354,6 @@ void HttpServer::attach(Engine& engine) {
   impl_->engine.store(&engine, std::memory_order_release);
 }
 
-bool HttpServer::ready() const { return impl_->engine.load() != nullptr; }
-
 int HttpServer::bind() { return impl_->listener.bind(); }
 
 void HttpServer::run() {
@@ -377,11 +370,7 @@ void HttpServer::stop() {
   if (impl_->queue) impl_->queue->shutdown();
   // A moment for the threads of cancelled requests to tell their clients why (a 503, a stream's
   // error event) and for idle connections to close; then whatever is left is cut.
-  const auto deadline = std::chrono::steady_clock::now() + kStopWriteGrace;
-  while (impl_->listener.stats().open_connections > 0 &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(10));
-  }
+  impl_->listener.wait_until_closed(kStopWriteGrace);
   impl_->listener.close_all();
   {
     std::lock_guard lock(impl_->stop_mu);
@@ -393,15 +382,7 @@ void HttpServer::stop() {
 bool HttpServer::drain(std::chrono::milliseconds grace) {
   impl_->draining = true;
   impl_->listener.stop_accepting();
-  const auto deadline = std::chrono::steady_clock::now() + grace;
-  bool clean = false;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (impl_->listener.stats().open_connections == 0) {
-      clean = true;
-      break;
-    }
-    std::this_thread::sleep_for(milliseconds(20));
-  }
+  const bool clean = impl_->listener.wait_until_closed(grace);
   stop();
   return clean;
 }

@@ -41,14 +41,12 @@ struct ServerConfig {
 class HttpServer {
  public:
   explicit HttpServer(ServerConfig config);
-  HttpServer(Engine& engine, ServerConfig config);  // constructs, then attach(engine)
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
   // The models are loaded: generation requests are served from now on. Call once.
   void attach(Engine& engine);
-  bool ready() const;
 
   // Binds the listening socket and returns its port; throws specdec::Error when it cannot.
   int bind();
