@@ -187,7 +187,8 @@ void GenerationQueue::work(int32_t slot) {
       metrics_.stopped_running();
     }
     metrics_.ended(outcome, result.stats);
-    job->finish(std::move(result), std::move(error));
+    // The slot is free before the job's client hears that it ended, so that a request sent
+    // right after (the next turn of a chat) can be placed on it.
     {
       std::lock_guard lock(mu_);
       running_[s].reset();
@@ -195,6 +196,7 @@ void GenerationQueue::work(int32_t slot) {
       metrics_.set_queue_length(static_cast<int64_t>(queue_.size()));
     }
     cv_.notify_all();
+    job->finish(std::move(result), std::move(error));
   }
 }
 
