@@ -117,8 +117,8 @@ TEST_F(Cli, RunGreedyIsReproducibleAndSpeculationDoesNotChangeIt) {
   EXPECT_NE(b.err.find("speculative: gamma 3"), std::string::npos) << b.err;
 }
 
-// The draft levers (a vocabulary subset, adaptive length, hybrid lookup) change speed, never the
-// greedy text; each alone and all together.
+// The draft levers (a vocabulary subset, requantized weights, adaptive length, hybrid lookup)
+// change speed, never the greedy text; each alone and all together.
 TEST_F(Cli, DraftLeversKeepTheGreedyText) {
   std::vector<std::string> base = {"run", "-m",     *target_, "-p",           "hello hello", "-n",
                                    "24",  "--temp", "0",      "--ignore-eos", "-t",          "2"};
@@ -126,6 +126,8 @@ TEST_F(Cli, DraftLeversKeepTheGreedyText) {
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   const std::vector<std::vector<std::string>> levers = {
       {"--draft-vocab", "40"},
+      {"--draft-vocab", "0"},
+      {"--draft-type", "q4_0", "--draft-head-type", "q8_0"},
       {"--draft-policy", "adaptive", "--draft-cost", "0.1", "--draft-verify-cost", "0.05"},
       {"--draft-hybrid"},
       {"--draft-vocab", "64", "--draft-policy", "adaptive", "--draft-hybrid", "--ngram-min", "2"}};
@@ -144,6 +146,12 @@ TEST_F(Cli, DraftLeversKeepTheGreedyText) {
       "--draft-policy must be fixed or adaptive");
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--draft-vocab", "-3"}),
                      "--draft-vocab");
+  expect_clean_error(
+      run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", "--draft-type", "f16"}),
+      "--draft-type must be file, q4_0");
+  expect_clean_error(
+      run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", "--draft-head-type", "q3_k"}),
+      "--draft-head-type must be file, q4_0");
 }
 
 TEST_F(Cli, SampledRunsRepeatWithTheSameSeed) {

@@ -8,8 +8,12 @@
 // target-only references are computed once per prompt.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "engine/draft_vocab.h"
 #include "engine/engine.h"
 #include "engine/self_check.h"
+#include "engine/token_ranking.h"
 #include "support/cli_runner.h"
 #include "support/decode_stats_checks.h"
 #include "support/real_models.h"
@@ -112,6 +116,53 @@ TEST_F(RealModelQwenPair, GreedyOutputEqualsTargetOnlyForChatAndRawPromptsAndGam
   // that ended in a rejection (a correction and a rollback of both caches).
   EXPECT_GT(accepted, rounds);
   EXPECT_GT(rejected_rounds, 0);
+}
+
+// The corpus count shipped for this vocabulary (scripts/vocab/gen_token_ranking.py computed its
+// fingerprint in Python from the GGUF's token strings) is recognised for both models.
+TEST_F(RealModelQwenPair, ShippedTokenRankingIsRecognisedForBothModels) {
+  const TokenRanking draft = rank_tokens(*draft_->tokenizer);
+  EXPECT_GT(draft.counted, 20000);
+  EXPECT_EQ(vocab_fingerprint(*draft_->tokenizer), vocab_fingerprint(*target_->tokenizer));
+  EXPECT_EQ(rank_tokens(*target_->tokenizer).ids, draft.ids);
+  // A space and a newline are among the ten most frequent tokens of code and prose.
+  const std::vector<int32_t> first(draft.ids.begin(), draft.ids.begin() + 10);
+  for (const char* text : {" ", "\n"}) {
+    const std::vector<int32_t> ids = draft_->tokenizer->encode(text, false, false);
+    ASSERT_EQ(ids.size(), 1u) << text;
+    EXPECT_NE(std::find(first.begin(), first.end(), ids[0]), first.end()) << text;
+  }
+}
+
+// The draft as the CLI lays it out by default (head in frequency order and requantized, a
+// per-prompt vocabulary subset): the greedy text is still the target's, bit for bit.
+TEST_F(RealModelQwenPair, GreedyOutputEqualsTargetOnlyWithTheCheapDraftLayout) {
+  ModelLoadOptions layout;
+  layout.output_type = GgmlType::Q4_0;
+  layout.output_ids = draft_head_order(*draft_->tokenizer);
+  LoadedModel cheap = LoadedModel::load(*draft_path_, layout);
+  EngineOptions eo = engine_options();
+  Engine plain(*target_, nullptr, eo);
+  eo.draft_vocab = 32768;
+  Engine spec(*target_, &cheap, eo);
+  int64_t accepted = 0;
+  for (const std::string& text :
+       {chatml("Summarize: the Great Barrier Reef is the world's largest coral reef system."),
+        std::string("def quicksort(arr):\n")}) {
+    const std::vector<int32_t> prompt = plain.tokenize_prompt(text);
+    GenerationOptions go;
+    go.max_tokens = 20;
+    go.sampling.temperature = 0;
+    const GenerationResult expected = plain.generate(prompt, go, {});
+    for (int32_t gamma : {3, 8}) {
+      go.draft_max = gamma;
+      const GenerationResult got = spec.generate(prompt, go, {});
+      EXPECT_EQ(got.tokens, expected.tokens) << text << " gamma " << gamma;
+      accepted += got.stats.spec.accepted;
+    }
+    EXPECT_LT(spec.draft_vocab_width(), 40000);
+  }
+  EXPECT_GT(accepted, 0);
 }
 
 TEST_F(RealModelQwenPair, SampledRunsRepeatWithTheSeedAndStatsAddUp) {

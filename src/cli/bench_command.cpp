@@ -207,12 +207,13 @@ int bench_command(const std::vector<std::string>& args) {
     fail(o.draft_ngram ? "--draft-ngram and -md are mutually exclusive"
                        : "bench needs a drafter: -md DRAFT or --draft-ngram");
   }
+  check_draft_model_options(o.drafting);  // bad --draft-*type values fail before any model loads
   const bool hybrid = check_hybrid_option(o.drafting.hybrid, !o.draft_model.empty());
   check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram || hybrid);
   std::vector<BenchPrompt> prompts = load_prompts(o);
 
   LoadedModel target = LoadedModel::load(o.model);
-  std::unique_ptr<LoadedModel> draft = load_draft(o.draft_model);
+  std::unique_ptr<LoadedModel> draft = load_draft(o.draft_model, o.drafting);
   EngineOptions eo;
   eo.n_ctx = o.n_ctx;
   eo.n_threads = thread_count(o.threads);
@@ -315,11 +316,17 @@ int bench_command(const std::vector<std::string>& args) {
             << "drafter: "
             << (o.draft_ngram ? "n-gram prompt lookup (" + describe_ngram(o.ngram) + ")"
                               : o.draft_model)
-            << (o.draft_ngram ? std::string()
-                              : ", scoring " + std::to_string(draft_width) + " of " +
-                                    std::to_string(target.model->config().n_vocab) + " tokens, " +
-                                    (o.drafting.length.adaptive ? "adaptive" : "fixed") +
-                                    " length" + (hybrid ? ", hybrid with prompt lookup" : ""))
+            << (o.draft_ngram
+                    ? std::string()
+                    : ", scoring " +
+                          (o.drafting.vocab > 0 ? "the " + std::to_string(o.drafting.vocab) +
+                                                      " most frequent and each prompt's tokens (" +
+                                                      std::to_string(draft_width) + " for the last)"
+                                                : std::to_string(draft_width)) +
+                          " of " + std::to_string(target.model->config().n_vocab) +
+                          " tokens, blocks " + o.drafting.type + ", head " + o.drafting.head_type +
+                          ", " + (o.drafting.length.adaptive ? "adaptive" : "fixed") + " length" +
+                          (hybrid ? ", hybrid with prompt lookup" : ""))
             << "\n"
             << "threads " << eo.n_threads << ", " << o.n_predict << " tokens per run, " << o.repeats
             << " repeats, top-p " << o.top_p << ", " << prompts.size() << " prompts ("

@@ -1,10 +1,12 @@
 #include "cli/engine_setup.h"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 #include <thread>
 
 #include "common/error.h"
+#include "engine/draft_vocab.h"
 
 namespace specdec::cli {
 
@@ -13,15 +15,40 @@ int thread_count(int32_t requested) {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-std::unique_ptr<LoadedModel> load_draft(const std::string& path) {
+std::optional<GgmlType> parse_draft_type(const std::string& flag, const std::string& name) {
+  std::string upper = name;
+  for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (upper == "FILE") return std::nullopt;
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K,
+                     GgmlType::Q5_K, GgmlType::Q6_K}) {
+    if (type_name(t) == upper) return t;
+  }
+  fail(flag, " must be file, q4_0, q4_1, q5_0, q8_0, q4_k, q5_k or q6_k, got '", name, "'");
+}
+
+void check_draft_model_options(const DraftModelOptions& options) {
+  parse_draft_type("--draft-type", options.type);
+  parse_draft_type("--draft-head-type", options.head_type);
+}
+
+std::unique_ptr<LoadedModel> load_draft(const std::string& path, const DraftModelOptions& options) {
+  ModelLoadOptions layout;
+  layout.matrix_type = parse_draft_type("--draft-type", options.type);
+  layout.output_type = parse_draft_type("--draft-head-type", options.head_type);
   if (path.empty()) return nullptr;
-  return std::make_unique<LoadedModel>(LoadedModel::load(path));
+  return std::make_unique<LoadedModel>(LoadedModel::load(path, [&](const Tokenizer& tok) {
+    ModelLoadOptions l = layout;
+    // The head in frequency order, so that the engine's per-prompt subset (EngineOptions::
+    // draft_vocab) is mostly one contiguous range of rows.
+    if (options.vocab > 0) l.output_ids = draft_head_order(tok);
+    return l;
+  }));
 }
 
 void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab) {
   p.add_int({"--draft-vocab"}, "N",
-            "the draft model scores only the N most frequent tokens (+ control tokens; 0: all). "
-            "Lossless: changes speed, never the output",
+            "the draft model scores only the N most frequent tokens plus the prompt's own and the "
+            "control tokens (0: all). Lossless: changes speed, never the output",
             draft_vocab, 0, 1 << 24);
 }
 
@@ -163,6 +190,16 @@ std::string describe_ngram(const NgramParams& params) {
 
 void add_draft_model_options(ArgParser& p, DraftModelOptions& options) {
   add_draft_vocab_option(p, options.vocab);
+  p.add_string({"--draft-type"}, "TYPE",
+               "requantize the draft's block matrices into this format at load (q4_0, q4_1, "
+               "q5_0, q8_0, q4_k, ...; file: keep the file's). Lossless: changes speed and "
+               "acceptance, never the output (default: " +
+                   std::string(kDefaultDraftType) + ")",
+               options.type);
+  p.add_string(
+      {"--draft-head-type"}, "TYPE",
+      "the same for the draft's output head (default: " + std::string(kDefaultDraftHeadType) + ")",
+      options.head_type);
   add_draft_length_options(p, options.length);
   add_hybrid_option(p, options.hybrid);
 }

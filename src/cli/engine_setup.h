@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "cli/arg_parser.h"
 #include "engine/loaded_model.h"
@@ -26,12 +28,13 @@ inline constexpr int32_t kDefaultParallel = 4;
 // vs 1.12x over target-only at T = 0 and tied it (1.14-1.16x) at T = 0.7 (docs/benchmarks.md).
 inline constexpr int32_t kDefaultDraftMax = 8;
 
-// --draft-vocab N: the draft model scores only the N most frequent tokens plus the control
+// --draft-vocab N: the draft model's head is laid out in frequency order at load and each
+// generation scores its N most frequent tokens plus the prompt's own tokens and the control
 // tokens (FR-Spec, engine/draft_vocab.h); 0 scores the whole vocabulary. Lossless either way.
-// Off by default: with BPE merge order as the frequency proxy, a 32,768-token subset cost the
-// Qwen pair more acceptance (summaries 55 -> 43 %, code 83 -> 75 %) than it saved in draft time
-// (docs/benchmarks.md).
-inline constexpr int32_t kDefaultDraftVocab = 0;
+// On the Qwen2.5-Coder pair, 2 threads, 128 tokens, the defaults otherwise (docs/benchmarks.md):
+// 32,768 cut the draft cost c from 0.38-0.41 to 0.27-0.30 target steps and took summaries
+// from 1.15x to 1.23x (T 0) and code from 1.44x to 1.72x, for 0-6 points of acceptance.
+inline constexpr int32_t kDefaultDraftVocab = 32768;
 void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab);
 
 // --draft-policy fixed|adaptive, --draft-cost C, --draft-verify-cost V: how many tokens a draft
@@ -53,17 +56,36 @@ void add_hybrid_option(ArgParser& p, HybridOption& hybrid);
 // without one. Returns whether hybrid drafting is on.
 bool check_hybrid_option(const HybridOption& hybrid, bool has_draft_model);
 
-// How a draft model drafts: --draft-vocab, --draft-policy/--draft-cost/--draft-verify-cost
-// and --draft-hybrid, the same flags on every command that takes -md.
+// --draft-type TYPE / --draft-head-type TYPE: the block format the draft's block matrices / its
+// output head are requantized into at load (model/weight_packing.h), or "file" to keep the
+// file's. A draft step streams every matrix, so fewer bytes per weight make it cheaper;
+// lossless either way (docs/benchmarks.md has what each costs in acceptance).
+inline constexpr std::string_view kDefaultDraftType = "file";
+inline constexpr std::string_view kDefaultDraftHeadType = "file";
+// The type named by a --draft-type / --draft-head-type value (flag; case-insensitive: q4_0,
+// Q4_K, ...), nullopt for "file"; throws specdec::Error for anything else or a type the packed
+// kernels do not read.
+std::optional<GgmlType> parse_draft_type(const std::string& flag, const std::string& name);
+
+// How a draft model drafts: --draft-vocab, --draft-type, --draft-policy/--draft-cost/
+// --draft-verify-cost and --draft-hybrid, the same flags on every command that takes -md.
 struct DraftModelOptions {
   int32_t vocab = kDefaultDraftVocab;
+  std::string type{kDefaultDraftType};
+  std::string head_type{kDefaultDraftHeadType};
   DraftLengthParams length = default_draft_length();
   HybridOption hybrid;
 };
 void add_draft_model_options(ArgParser& p, DraftModelOptions& options);
 
-// The -md model, or nullptr when no draft was given (empty path).
-std::unique_ptr<LoadedModel> load_draft(const std::string& path);
+// Throws specdec::Error for a bad --draft-type or --draft-head-type, before anything loads.
+void check_draft_model_options(const DraftModelOptions& options);
+
+// The -md model, or nullptr when no draft was given (empty path); its weights laid out as
+// options say (--draft-type, --draft-head-type, and --draft-vocab, which cuts the head to the
+// most frequent tokens at load).
+std::unique_ptr<LoadedModel> load_draft(const std::string& path,
+                                        const DraftModelOptions& options = {});
 
 // --ngram-max, --ngram-min, --ngram-policy, --ngram-verify-cost and --ngram-adapt-rate into
 // params; `given` is set when any of them appears (they only make sense with --draft-ngram).

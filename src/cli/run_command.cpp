@@ -113,12 +113,13 @@ int run_command(const std::vector<std::string>& args) {
   if (o.draft_ngram && !o.draft_model.empty()) {
     fail("--draft-ngram and -md are mutually exclusive: draft with a model or by prompt lookup");
   }
+  check_draft_model_options(o.drafting);  // bad --draft-*type values fail before any model loads
   const bool hybrid = check_hybrid_option(o.drafting.hybrid, !o.draft_model.empty());
   check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram || hybrid);
 
   const auto load_start = std::chrono::steady_clock::now();
   LoadedModel target = LoadedModel::load(o.model);
-  std::unique_ptr<LoadedModel> draft = load_draft(o.draft_model);
+  std::unique_ptr<LoadedModel> draft = load_draft(o.draft_model, o.drafting);
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
           .count();

@@ -120,8 +120,7 @@ int serve_command(const std::vector<std::string>& args) {
   p.add_int({"--prefill-chunk"}, "N",
             "with --parallel > 1: prompt tokens per batched pass while others decode",
             prefill_chunk, 1, 4096);
-  p.add_int({"--queue-size"}, "N", "requests that may wait for a free slot", queue_size,
-            1, 4096);
+  p.add_int({"--queue-size"}, "N", "requests that may wait for a free slot", queue_size, 1, 4096);
   p.add_u64({"--max-body-bytes"}, "N", "largest request body accepted (413 above)", max_body);
   p.add_int({"--max-connections"}, "N", "connections served at once (more get 503)",
             max_connections, 1, 4096);
@@ -136,6 +135,7 @@ int serve_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (model.empty()) fail("-m MODEL is required (see specdec serve --help)");
+  check_draft_model_options(drafting);  // bad --draft-*type values fail before any model loads
   config.hybrid = check_hybrid_option(drafting.hybrid, !draft_model.empty());
   config.draft_length = drafting.length;
   if (max_body == 0) fail("--max-body-bytes must be at least 1");
@@ -172,7 +172,7 @@ int serve_command(const std::vector<std::string>& args) {
   } join_on_exit{server, listener};
 
   LoadedModel target = LoadedModel::load(model);
-  std::unique_ptr<LoadedModel> draft = load_draft(draft_model);
+  std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting);
   EngineOptions eo;
   eo.n_ctx = n_ctx;
   eo.n_threads = thread_count(threads);

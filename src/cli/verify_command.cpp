@@ -48,13 +48,14 @@ int verify_command(const std::vector<std::string>& args) {
   if (prompts.empty()) {
     prompts = {"The capital of France is", "Once upon a time", "def add(a, b):"};
   }
+  check_draft_model_options(drafting);
   LoadedModel target = LoadedModel::load(model);
-  LoadedModel draft = LoadedModel::load(draft_model);
+  std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting);
   EngineOptions eo;
   eo.n_ctx = n_ctx;
   eo.n_threads = thread_count(threads);
   eo.draft_vocab = drafting.vocab;
-  Engine engine(target, &draft, eo);
+  Engine engine(target, draft.get(), eo);
 
   SelfCheckOptions o;
   o.prompts = prompts;

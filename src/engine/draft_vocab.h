@@ -1,24 +1,34 @@
 // Which part of the vocabulary a draft scores when it is told to score only `n` tokens
-// (`--draft-vocab N`, FR-Spec): the n most frequent tokens by the best proxy a GGUF file holds,
-// plus every token that is not ordinary text (end-of-generation and other control tokens), so
-// that the draft can still propose the end of an answer.
-//
-// Frequency proxy: for byte-level BPE vocabularies the token id is the merge rank (ids are
-// assigned in merge order, and a merge is learned because its pair was the most frequent at
-// that point), so the n lowest ids; for SentencePiece vocabularies the piece score (a log
-// probability), so the n highest-scoring pieces. llama.cpp's GGUF conversion keeps both orders.
+// (`--draft-vocab N`, FR-Spec): the n most frequent tokens (engine/token_ranking.h: a corpus
+// count where we ship one for the vocabulary, else the order the GGUF file suggests), plus
+// every token that is not ordinary text (end-of-generation and other control tokens), so that
+// the draft can still propose the end of an answer.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "model/vocab_subset.h"
 #include "tokenizer/tokenizer.h"
 
 namespace specdec {
 
-// nullopt when n <= 0 or n >= the vocabulary size (score everything). Otherwise the subset, which
-// holds at least n ids (VocabSubset rounds out to groups of 8).
-std::optional<VocabSubset> draft_vocab_subset(const Tokenizer& tok, int32_t n);
+// Every vocabulary id once, in the order a draft's output head is laid out for FR-Spec
+// (ModelLoadOptions::output_ids): most frequent first (engine/token_ranking.h), so that the n
+// most frequent tokens are the head's first n rows.
+std::vector<int32_t> draft_head_order(const Tokenizer& tok);
+
+// What a draft scores for one prompt: its head's first n rows (the n most frequent tokens when
+// the head is in draft_head_order; the n lowest ids of an id-ordered head), plus the rows of
+// every token of the prompt (a summary copies its passage's words, a follow-up turn the earlier
+// answers: a ranking from a general corpus misses exactly those), plus every control and
+// end-of-generation token (so that the draft can propose the end of an answer). head_ids: the
+// draft's Model::logit_ids() (row -> id; empty: row r is id r). nullopt when n <= 0 or the
+// subset would be the whole head.
+std::optional<VocabSubset> draft_vocab_for_prompt(const Tokenizer& tok,
+                                                  std::span<const int32_t> head_ids, int32_t n,
+                                                  std::span<const int32_t> prompt);
 
 }  // namespace specdec

@@ -68,9 +68,6 @@ Engine::Engine(LoadedModel& target, LoadedModel* draft, const EngineOptions& opt
   for (int32_t i = 0; i < options_.n_slots; ++i) {
     auto s = std::make_unique<Sequences>(*target_.model, draft_ ? draft_->model.get() : nullptr,
                                          options_.n_ctx, *pool_);
-    if (s->draft) {
-      s->draft->set_vocab_subset(draft_vocab_subset(*draft_->tokenizer, options_.draft_vocab));
-    }
     if (coordinator_) {
       s->target.set_coordinator(coordinator_.get(), options_.prefill_chunk);
       if (s->draft) s->draft->set_coordinator(coordinator_.get(), options_.prefill_chunk);
@@ -165,6 +162,13 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   s.history.resize(static_cast<size_t>(n_cached));
   // An unused draft cache must still hold only a prefix of the history recorded below.
   if (!use_model && s.draft) s.draft->truncate(std::min(s.draft->length(), n_cached));
+
+  // The draft scores the most frequent tokens and this prompt's own (changing which rows of its
+  // head it computes never touches its cache).
+  if (use_model && options_.draft_vocab > 0) {
+    s.draft->set_vocab_subset(draft_vocab_for_prompt(*draft_->tokenizer, draft_->model->logit_ids(),
+                                                     options_.draft_vocab, prompt));
+  }
 
   std::unique_ptr<Drafter> drafter;
   std::unique_ptr<ModelDrafter> hybrid_model;  // the parts of a hybrid drafter

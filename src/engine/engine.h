@@ -27,8 +27,9 @@ class ThreadPool;
 struct EngineOptions {
   int32_t n_ctx = 4096;
   int n_threads = 1;
-  // The draft model scores only this many of the most frequent tokens (plus control tokens;
-  // engine/draft_vocab.h); 0: the whole vocabulary. Lossless either way.
+  // The draft model scores only the first this many rows of its head (the most frequent tokens
+  // when it was loaded with its head in draft_head_order) plus each prompt's own tokens and the
+  // control tokens (engine/draft_vocab.h); 0: the whole vocabulary. Lossless either way.
   int32_t draft_vocab = 0;
   // Sequences decoded at once (batched serving): each slot has its own KV caches and prompt
   // cache, and generate() calls on different slots, from different threads, share forward passes
@@ -117,8 +118,8 @@ class Engine {
   const ChatTemplate& chat_template() const { return *target_.chat_template; }
   int32_t n_ctx() const { return options_.n_ctx; }
   bool has_draft() const { return draft_ != nullptr; }  // a draft *model* was given
-  // Logits the draft model computes per position: its vocabulary subset's size, or n_vocab
-  // (0 without a draft model).
+  // Logits the draft model computed per position in slot 0's last generation: its vocabulary
+  // subset's size, or its head's rows (0 without a draft model).
   int32_t draft_vocab_width() const;
 
   // Tokenizes a prompt the way llama.cpp does (BOS per the vocabulary, special tokens parsed);

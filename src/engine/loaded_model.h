@@ -3,6 +3,7 @@
 // which this bundle guarantees by owning both.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -20,7 +21,11 @@ struct LoadedModel {
   std::unique_ptr<ChatTemplate> chat_template;
 
   // Throws specdec::Error (naming the file) on anything wrong with it.
-  static LoadedModel load(const std::string& path);
+  static LoadedModel load(const std::string& path, const ModelLoadOptions& options = {});
+  // The same with the weight layout chosen once the vocabulary is known (a draft's output head
+  // cut to the most frequent tokens, engine/draft_vocab.h).
+  static LoadedModel load(const std::string& path,
+                          const std::function<ModelLoadOptions(const Tokenizer&)>& layout);
 };
 
 }  // namespace specdec

@@ -24,7 +24,7 @@ class ModelLM final : public CausalLM {
   void truncate(int32_t n) override { cache_.truncate(n); }
   void forward(std::span<const int32_t> tokens, std::vector<float>& logits) override;
   std::span<const int32_t> logit_ids() const override {
-    return vocab_ ? std::span<const int32_t>(vocab_->ids()) : std::span<const int32_t>();
+    return vocab_ ? std::span<const int32_t>(vocab_->ids()) : model_.logit_ids();
   }
   // Score only this subset of the vocabulary from now on (a draft's frequency-ranked head);
   // nullopt: the whole vocabulary. The subset must be made for this model's n_vocab.

@@ -171,9 +171,9 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
       if (sequences[r].cache == sq.cache) fail("forward: two sequences share one KV cache");
     }
   }
-  if (vocab != nullptr && vocab->n_vocab() != c.n_vocab) {
-    fail("forward: vocabulary subset made for ", vocab->n_vocab(), " tokens, the model has ",
-         c.n_vocab);
+  if (vocab != nullptr && vocab->head_rows() != impl_->weights.output.rows) {
+    fail("forward: vocabulary subset made for a head of ", vocab->head_rows(),
+         " rows, the model's has ", impl_->weights.output.rows);
   }
   int64_t k = 0;
   for (const SequenceRows& sq : sequences) k += static_cast<int64_t>(sq.tokens.size());
@@ -327,7 +327,7 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
   per_token(pool, n_out, [&](int64_t j) {
     ops::rms_norm(&s.x[s.logit_rows[j] * E], w.output_norm.data(), E, c.rms_eps, &s.xn[j * E]);
   });
-  const int64_t width = vocab == nullptr ? c.n_vocab : vocab->width();
+  const int64_t width = vocab == nullptr ? w.output.rows : vocab->width();
   float* out = sequences.size() == 1 ? sequences[0].logits_out : nullptr;
   if (out == nullptr) {
     s.logits.resize(static_cast<size_t>(n_out * width));

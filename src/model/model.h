@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -61,14 +62,34 @@ struct ModelConfig {
   static ModelConfig from_gguf(const gguf::GgufFile& file);
 };
 
+// How a model's weights are held once loaded (model/weight_packing.h). The defaults keep the
+// file's types and the whole output head; the other settings are for drafts, whose weights
+// can be anything without changing what speculative decoding outputs.
+struct ModelLoadOptions {
+  // Requantize the transformer blocks' matrices into this (packable) type. Unset: the file's.
+  std::optional<GgmlType> matrix_type;
+  // The same for the output head (never the token embedding, which is only looked up).
+  std::optional<GgmlType> output_type;
+  // When not empty: the output head holds these vocabulary ids' rows (unique), in this order:
+  // row r is id output_ids[r], and logit column r of a pass stands for that id (logit_ids()).
+  // A draft's head in frequency order, so that the most frequent tokens are one contiguous
+  // range of rows (FR-Spec: a VocabSubset of them is cheap); or only some ids, which cuts the
+  // head. The embedding keeps every token.
+  std::vector<int32_t> output_ids;
+};
+
 class Model {
  public:
   // Binds weights from an open file (which must outlive the model); validates every tensor's
   // presence, shape and type, throwing specdec::Error naming the tensor.
-  static std::unique_ptr<Model> load(const gguf::GgufFile& file);
+  static std::unique_ptr<Model> load(const gguf::GgufFile& file,
+                                     const ModelLoadOptions& options = {});
   virtual ~Model() = default;
 
   const ModelConfig& config() const { return config_; }
+  // The vocabulary id of each output head row, so of each logit column of a pass without a
+  // VocabSubset (ModelLoadOptions::output_ids); empty when column i is id i for every id.
+  std::span<const int32_t> logit_ids() const { return output_ids_; }
   size_t weight_bytes() const { return weight_bytes_; }
   // Memory held by the row-interleaved copies of the matrices (model/weight_packing.h).
   size_t packed_weight_bytes() const { return packed_weight_bytes_; }
@@ -117,6 +138,7 @@ class Model {
   size_t weight_bytes_ = 0;
   size_t packed_weight_bytes_ = 0;
   size_t released_weight_bytes_ = 0;
+  std::vector<int32_t> output_ids_;  // ModelLoadOptions::output_ids
   std::shared_ptr<Impl> impl_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "model/model.h"
 #include "model/rope.h"
+#include "model/weight_packing.h"
 #include "tensor/matmul.h"
 
 namespace specdec {
@@ -54,9 +55,9 @@ struct Scratch {
 
 struct Model::Impl {
   ModelWeights weights;
-  std::vector<uint8_t> packed;  // storage of the matrices' packed copies (weight_packing.h)
-  RopeFreqs rope;               // RoPE frequencies
-  RopeFreqs rope_swa;           // for local layers (sliding window)
+  PackedStore packed;  // the matrices' packed (and requantized) copies (weight_packing.h)
+  RopeFreqs rope;      // RoPE frequencies
+  RopeFreqs rope_swa;  // for local layers (sliding window)
   Scratch scratch;
 };
 

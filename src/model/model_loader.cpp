@@ -89,7 +89,7 @@ class Binder {
 
 }  // namespace
 
-std::unique_ptr<Model> Model::load(const gguf::GgufFile& file) {
+std::unique_ptr<Model> Model::load(const gguf::GgufFile& file, const ModelLoadOptions& options) {
   std::unique_ptr<Model> model(new Model());
   ModelConfig& c = model->config_;
   c = ModelConfig::from_gguf(file);
@@ -140,12 +140,29 @@ std::unique_ptr<Model> Model::load(const gguf::GgufFile& file) {
     impl->rope_swa = rope_freqs(local, {});
   }
 
+  if (!options.output_ids.empty()) {
+    std::vector<bool> seen(static_cast<size_t>(c.n_vocab), false);
+    bool identity = static_cast<int32_t>(options.output_ids.size()) == c.n_vocab;
+    for (size_t i = 0; i < options.output_ids.size(); ++i) {
+      const int32_t id = options.output_ids[i];
+      if (id < 0 || id >= c.n_vocab || seen[static_cast<size_t>(id)]) {
+        fail("output head rows: ids must be unique and in [0, ", c.n_vocab, "), got ", id, " at ",
+             i);
+      }
+      seen[static_cast<size_t>(id)] = true;
+      identity = identity && id == static_cast<int32_t>(i);
+    }
+    if (!identity) model->output_ids_ = options.output_ids;
+  }
+  ModelLoadOptions layout = options;
+  layout.output_ids = model->output_ids_;  // every id in id order is the plain head
+
   model->weight_bytes_ = b.bytes();
   // Each matrix's mapped pages go as soon as its copy is made (model/source_pages.h).
   size_t released = 0;
-  model->packed_weight_bytes_ = pack_model_weights(w, impl->packed, [&](const WeightMatrix& m) {
-    released += release_packed_source(w, m, file);
-  });
+  model->packed_weight_bytes_ = pack_model_weights(
+      w, impl->packed, layout,
+      [&](const WeightMatrix& m) { released += release_packed_source(w, m, file); });
   model->released_weight_bytes_ = released;
   model->impl_ = std::move(impl);
   return model;

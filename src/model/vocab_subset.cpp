@@ -6,21 +6,26 @@
 
 namespace specdec {
 
-VocabSubset VocabSubset::from_ids(std::span<const int32_t> ids, int32_t n_vocab) {
+VocabSubset VocabSubset::from_rows(std::span<const int32_t> rows, std::span<const int32_t> row_ids,
+                                   int32_t n_rows) {
   constexpr int32_t kGroup = 8;
-  if (ids.empty()) fail("vocabulary subset: no ids");
+  const int32_t n_vocab = n_rows;
+  if (rows.empty()) fail("vocabulary subset: no ids");
+  if (!row_ids.empty() && static_cast<int64_t>(row_ids.size()) != n_rows) {
+    fail("vocabulary subset: ", row_ids.size(), " row ids for a head of ", n_rows, " rows");
+  }
   std::vector<int32_t> groups;
-  groups.reserve(ids.size());
-  for (int32_t id : ids) {
+  groups.reserve(rows.size());
+  for (int32_t id : rows) {
     if (id < 0 || id >= n_vocab) {
-      fail("vocabulary subset: id ", id, " outside the vocabulary [0, ", n_vocab, ")");
+      fail("vocabulary subset: row ", id, " outside the head's rows [0, ", n_vocab, ")");
     }
     groups.push_back(id / kGroup);
   }
   std::sort(groups.begin(), groups.end());
   groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
   VocabSubset s;
-  s.n_vocab_ = n_vocab;
+  s.n_rows_ = n_rows;
   for (int32_t g : groups) {
     const int32_t begin = g * kGroup, end = std::min(n_vocab, begin + kGroup);
     if (!s.ranges_.empty() && s.ranges_.back().second == begin) {
@@ -30,7 +35,9 @@ VocabSubset VocabSubset::from_ids(std::span<const int32_t> ids, int32_t n_vocab)
     }
   }
   for (auto [b, e] : s.ranges_) {
-    for (int32_t id = b; id < e; ++id) s.ids_.push_back(id);
+    for (int32_t r = b; r < e; ++r) {
+      s.ids_.push_back(row_ids.empty() ? r : row_ids[static_cast<size_t>(r)]);
+    }
   }
   s.width_ = static_cast<int32_t>(s.ids_.size());
   return s;

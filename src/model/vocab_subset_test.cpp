@@ -19,7 +19,7 @@ TEST(VocabSubset, RoundsOutToGroupsOfEightAndMergesNeighbours) {
   EXPECT_EQ(s.ids()[24], 40);
   EXPECT_EQ(s.ids().back(), 100);
   EXPECT_TRUE(std::is_sorted(s.ids().begin(), s.ids().end()));
-  EXPECT_EQ(s.n_vocab(), 101);
+  EXPECT_EQ(s.head_rows(), 101);
 }
 
 TEST(VocabSubset, AFullPrefixIsOneRange) {

@@ -19,10 +19,11 @@ class CausalLM {
   // Appends tokens at positions length()..length()+k-1 and writes logits for every new row
   // (k * logit_width() floats, row-major) into logits, resizing it as needed.
   virtual void forward(std::span<const int32_t> tokens, std::vector<float>& logits) = 0;
-  // The vocabulary ids that the logit columns stand for, ascending, when the model scores only
-  // a subset of its vocabulary (a draft's frequency-ranked head, FR-Spec); empty when it scores
-  // all n_vocab() ids (column i is id i). A draft's q is then zero outside the subset, which
-  // speculative sampling allows: it is exact for any draft distribution.
+  // The vocabulary ids that the logit columns stand for, when the model scores only a subset of
+  // its vocabulary or in another order (a draft's frequency-ranked head, FR-Spec); empty when
+  // it scores all n_vocab() ids (column i is id i). A draft's q is then zero outside the
+  // subset, which speculative sampling allows: it is exact for any draft distribution. (Ties
+  // in q are then broken in column order, not id order: that too only changes the draft.)
   virtual std::span<const int32_t> logit_ids() const { return {}; }
   int32_t logit_width() const {
     const auto ids = logit_ids();

@@ -33,6 +33,21 @@ double confidence(std::span<const float> logits, const Distribution& q, bool gre
   return sum > 0 ? 1.0 / sum : 0.0;
 }
 
+// Distribution entries are sorted by descending probability with ties by ascending id; after
+// column ids are mapped to vocabulary ids, only the order within runs of equal probability can
+// be off (O(n) to find the runs; they are short).
+void restore_tie_order(Distribution& q) {
+  const size_t n = q.ids.size();
+  for (size_t b = 0; b < n;) {
+    size_t e = b + 1;
+    while (e < n && q.probs[e] == q.probs[b]) ++e;
+    if (e - b > 1)
+      std::sort(q.ids.begin() + static_cast<std::ptrdiff_t>(b),
+                q.ids.begin() + static_cast<std::ptrdiff_t>(e));
+    b = e;
+  }
+}
+
 }  // namespace
 
 void ModelDrafter::start(std::span<const int32_t> /*prompt*/, int32_t n_cached) {
@@ -55,7 +70,8 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
   const auto n = static_cast<int32_t>(committed.size());
   const int32_t v = draft_.n_vocab();
   // With a vocabulary subset, q_i is built over the subset's logits and its ids mapped back to
-  // vocabulary ids (the subset is ascending, so the distribution's tie order is kept).
+  // vocabulary ids; a frequency-ordered head's columns are not in id order, so runs of equal
+  // probability are then put back in id order (Distribution's tie order).
   const std::span<const int32_t> subset = draft_.logit_ids();
   const int32_t width = draft_.logit_width();
   if (drafts.size() < static_cast<size_t>(gamma)) drafts.resize(static_cast<size_t>(gamma));
@@ -74,6 +90,7 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
     if (!subset.empty()) {
       for (int32_t& id : qi.ids) id = subset[static_cast<size_t>(id)];
       qi.n_vocab = v;
+      restore_tie_order(qi);
     }
     if (length_.adaptive) {
       // Decided from q_i before y_i is drawn (see DraftLengthParams).

@@ -16,7 +16,8 @@ WeightMatrix weight_rows(const WeightMatrix& w, int64_t begin, int64_t end) {
   }
   WeightMatrix v = w;
   v.rows = end - begin;
-  v.data = w.data + static_cast<size_t>(begin) * w.row_stride;
+  // A requantized matrix whose rows all live in its packed copy has no data of its own.
+  v.data = w.data != nullptr ? w.data + static_cast<size_t>(begin) * w.row_stride : nullptr;
   if (w.packed != nullptr) {
     // The packed copy stores groups of kPackRows rows back to back, so the groups before
     // `begin` take exactly the packed bytes of a matrix of `begin` rows.
