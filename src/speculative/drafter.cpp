@@ -50,13 +50,22 @@ void restore_tie_order(Distribution& q) {
 
 }  // namespace
 
-void ModelDrafter::start(std::span<const int32_t> /*prompt*/, int32_t n_cached) {
+void ModelDrafter::start(std::span<const int32_t> prompt, int32_t n_cached) {
   if (n_cached < 0 || n_cached > draft_.length()) {
     fail("speculative decoder: invalid cached prefix length ", n_cached);
   }
-  // The draft catches up on the rest of the prompt lazily, in its first round.
+  // The draft reads the prompt now, like the target (all but its last token, which goes with
+  // the first round): a prompt is part of prompt processing, as in llama.cpp's speculative
+  // example, not of the first round's drafting. Chunking cannot change the cache it leaves
+  // (batch invariance), so where this happens changes timing only.
   draft_.truncate(n_cached);
-  draft_len_ = n_cached;
+  const auto n = static_cast<int32_t>(prompt.size());
+  if (n_cached < n - 1) {
+    draft_.forward_last(
+        prompt.subspan(static_cast<size_t>(n_cached), static_cast<size_t>(n - 1 - n_cached)),
+        nullptr);
+  }
+  draft_len_ = std::max(n_cached, n - 1);
 }
 
 int32_t ModelDrafter::max_drafts(int32_t n) const {

@@ -68,7 +68,7 @@ class SpeculativeDecoder {
 
   // Establishes the protocol's invariant for a non-empty prompt. prompt[0..n_cached) must already
   // be in both caches (the engine's prompt cache; 0 clears them). The target is prefilled with
-  // prompt[n_cached..n-1) now; a draft model catches up lazily in its first round. Resets stats.
+  // prompt[n_cached..n-1) now, and so is a draft model (ModelDrafter::start). Resets stats.
   void start(std::span<const int32_t> prompt, int32_t max_new_tokens, StopPredicate stop = {},
              int32_t n_cached = 0);
 
