@@ -27,7 +27,8 @@ class ModelLM final : public CausalLM {
     return vocab_ ? std::span<const int32_t>(vocab_->ids()) : model_.logit_ids();
   }
   // Score only this subset of the vocabulary from now on (a draft's frequency-ranked head);
-  // nullopt: the whole vocabulary. The subset must be made for this model's n_vocab.
+  // nullopt: the whole head. The subset must be made for this model's head (its rows, in the
+  // model's row order: Model::logit_ids()).
   void set_vocab_subset(std::optional<VocabSubset> subset);
   // Appends tokens but computes logits only for the last one (or none), in bounded chunks.
   void forward_last(std::span<const int32_t> tokens, std::vector<float>* last_logits) override;

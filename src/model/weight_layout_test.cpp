@@ -77,6 +77,22 @@ TinyModelSpec q8_spec() {
 
 const std::vector<int32_t> kTokens = {5, 70, 299, 12, 150};
 
+// got holds kTokens.size() rows of ids.size() logits, full rows of v: column r of got must be
+// column ids[r] of full, bit for bit.
+void expect_columns_of(const std::vector<float>& got, const std::vector<float>& full,
+                       const std::vector<int32_t>& ids, size_t v) {
+  const size_t w = ids.size();
+  ASSERT_EQ(got.size(), kTokens.size() * w);
+  ASSERT_EQ(full.size(), kTokens.size() * v);
+  for (size_t t = 0; t < kTokens.size(); ++t) {
+    for (size_t r = 0; r < w; ++r) {
+      const float a = got[t * w + r];
+      const float b = full[t * v + static_cast<size_t>(ids[r])];
+      ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << "token " << t << " row " << r;
+    }
+  }
+}
+
 TEST(WeightLayout, RequantizedBlocksEqualAFileThatHoldsThem) {
   ThreadPool pool(2);
   const TinyModelSpec spec = q8_spec();
@@ -127,9 +143,9 @@ TEST(WeightLayout, ConversionWithoutPackingGivesTheSameModelAsItsFile) {
 }
 
 // A head in another row order: column r is the plain model's column logit_ids()[r], same bits.
-// (With a vocabulary of whole groups of 8 rows: rows past the last group are computed by the
+// The vocabulary here is whole groups of 8 rows: rows past the last group are computed by the
 // plain kernel, whose bits may differ from the packed one's, so an id moved into or out of
-// that tail may change in its last bits; harmless for a draft, and Qwen's 151,936 has no tail.)
+// that tail may change in its last bits (harmless for a draft; Qwen's 151,936 has no tail).
 TEST(WeightLayout, HeadInAnotherOrderGivesThoseColumns) {
   ThreadPool pool(2);
   TinyModelSpec spec = q8_spec();
@@ -142,19 +158,11 @@ TEST(WeightLayout, HeadInAnotherOrderGivesThoseColumns) {
     o.output_ids[static_cast<size_t>(r)] = (r * 7 + 3) % v;  // 7, 304 coprime
   auto reordered = Model::load(*plain.file, o);
   ASSERT_EQ(reordered->logit_ids().size(), static_cast<size_t>(v));
-  const std::vector<float> full = logits_of(*plain.model, kTokens, pool);
-  const std::vector<float> got = logits_of(*reordered, kTokens, pool);
-  ASSERT_EQ(got.size(), full.size());
-  for (size_t t = 0; t < kTokens.size(); ++t) {
-    for (int32_t r = 0; r < v; ++r) {
-      const float a = got[t * v + static_cast<size_t>(r)];
-      const float b = full[t * v + static_cast<size_t>(o.output_ids[static_cast<size_t>(r)])];
-      ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << "token " << t << " row " << r;
-    }
-  }
+  expect_columns_of(logits_of(*reordered, kTokens, pool), logits_of(*plain.model, kTokens, pool),
+                    o.output_ids, static_cast<size_t>(v));
 }
 
-// A head cut to some ids (converted too): only those columns, the same as a plain model's.
+// A head cut to some ids: only those columns, the same as a plain model's.
 TEST(WeightLayout, CutHeadGivesOnlyItsIdsColumns) {
   ThreadPool pool(1);
   TinyModelSpec spec = q8_spec();
@@ -164,18 +172,9 @@ TEST(WeightLayout, CutHeadGivesOnlyItsIdsColumns) {
   ModelLoadOptions o;
   for (int32_t id = v - 1; id >= 0; id -= 2) o.output_ids.push_back(id);  // 152: whole groups
   auto cut = Model::load(*plain.file, o);
-  const size_t w = o.output_ids.size();
-  ASSERT_EQ(cut->logit_ids().size(), w);
-  const std::vector<float> full = logits_of(*plain.model, kTokens, pool);
-  const std::vector<float> got = logits_of(*cut, kTokens, pool);
-  ASSERT_EQ(got.size(), kTokens.size() * w);
-  for (size_t t = 0; t < kTokens.size(); ++t) {
-    for (size_t r = 0; r < w; ++r) {
-      const float a = got[t * w + r];
-      const float b = full[t * static_cast<size_t>(v) + static_cast<size_t>(o.output_ids[r])];
-      ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << "token " << t << " row " << r;
-    }
-  }
+  ASSERT_EQ(cut->logit_ids().size(), o.output_ids.size());
+  expect_columns_of(logits_of(*cut, kTokens, pool), logits_of(*plain.model, kTokens, pool),
+                    o.output_ids, static_cast<size_t>(v));
 }
 
 // Every id in id order is the plain head: no logit_ids.
