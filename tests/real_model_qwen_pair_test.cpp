@@ -139,7 +139,7 @@ TEST_F(RealModelQwenPair, ShippedTokenRankingIsRecognisedForBothModels) {
 TEST_F(RealModelQwenPair, GreedyOutputEqualsTargetOnlyWithTheCheapDraftLayout) {
   ModelLoadOptions layout;
   layout.output_type = GgmlType::Q4_0;
-  layout.output_ids = draft_head_order(*draft_->tokenizer);
+  layout.output_ids = draft_head_order(*draft_->tokenizer, draft_->model->config().n_vocab);
   LoadedModel cheap = LoadedModel::load(*draft_path_, layout);
   EngineOptions eo = engine_options();
   Engine plain(*target_, nullptr, eo);

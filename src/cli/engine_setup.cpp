@@ -36,13 +36,14 @@ std::unique_ptr<LoadedModel> load_draft(const std::string& path, const DraftMode
   layout.matrix_type = parse_draft_type("--draft-type", options.type);
   layout.output_type = parse_draft_type("--draft-head-type", options.head_type);
   if (path.empty()) return nullptr;
-  return std::make_unique<LoadedModel>(LoadedModel::load(path, [&](const Tokenizer& tok) {
-    ModelLoadOptions l = layout;
-    // The head in frequency order, so that the engine's per-prompt subset (EngineOptions::
-    // draft_vocab) is mostly one contiguous range of rows.
-    if (options.vocab > 0) l.output_ids = draft_head_order(tok);
-    return l;
-  }));
+  return std::make_unique<LoadedModel>(
+      LoadedModel::load(path, [&](const Tokenizer& tok, const ModelConfig& config) {
+        ModelLoadOptions l = layout;
+        // The head in frequency order, so that the engine's per-prompt subset (EngineOptions::
+        // draft_vocab) is mostly one contiguous range of rows.
+        if (options.vocab > 0) l.output_ids = draft_head_order(tok, config.n_vocab);
+        return l;
+      }));
 }
 
 void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab) {

@@ -1,18 +1,25 @@
 #include "engine/draft_vocab.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "engine/token_ranking.h"
 
 namespace specdec {
 
-std::vector<int32_t> draft_head_order(const Tokenizer& tok) { return rank_tokens(tok).ids; }
+std::vector<int32_t> draft_head_order(const Tokenizer& tok, int32_t head_rows) {
+  std::vector<int32_t> ids = rank_tokens(tok).ids;
+  std::erase_if(ids, [head_rows](int32_t id) { return id >= head_rows; });
+  return ids;
+}
 
 std::optional<VocabSubset> draft_vocab_for_prompt(const Tokenizer& tok,
-                                                  std::span<const int32_t> head_ids, int32_t n,
+                                                  std::span<const int32_t> head_ids,
+                                                  int32_t head_rows, int32_t n,
                                                   std::span<const int32_t> prompt) {
   const int32_t v = tok.n_vocab();
-  const int32_t rows = head_ids.empty() ? v : static_cast<int32_t>(head_ids.size());
+  const int32_t rows =
+      head_ids.empty() ? std::min(v, head_rows) : static_cast<int32_t>(head_ids.size());
   if (n <= 0 || n >= rows) return std::nullopt;
   // The head row of each id (-1: the head does not hold it).
   std::vector<int32_t> row_of(static_cast<size_t>(v), -1);

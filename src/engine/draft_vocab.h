@@ -15,20 +15,22 @@
 
 namespace specdec {
 
-// Every vocabulary id once, in the order a draft's output head is laid out for FR-Spec
-// (ModelLoadOptions::output_ids): most frequent first (engine/token_ranking.h), so that the n
-// most frequent tokens are the head's first n rows.
-std::vector<int32_t> draft_head_order(const Tokenizer& tok);
+// Every id the model's head has a row for (those below head_rows: a tokenizer may list more
+// tokens than the model scores) once, in the order a draft's output head is laid out for
+// FR-Spec (ModelLoadOptions::output_ids): most frequent first (engine/token_ranking.h), so that
+// the n most frequent tokens are the head's first n rows.
+std::vector<int32_t> draft_head_order(const Tokenizer& tok, int32_t head_rows);
 
 // What a draft scores for one prompt: its head's first n rows (the n most frequent tokens when
 // the head is in draft_head_order; the n lowest ids of an id-ordered head), plus the rows of
 // every token of the prompt (a summary copies its passage's words, a follow-up turn the earlier
 // answers: a ranking from a general corpus misses exactly those), plus every control and
 // end-of-generation token (so that the draft can propose the end of an answer). head_ids: the
-// draft's Model::logit_ids() (row -> id; empty: row r is id r). nullopt when n <= 0 or the
-// subset would be the whole head.
+// draft's Model::logit_ids() (row -> id); empty: row r is id r, for head_rows rows (the model's
+// n_vocab). nullopt when n <= 0 or the subset would be the whole head.
 std::optional<VocabSubset> draft_vocab_for_prompt(const Tokenizer& tok,
-                                                  std::span<const int32_t> head_ids, int32_t n,
+                                                  std::span<const int32_t> head_ids,
+                                                  int32_t head_rows, int32_t n,
                                                   std::span<const int32_t> prompt);
 
 }  // namespace specdec

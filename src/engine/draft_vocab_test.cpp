@@ -59,9 +59,13 @@ LoadedModel* DraftVocab::reordered_draft_ = nullptr;
 TEST_F(DraftVocab, HeadOrderOfAnUnknownBpeVocabularyIsTheIdOrder) {
   const Tokenizer& tok = *draft_->tokenizer;
   EXPECT_EQ(rank_tokens(tok).counted, 0);
-  const std::vector<int32_t> order = draft_head_order(tok);
+  const std::vector<int32_t> order = draft_head_order(tok, tok.n_vocab());
   ASSERT_EQ(order.size(), static_cast<size_t>(tok.n_vocab()));
   for (int32_t i = 0; i < tok.n_vocab(); ++i) EXPECT_EQ(order[static_cast<size_t>(i)], i);
+  // A model that scores fewer tokens than its tokenizer lists: only ids it has rows for.
+  const std::vector<int32_t> fewer = draft_head_order(tok, 280);
+  ASSERT_EQ(fewer.size(), 280u);
+  EXPECT_TRUE(std::all_of(fewer.begin(), fewer.end(), [](int32_t id) { return id < 280; }));
 }
 
 // The first n rows, the prompt's tokens and every control token; each column's id is its head
@@ -71,7 +75,7 @@ TEST_F(DraftVocab, PromptSubsetHoldsTheFirstRowsThePromptAndTheControlTokens) {
   const int32_t v = tok.n_vocab();
   const std::vector<int32_t> head = reversed_ids(v);
   const std::vector<int32_t> prompt = {3, 4, 100};
-  const auto s = draft_vocab_for_prompt(tok, head, 20, prompt);
+  const auto s = draft_vocab_for_prompt(tok, head, v, 20, prompt);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->head_rows(), v);
   for (int32_t r = 0; r < 20; ++r) EXPECT_TRUE(contains(*s, head[static_cast<size_t>(r)])) << r;
@@ -99,9 +103,10 @@ TEST_F(DraftVocab, PromptSubsetHoldsTheFirstRowsThePromptAndTheControlTokens) {
 TEST_F(DraftVocab, NoSubsetForZeroOrTheWholeHead) {
   const Tokenizer& tok = *draft_->tokenizer;
   const std::vector<int32_t> prompt = {3};
-  EXPECT_FALSE(draft_vocab_for_prompt(tok, {}, 0, prompt).has_value());
-  EXPECT_FALSE(draft_vocab_for_prompt(tok, {}, tok.n_vocab(), prompt).has_value());
-  EXPECT_FALSE(draft_vocab_for_prompt(tok, {}, tok.n_vocab() + 5, prompt).has_value());
+  EXPECT_FALSE(draft_vocab_for_prompt(tok, {}, tok.n_vocab(), 0, prompt).has_value());
+  EXPECT_FALSE(draft_vocab_for_prompt(tok, {}, tok.n_vocab(), tok.n_vocab(), prompt).has_value());
+  EXPECT_FALSE(
+      draft_vocab_for_prompt(tok, {}, tok.n_vocab(), tok.n_vocab() + 5, prompt).has_value());
 }
 
 // End to end through the engine, with the draft's head in another order: a draft that scores
@@ -120,8 +125,8 @@ TEST_F(DraftVocab, EngineWithTruncatedDraftKeepsGreedyTextAndDraftsOnlySubsetTok
   int64_t drafted = 0, outside = 0;
   for (int p = 0; p < 6; ++p) {
     const std::vector<int32_t> prompt = {65 + p, 66, 10 + 3 * p, 67};
-    const auto subset = draft_vocab_for_prompt(*draft_->tokenizer,
-                                               reordered_draft_->model->logit_ids(), 40, prompt);
+    const auto subset = draft_vocab_for_prompt(
+        *draft_->tokenizer, reordered_draft_->model->logit_ids(), 300, 40, prompt);
     ASSERT_TRUE(subset.has_value());
     GenerationOptions go;
     go.max_tokens = 24;

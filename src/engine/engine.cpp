@@ -166,8 +166,9 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // The draft scores the most frequent tokens and this prompt's own (changing which rows of its
   // head it computes never touches its cache).
   if (use_model && options_.draft_vocab > 0) {
-    s.draft->set_vocab_subset(draft_vocab_for_prompt(*draft_->tokenizer, draft_->model->logit_ids(),
-                                                     options_.draft_vocab, prompt));
+    const Model& dm = *draft_->model;
+    s.draft->set_vocab_subset(draft_vocab_for_prompt(
+        *draft_->tokenizer, dm.logit_ids(), dm.config().n_vocab, options_.draft_vocab, prompt));
   }
 
   std::unique_ptr<Drafter> drafter;

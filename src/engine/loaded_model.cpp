@@ -5,16 +5,17 @@
 namespace specdec {
 
 LoadedModel LoadedModel::load(const std::string& path, const ModelLoadOptions& options) {
-  return load(path, [&options](const Tokenizer&) { return options; });
+  return load(path, [&options](const Tokenizer&, const ModelConfig&) { return options; });
 }
 
-LoadedModel LoadedModel::load(const std::string& path,
-                              const std::function<ModelLoadOptions(const Tokenizer&)>& layout) {
+LoadedModel LoadedModel::load(
+    const std::string& path,
+    const std::function<ModelLoadOptions(const Tokenizer&, const ModelConfig&)>& layout) {
   LoadedModel m;
   m.file = gguf::GgufFile::open(path);
   try {
     m.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*m.file));
-    m.model = Model::load(*m.file, layout(*m.tokenizer));
+    m.model = Model::load(*m.file, layout(*m.tokenizer, ModelConfig::from_gguf(*m.file)));
     m.chat_template = std::make_unique<ChatTemplate>(ChatTemplate::from_gguf(*m.file));
   } catch (const Error& e) {
     // Model/tokenizer errors name a tensor or key; add the file so the user knows which model.

@@ -22,10 +22,11 @@ struct LoadedModel {
 
   // Throws specdec::Error (naming the file) on anything wrong with it.
   static LoadedModel load(const std::string& path, const ModelLoadOptions& options = {});
-  // The same with the weight layout chosen once the vocabulary is known (a draft's output head
-  // cut to the most frequent tokens, engine/draft_vocab.h).
-  static LoadedModel load(const std::string& path,
-                          const std::function<ModelLoadOptions(const Tokenizer&)>& layout);
+  // The same with the weight layout chosen once the vocabulary and the model's shape are known
+  // (a draft's output head in frequency order, engine/draft_vocab.h).
+  static LoadedModel load(
+      const std::string& path,
+      const std::function<ModelLoadOptions(const Tokenizer&, const ModelConfig&)>& layout);
 };
 
 }  // namespace specdec
