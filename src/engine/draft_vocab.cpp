@@ -1,6 +1,5 @@
 #include "engine/draft_vocab.h"
 
-#include <algorithm>
 #include <vector>
 
 #include "engine/token_ranking.h"
@@ -18,8 +17,7 @@ std::optional<VocabSubset> draft_vocab_for_prompt(const Tokenizer& tok,
                                                   int32_t head_rows, int32_t n,
                                                   std::span<const int32_t> prompt) {
   const int32_t v = tok.n_vocab();
-  const int32_t rows =
-      head_ids.empty() ? std::min(v, head_rows) : static_cast<int32_t>(head_ids.size());
+  const int32_t rows = head_rows;  // VocabSubset::from_rows checks head_ids against it
   if (n <= 0 || n >= rows) return std::nullopt;
   // The head row of each id (-1: the head does not hold it).
   std::vector<int32_t> row_of(static_cast<size_t>(v), -1);

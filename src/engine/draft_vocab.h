@@ -26,8 +26,8 @@ std::vector<int32_t> draft_head_order(const Tokenizer& tok, int32_t head_rows);
 // every token of the prompt (a summary copies its passage's words, a follow-up turn the earlier
 // answers: a ranking from a general corpus misses exactly those), plus every control and
 // end-of-generation token (so that the draft can propose the end of an answer). head_ids: the
-// draft's Model::logit_ids() (row -> id); empty: row r is id r, for head_rows rows (the model's
-// n_vocab). nullopt when n <= 0 or the subset would be the whole head.
+// draft's Model::logit_ids() (row -> id; empty: row r is id r), head_rows its
+// Model::head_rows(). nullopt when n <= 0 or the subset would be the whole head.
 std::optional<VocabSubset> draft_vocab_for_prompt(const Tokenizer& tok,
                                                   std::span<const int32_t> head_ids,
                                                   int32_t head_rows, int32_t n,

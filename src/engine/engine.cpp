@@ -167,8 +167,8 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // head it computes never touches its cache).
   if (use_model && options_.draft_vocab > 0) {
     const Model& dm = *draft_->model;
-    s.draft->set_vocab_subset(draft_vocab_for_prompt(
-        *draft_->tokenizer, dm.logit_ids(), dm.config().n_vocab, options_.draft_vocab, prompt));
+    s.draft->set_vocab_subset(draft_vocab_for_prompt(*draft_->tokenizer, dm.logit_ids(),
+                                                     dm.head_rows(), options_.draft_vocab, prompt));
   }
 
   std::unique_ptr<Drafter> drafter;

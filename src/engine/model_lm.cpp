@@ -36,11 +36,9 @@ void ModelLM::set_coordinator(BatchCoordinator* coordinator, int32_t prefill_chu
 }
 
 void ModelLM::set_vocab_subset(std::optional<VocabSubset> subset) {
-  const int32_t head_rows =
-      model_.logit_ids().empty() ? n_vocab() : static_cast<int32_t>(model_.logit_ids().size());
-  if (subset && subset->head_rows() != head_rows) {
+  if (subset && subset->head_rows() != model_.head_rows()) {
     fail("vocabulary subset made for a head of ", subset->head_rows(), " rows, the model's has ",
-         head_rows);
+         model_.head_rows());
   }
   vocab_ = std::move(subset);
 }

@@ -90,6 +90,10 @@ class Model {
   // The vocabulary id of each output head row, so of each logit column of a pass without a
   // VocabSubset (ModelLoadOptions::output_ids); empty when column i is id i for every id.
   std::span<const int32_t> logit_ids() const { return output_ids_; }
+  // Rows of the output head: logits per row of a pass without a VocabSubset.
+  int32_t head_rows() const {
+    return output_ids_.empty() ? config_.n_vocab : static_cast<int32_t>(output_ids_.size());
+  }
   size_t weight_bytes() const { return weight_bytes_; }
   // Memory held by the row-interleaved copies of the matrices (model/weight_packing.h).
   size_t packed_weight_bytes() const { return packed_weight_bytes_; }

@@ -24,9 +24,7 @@ std::vector<float> logits_of(Model& m, const std::vector<int32_t>& tokens, Threa
   std::vector<int32_t> positions(tokens.size()), rows(tokens.size());
   std::iota(positions.begin(), positions.end(), 0);
   std::iota(rows.begin(), rows.end(), 0);
-  const size_t width =
-      m.logit_ids().empty() ? static_cast<size_t>(m.config().n_vocab) : m.logit_ids().size();
-  std::vector<float> out(tokens.size() * width);
+  std::vector<float> out(tokens.size() * static_cast<size_t>(m.head_rows()));
   m.forward(tokens, positions, cache, rows, out.data(), pool);
   return out;
 }

@@ -98,23 +98,12 @@ size_t pack_model_weights(ModelWeights& w, PackedStore& store, const ModelLoadOp
     return Conversion{retype ? *want : m->type, cut ? &options.output_ids : nullptr};
   };
 
-  if (packing_disabled()) {
-    for (WeightMatrix* m : mats) {
-      const std::optional<Conversion> cv = conversion(m);
-      if (!cv) continue;
-      store.converted.push_back(convert_rows(*m, *cv));
-      const WeightMatrix t = converted_shape(*m, *cv);
-      *m = t;
-      m->data = store.converted.back().data();
-    }
-    return 0;
-  }
-
+  const bool pack = !packing_disabled();
   // One allocation for all copies, so the pointers stay valid.
   size_t total = 0;
   for (const WeightMatrix* m : mats) {
     const std::optional<Conversion> cv = conversion(m);
-    total += packed_bytes(cv ? converted_shape(*m, *cv) : *m);
+    if (pack) total += packed_bytes(cv ? converted_shape(*m, *cv) : *m);
   }
   // Huge pages for the copies: the kernels stream them once per step, and with 4 KiB pages the
   // hardware prefetchers stop at every page and the TLB misses every 4 KiB. The advice must come
@@ -128,27 +117,26 @@ size_t pack_model_weights(ModelWeights& w, PackedStore& store, const ModelLoadOp
   size_t offset = 0;
   for (WeightMatrix* m : mats) {
     const std::optional<Conversion> cv = conversion(m);
-    if (!cv) {
-      const size_t n = packed_bytes(*m);
-      if (n == 0) continue;
-      pack_weights(*m, dst.data() + offset);
-      m->packed = dst.data() + offset;
-      if (on_packed) on_packed(*m);
-      offset += n;
-      continue;
+    std::vector<uint8_t> rows;
+    WeightMatrix t = *m;
+    if (cv) {
+      rows = convert_rows(*m, *cv);
+      t = converted_shape(*m, *cv);
+      t.data = rows.data();
     }
-    std::vector<uint8_t> rows = convert_rows(*m, *cv);
-    WeightMatrix t = converted_shape(*m, *cv);
-    t.data = rows.data();
-    const size_t n = packed_bytes(t);
+    const size_t n = pack ? packed_bytes(t) : 0;
     if (n > 0) {
       pack_weights(t, dst.data() + offset);
       t.packed = dst.data() + offset;
       offset += n;
+      // Nothing reads the file's packed rows of m any more (nor any of them, once converted).
+      m->packed = t.packed;
+      if (on_packed) on_packed(*m);
     }
-    // Nothing reads the file's rows of m any more: release them as if m were packed whole.
-    m->packed = t.packed != nullptr ? t.packed : dst.data();
-    if (on_packed) on_packed(*m);
+    if (!cv) {
+      *m = t;
+      continue;
+    }
     if (n > 0 && t.rows % kPackRows == 0) {
       t.data = nullptr;  // every row is read from the packed copy
     } else {
