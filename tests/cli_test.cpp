@@ -273,5 +273,43 @@ TEST_F(Cli, VerifyCostTimesEveryPassWidthAndReportsBandwidth) {
   expect_clean_error(run_cli({"verify-cost"}), "-m MODEL is required");
 }
 
+TEST_F(Cli, VerifyCostTimesTheDraftInEveryLayoutItsFlagsLeadTo) {
+  const std::string json = testing::temp_path("verify_cost_draft.json");
+  CliResult r = run_cli({"verify-cost", "-m", *target_, "-md", *draft_, "--draft-vocab", "64",
+                         "--draft-type", "q8_0", "--prefix", "16", "--k-max", "5", "--repeats", "2",
+                         "-t", "1", "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* row : {"| target | 300 | ", "| draft: the file's types, whole head | 300 | ",
+                          "| draft: head cut to 64 + the prefix's + control tokens | ",
+                          "| draft: --draft-type q8_0, --draft-head-type file, head cut | "}) {
+    EXPECT_NE(r.out.find(row), std::string::npos) << row << "\n" << r.out;
+  }
+  EXPECT_NE(r.out.find("--draft-cost "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--draft-verify-cost "), std::string::npos) << r.out;
+  std::ifstream in(json);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string j = text.str();
+  for (const char* key : {"\"draft_steps\"", "\"head_rows_scored\"", "\"target_step_ms\"",
+                          "\"verify_row_cost\"", "\"c\""}) {
+    EXPECT_NE(j.find(key), std::string::npos) << key << "\n" << j;
+  }
+
+  // Without layout flags: the file's layout and the default cut only (the tiny head has fewer
+  // rows than the default cut, so the cut is the whole head).
+  CliResult plain = run_cli({"verify-cost", "-m", *target_, "-md", *draft_, "--prefix", "16",
+                             "--k-max", "1", "--repeats", "1", "-t", "1"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("--draft-type"), std::string::npos) << plain.out;
+  EXPECT_EQ(plain.out.find("--draft-verify-cost"), std::string::npos) << plain.out;  // k = 1 only
+
+  expect_clean_error(run_cli({"verify-cost", "-m", *target_, "-md", *other_vocab_, "--prefix", "16",
+                              "--k-max", "2"}),
+                     "vocab");
+  expect_clean_error(run_cli({"verify-cost", "-m", *target_, "-md", *draft_, "--draft-type", "q3_k",
+                              "--prefix", "16", "--k-max", "2"}),
+                     "--draft-type");
+}
+
 }  // namespace
 }  // namespace specdec

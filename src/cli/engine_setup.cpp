@@ -189,7 +189,7 @@ std::string describe_ngram(const NgramParams& params) {
   return s.str();
 }
 
-void add_draft_model_options(ArgParser& p, DraftModelOptions& options) {
+void add_draft_layout_options(ArgParser& p, DraftModelOptions& options) {
   add_draft_vocab_option(p, options.vocab);
   p.add_string({"--draft-type"}, "TYPE",
                "requantize the draft's block matrices into this format at load (q4_0, q4_1, "
@@ -201,6 +201,10 @@ void add_draft_model_options(ArgParser& p, DraftModelOptions& options) {
       {"--draft-head-type"}, "TYPE",
       "the same for the draft's output head (default: " + std::string(kDefaultDraftHeadType) + ")",
       options.head_type);
+}
+
+void add_draft_model_options(ArgParser& p, DraftModelOptions& options) {
+  add_draft_layout_options(p, options);
   add_draft_length_options(p, options.length);
   add_hybrid_option(p, options.hybrid);
 }

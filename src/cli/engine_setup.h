@@ -77,6 +77,9 @@ struct DraftModelOptions {
   HybridOption hybrid;
 };
 void add_draft_model_options(ArgParser& p, DraftModelOptions& options);
+// Only the flags that choose how the draft's weights are laid out and scored (--draft-vocab,
+// --draft-type, --draft-head-type), for commands that time a draft without generating.
+void add_draft_layout_options(ArgParser& p, DraftModelOptions& options);
 
 // Throws specdec::Error for a bad --draft-type or --draft-head-type, before anything loads.
 void check_draft_model_options(const DraftModelOptions& options);

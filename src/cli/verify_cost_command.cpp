@@ -2,12 +2,16 @@
 // side by side in one process: the cost of a forward pass over k = gamma + 1 tokens relative to
 // one decode step, the weight bandwidth a decode step achieves, and the machine's streaming-read
 // bandwidth with the same thread count (the physical limit of a memory-bound decode step).
+// With -md, also what one step of the draft costs against the target's (c) in each layout the
+// draft flags select, and the --draft-cost / --draft-verify-cost the adaptive rule should use.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -16,8 +20,10 @@
 #include "cli/engine_setup.h"
 #include "common/error.h"
 #include "engine/bench_stats.h"
+#include "engine/draft_vocab.h"
 #include "engine/forward_cost.h"
 #include "engine/loaded_model.h"
+#include "engine/vocab_compat.h"
 #include "tensor/thread_pool.h"
 
 namespace specdec::cli {
@@ -62,10 +68,54 @@ double stream_read_gbs(ThreadPool& pool, int32_t repeats) {
   return median(gbs);
 }
 
+// One way of laying out and scoring the draft (a row of the draft table).
+struct DraftLayout {
+  std::string name;
+  std::unique_ptr<LoadedModel> model;
+  std::optional<VocabSubset> vocab;
+  int32_t rows_scored() const { return vocab ? vocab->width() : model->model->head_rows(); }
+};
+
+// The layouts the draft flags lead to, each against the one before: the file as it is, scoring
+// the whole head; the head cut to --draft-vocab rows plus the prefix's and the control tokens
+// (as a generation with that prompt would); the requantized weights (--draft-type,
+// --draft-head-type). The last is what `specdec run` would use with the same flags.
+// Throws specdec::Error if the draft's vocabulary is not the target's.
+std::vector<DraftLayout> draft_layouts(const std::string& path, const DraftModelOptions& options,
+                                       const Tokenizer& target_vocab,
+                                       std::span<const int32_t> prefix) {
+  std::vector<DraftLayout> layouts;
+  DraftModelOptions plain;
+  plain.vocab = 0;
+  layouts.push_back({"the file's types, whole head", load_draft(path, plain), std::nullopt});
+  check_vocab_compatible(*layouts.front().model->tokenizer, target_vocab);
+  auto cut = [&](DraftLayout& l) {
+    const Model& m = *l.model->model;
+    l.vocab = draft_vocab_for_prompt(*l.model->tokenizer, m.logit_ids(), m.head_rows(),
+                                     options.vocab, prefix);
+  };
+  if (options.vocab > 0) {
+    DraftModelOptions o = plain;
+    o.vocab = options.vocab;
+    layouts.push_back(
+        {"head cut to " + std::to_string(options.vocab) + " + the prefix's + control tokens",
+         load_draft(path, o), std::nullopt});
+    cut(layouts.back());
+  }
+  if (options.type != kDefaultDraftType || options.head_type != kDefaultDraftHeadType) {
+    std::string name = "--draft-type " + options.type + ", --draft-head-type " + options.head_type;
+    if (options.vocab > 0) name += ", head cut";
+    layouts.push_back({name, load_draft(path, options), std::nullopt});
+    if (options.vocab > 0) cut(layouts.back());
+  }
+  return layouts;
+}
+
 }  // namespace
 
 int verify_cost_command(const std::vector<std::string>& args) {
-  std::string model_path, json_path;
+  std::string model_path, draft_path, json_path;
+  DraftModelOptions draft_options;
   int32_t threads = 0, k_max = 9, prefix_len = 128, repeats = 15;
   ArgParser p("specdec verify-cost -m MODEL [options]",
               "Measures the cost of one target forward pass over k = gamma + 1 tokens (all rows'\n"
@@ -73,7 +123,12 @@ int verify_cost_command(const std::vector<std::string>& args) {
               "cached prefix, with the configurations rotated and medians of repeats; also the\n"
               "weight bandwidth a decode step achieves against the machine's streaming-read\n"
               "bandwidth measured with the same threads.");
-  p.add_string({"-m", "--model"}, "FILE", "GGUF model file", model_path);
+  p.add_string({"-m", "--model"}, "FILE", "GGUF model file (the target)", model_path);
+  p.add_string({"-md", "--model-draft"}, "FILE",
+               "also time one decode step of this draft model against the target's, in each "
+               "layout the draft flags below lead to (c, the cost of one drafted token)",
+               draft_path);
+  add_draft_layout_options(p, draft_options);
   p.add_int({"-t", "--threads"}, "N", "threads (default: all cores)", threads, 0, 1024);
   p.add_int({"--k-max"}, "K", "largest pass measured, in tokens (gamma + 1)", k_max, 1, 64);
   p.add_int({"--prefix"}, "N", "cached tokens the passes run on top of", prefix_len, 1, 1 << 16);
@@ -84,6 +139,7 @@ int verify_cost_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (model_path.empty()) fail("-m MODEL is required (see specdec verify-cost --help)");
+  check_draft_model_options(draft_options);
   LoadedModel m = LoadedModel::load(model_path);
   const int32_t n_ctx_train = m.model->config().n_ctx_train;
   if (prefix_len + k_max > n_ctx_train) {
@@ -103,6 +159,15 @@ int verify_cost_command(const std::vector<std::string>& args) {
   ThreadPool pool(n_threads);
   const std::vector<ForwardCost> costs =
       measure_forward_costs(*m.model, prefix, k_max, repeats, pool);
+  std::vector<DraftLayout> layouts;
+  std::vector<ForwardCost> steps;  // the target's decode step, then each draft layout's
+  if (!draft_path.empty()) {
+    layouts = draft_layouts(draft_path, draft_options, *m.tokenizer, prefix);
+    std::vector<StepSubject> subjects(1);
+    subjects[0].model = m.model.get();
+    for (const DraftLayout& l : layouts) subjects.push_back({l.model->model.get(), l.vocab});
+    steps = measure_step_costs(subjects, prefix, repeats, pool);
+  }
   const double stream = stream_read_gbs(pool, 5);
   const double step_s = costs[0].median_ms / 1e3;
   const double weight_gbs = static_cast<double>(m.model->weight_bytes()) / step_s / 1e9;
@@ -127,6 +192,33 @@ int verify_cost_command(const std::vector<std::string>& args) {
             << stream << " GB/s (" << std::setprecision(0) << 100.0 * weight_gbs / stream
             << "% of it)\n";
 
+  // The adaptive rule's price of one more verified row: the pass cost's slope up to 5 rows,
+  // about what a round verifies.
+  const int32_t k_slope = std::min<int32_t>(5, k_max);
+  const double row_cost =
+      k_slope > 1
+          ? std::max(0.0, (costs[static_cast<size_t>(k_slope - 1)].ratio - 1.0) / (k_slope - 1))
+          : 0.0;
+  if (!steps.empty()) {
+    std::cout << "\ndraft: " << draft_path << " (one decode step per layout, rotated with the "
+              << "target's; medians of " << repeats << ")\n\n"
+              << "| model, layout | head rows scored | step ms | c = step / target step |\n"
+              << "|---|---:|---:|---:|\n";
+    for (size_t i = 0; i < steps.size(); ++i) {
+      std::cout << "| " << (i == 0 ? std::string("target") : "draft: " + layouts[i - 1].name)
+                << " | " << (i == 0 ? m.model->head_rows() : layouts[i - 1].rows_scored()) << " | "
+                << std::setprecision(2) << steps[i].median_ms << " | " << steps[i].ratio << " |\n";
+    }
+    std::cout << "\nadaptive draft length for this pair (run, chat, serve, bench): --draft-cost "
+              << std::setprecision(2) << steps.back().ratio;
+    if (k_slope > 1) std::cout << " --draft-verify-cost " << std::setprecision(3) << row_cost;
+    std::cout << "\n(c of the last layout, the one these flags select";
+    if (k_slope > 1) {
+      std::cout << "; a verified row costs the pass cost's slope from k = 1 to " << k_slope;
+    }
+    std::cout << ")\n";
+  }
+
   if (!json_path.empty()) {
     nlohmann::json j;
     j["model"] = model_path;
@@ -148,6 +240,21 @@ int verify_cost_command(const std::vector<std::string>& args) {
                         {"cpu_ratio", c.cpu_ratio}});
     }
     j["passes"] = std::move(passes);
+    if (k_slope > 1) j["verify_row_cost"] = row_cost;
+    if (!steps.empty()) {
+      j["draft"] = draft_path;
+      nlohmann::json drafts = nlohmann::json::array();
+      for (size_t i = 1; i < steps.size(); ++i) {
+        const DraftLayout& l = layouts[i - 1];
+        drafts.push_back({{"layout", l.name},
+                          {"head_rows_scored", l.rows_scored()},
+                          {"ms", steps[i].ms},
+                          {"median_ms", steps[i].median_ms},
+                          {"c", steps[i].ratio}});
+      }
+      j["target_step_ms"] = steps[0].median_ms;
+      j["draft_steps"] = std::move(drafts);
+    }
     std::ofstream out(json_path);
     if (!out) fail("cannot write --json file '", json_path, "'");
     out << j.dump(1) << "\n";

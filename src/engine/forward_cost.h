@@ -2,11 +2,18 @@
 // rows' logits, as verification needs them) on top of a cached prefix, relative to one decode
 // step (k = 1) at the same position. Speculative decoding pays only when this ratio stays well
 // below k; on a memory-bound model it should be close to 1.
+//
+// And what a draft step costs: one decode step of each of several models (a target and the
+// layouts of its draft), measured side by side, so that a draft's step relative to the target's
+// is the cost c of one drafted token that the adaptive length rule and the analytic speedup use.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
+
+#include "model/vocab_subset.h"
 
 namespace specdec {
 
@@ -18,7 +25,7 @@ struct ForwardCost {
   std::vector<double> ms;      // wall time, one per repeat
   std::vector<double> cpu_ms;  // CPU time of the calling thread, one per repeat
   double median_ms = 0;
-  double ratio = 0;  // median_ms / the median of k = 1
+  double ratio = 0;  // median_ms / the median of k = 1 (measure_step_costs: of the first model)
   // The same from CPU time. With a 1-thread pool the caller does all the work, so this ratio is
   // what the kernels cost even on a machine busy with other processes (wall time is not).
   double median_cpu_ms = 0, cpu_ratio = 0;
@@ -30,5 +37,20 @@ struct ForwardCost {
 // repeats < 1 or a prefix + k_max beyond the model's context.
 std::vector<ForwardCost> measure_forward_costs(Model& model, std::span<const int32_t> prefix,
                                                int32_t k_max, int32_t repeats, ThreadPool& pool);
+
+// A model whose decode step measure_step_costs times, scoring the whole head or a subset of it
+// (a draft's frequency-ranked rows, engine/draft_vocab.h).
+struct StepSubject {
+  Model* model = nullptr;
+  std::optional<VocabSubset> vocab;
+};
+
+// One decode step (a one-token pass after the prefix, in each model's own cache) per subject and
+// repeat, the subjects' order rotated per repeat; one entry per subject, k = 1, ratio relative to
+// subjects[0]. Throws specdec::Error for no subjects, a null model, an empty prefix, repeats < 1
+// or a prefix beyond a model's context.
+std::vector<ForwardCost> measure_step_costs(std::span<const StepSubject> subjects,
+                                            std::span<const int32_t> prefix, int32_t repeats,
+                                            ThreadPool& pool);
 
 }  // namespace specdec
