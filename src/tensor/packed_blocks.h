@@ -90,16 +90,22 @@ struct PackedQ5_Kx8 {
   uint8_t qs[kQK_K / kQK][4][32];
 };
 // Q6_K x8: x = d * sc[s] * (q - 32), q in [0, 63], 16 sub-blocks s of 16 columns. Group g holds
-// columns 32g .. 32g + 31: ql[g] is their low 4 bits in the 4-bit layout above (so its low-nibble
+// columns 32g .. 32g + 31: its ql is their low 4 bits in the 4-bit layout above (so its low-nibble
 // chunks 0..3 are sub-block 2g, its high-nibble chunks 4..7 sub-block 2g + 1), and bits 2k, 2k + 1
-// of byte i of qh[g][u] are the top two bits of chunk 4u + k's byte i. scales[g][2r + e] is the
+// of byte i of its qh[u] are the top two bits of chunk 4u + k's byte i. Its scales[2r + e] is the
 // scale of sub-block 2g + e of row r: sign-extended to int16 it is the pair (sc[2g], sc[2g + 1])
-// of each row in one 32-bit lane.
+// of each row in one 32-bit lane. A group's scales, ql and qh lie together, so that a kernel reads
+// a block front to back: with the scales, low and high bits in three regions of the block, the
+// decode of Qwen2.5-Coder-1.5B Q4_K_M spent about twice the time per byte on its Q6_K matrices
+// (output head, half the ffn_down) as on its Q4_K ones, and a 65536 x 1536 Q6_K matvec streamed
+// 10 GB/s on one thread where this layout streams 24-27 (2-core EPYC VM, docs/benchmarks.md).
 struct PackedQ6_Kx8 {
   uint16_t d[kPackRows];
-  int8_t scales[kQK_K / kQK][2 * kPackRows];
-  uint8_t ql[kQK_K / kQK][4][32];
-  uint8_t qh[kQK_K / kQK][2][32];
+  struct Group {
+    int8_t scales[2 * kPackRows];
+    uint8_t ql[4][32];
+    uint8_t qh[2][32];
+  } groups[kQK_K / kQK];
 };
 
 // Activation block for the packed K-quant kernels: a Q8_K block plus the sums of its 32-element

@@ -53,8 +53,8 @@ int q45_value(const P& b, int r, int j, int x) {
 
 int q6_value(const PackedQ6_Kx8& b, int r, int g, int x) {
   const Place p = place(r, x);
-  const int hi = (b.qh[g][p.chunk / 4][p.byte] >> (2 * (p.chunk % 4))) & 3;
-  return nibble(b.ql[g], p) | (hi << 4);
+  const int hi = (b.groups[g].qh[p.chunk / 4][p.byte] >> (2 * (p.chunk % 4))) & 3;
+  return nibble(b.groups[g].ql, p) | (hi << 4);
 }
 
 // Per super-block and row: sumi = sum_j sc[j] * (q . y over sub-block j) and, for Q4_K/Q5_K,
@@ -80,7 +80,7 @@ void block_q6(const PackedQ6_Kx8& b, const PackedActBlockK& y, int r, int32_t* s
       int32_t s = 0;
       for (int x = 16 * e; x < 16 * e + 16; ++x)
         s += (q6_value(b, r, g, x) - 32) * y.qs[32 * g + x];
-      *sumi += b.scales[g][2 * r + e] * s;
+      *sumi += b.groups[g].scales[2 * r + e] * s;
     }
   }
 }

@@ -142,11 +142,11 @@ inline void unpack_sub_block(const P& b, int j, __m256i q[8]) {
 // chunks 0..3 are sub-block 2g, chunks 4..7 sub-block 2g + 1.
 inline void unpack_q6_group(const PackedQ6_Kx8& b, int g, __m256i q[8]) {
 #pragma GCC unroll 16
-  for (int p = 0; p < 4; ++p) unpack_nibbles(b.ql[g][p], q[p], q[p + 4]);
+  for (int p = 0; p < 4; ++p) unpack_nibbles(b.groups[g].ql[p], q[p], q[p + 4]);
   const __m256i top = _mm256_set1_epi8(0x30);
 #pragma GCC unroll 16
   for (int u = 0; u < 2; ++u) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh[g][u]));
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.groups[g].qh[u]));
     // Bits 2k, 2k + 1 -> bits 4, 5.
     const __m256i moved[4] = {_mm256_slli_epi16(h, 4), _mm256_slli_epi16(h, 2), h,
                               _mm256_srli_epi16(h, 2)};
@@ -180,12 +180,13 @@ inline void unpack_sub_block_half(const P& b, int j, int h, __m256i q[4]) {
 }
 
 inline void unpack_q6_group_half(const PackedQ6_Kx8& b, int g, int h, __m256i q[4]) {
-  unpack_nibbles(b.ql[g][2 * h], q[0], q[2]);
-  unpack_nibbles(b.ql[g][2 * h + 1], q[1], q[3]);
+  unpack_nibbles(b.groups[g].ql[2 * h], q[0], q[2]);
+  unpack_nibbles(b.groups[g].ql[2 * h + 1], q[1], q[3]);
   const __m256i top = _mm256_set1_epi8(0x30);
 #pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
-    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh[g][c / 2]));
+    const __m256i bits =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.groups[g].qh[c / 2]));
     const int k = 2 * h + c % 2;  // bits 2k, 2k + 1 -> bits 4, 5
     const __m256i moved = k == 0   ? _mm256_slli_epi16(bits, 4)
                           : k == 1 ? _mm256_slli_epi16(bits, 2)
@@ -197,7 +198,8 @@ inline void unpack_q6_group_half(const PackedQ6_Kx8& b, int g, int h, __m256i q[
 
 // Q6_K scales of sub-blocks 2g and 2g + 1 of each row as the int16 pair of its 32-bit lane.
 inline __m256i q6_scale_pairs(const PackedQ6_Kx8& b, int g) {
-  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales[g])));
+  return _mm256_cvtepi8_epi16(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.groups[g].scales)));
 }
 
 }  // namespace

@@ -62,12 +62,12 @@ void put(PackedQ6_Kx8& p, int r, const BlockQ6_K& b) {
   p.d[r] = b.d;
   for (int g = 0; g < kQK_K / kQK; ++g) {
     const int h = g / 4, i = g % 4;
-    p.scales[g][2 * r] = b.scales[2 * g];
-    p.scales[g][2 * r + 1] = b.scales[2 * g + 1];
+    p.groups[g].scales[2 * r] = b.scales[2 * g];
+    p.groups[g].scales[2 * r + 1] = b.scales[2 * g + 1];
     const uint8_t* ql = b.ql + 64 * h + 32 * (i & 1);
     for (int l = 0; l < 4; ++l) {
       const uint32_t v = nibble_word(ql + 4 * l, ql + 16 + 4 * l, i >= 2);
-      std::memcpy(&p.ql[g][l][4 * r], &v, 4);
+      std::memcpy(&p.groups[g].ql[l][4 * r], &v, 4);
     }
     const uint8_t* qh = b.qh + 32 * h;
     for (int u = 0; u < 2; ++u) {
@@ -75,7 +75,7 @@ void put(PackedQ6_Kx8& p, int r, const BlockQ6_K& b) {
       for (int k = 0; k < 4; ++k) {
         v |= ((load32(qh + 16 * u + 4 * k) >> (2 * i)) & 0x03030303u) << (2 * k);
       }
-      std::memcpy(&p.qh[g][u][4 * r], &v, 4);
+      std::memcpy(&p.groups[g].qh[u][4 * r], &v, 4);
     }
   }
 }
