@@ -78,16 +78,21 @@ struct PackedQ4_Kx8 {
   uint16_t d[kPackRows];
   uint16_t dmin[kPackRows];
   uint32_t scales[3][kPackRows];
-  uint8_t qs[kQK_K / kQK][4][32];
+  struct Sub {
+    uint8_t qs[4][32];
+  } subs[kQK_K / kQK];
 };
-// Q5_K x8: Q4_K plus a fifth bit: bit k of byte i of qh[j] is bit 4 of chunk k's byte i (so one
-// shift and mask per chunk lines it up).
+// Q5_K x8: Q4_K plus a fifth bit: bit k of byte i of a sub-block's qh is bit 4 of chunk k's byte
+// i (so one shift and mask per chunk lines it up). Each sub-block's qh lies just before its qs,
+// so that a block is read front to back (see Q6_K below for what the other order cost).
 struct PackedQ5_Kx8 {
   uint16_t d[kPackRows];
   uint16_t dmin[kPackRows];
   uint32_t scales[3][kPackRows];
-  uint8_t qh[kQK_K / kQK][32];
-  uint8_t qs[kQK_K / kQK][4][32];
+  struct Sub {
+    uint8_t qh[32];
+    uint8_t qs[4][32];
+  } subs[kQK_K / kQK];
 };
 // Q6_K x8: x = d * sc[s] * (q - 32), q in [0, 63], 16 sub-blocks s of 16 columns. Group g holds
 // columns 32g .. 32g + 31: its ql is their low 4 bits in the 4-bit layout above (so its low-nibble

@@ -46,8 +46,8 @@ void scales_of(const uint32_t (&words)[3][kPackRows], int r, int sc[8], int m[8]
 template <typename P>
 int q45_value(const P& b, int r, int j, int x) {
   const Place p = place(r, x);
-  int q = nibble(b.qs[j], p);
-  if constexpr (sizeof(P) == sizeof(PackedQ5_Kx8)) q |= ((b.qh[j][p.byte] >> p.chunk) & 1) << 4;
+  int q = nibble(b.subs[j].qs, p);
+  if constexpr (sizeof(P) == sizeof(PackedQ5_Kx8)) q |= ((b.subs[j].qh[p.byte] >> p.chunk) & 1) << 4;
   return q;
 }
 

@@ -126,9 +126,9 @@ inline __m256i min_pair_words(const KScales& s, int q) {
 template <typename P, bool kFive>
 inline void unpack_sub_block(const P& b, int j, __m256i q[8]) {
 #pragma GCC unroll 16
-  for (int p = 0; p < 4; ++p) unpack_nibbles(b.qs[j][p], q[p], q[p + 4]);
+  for (int p = 0; p < 4; ++p) unpack_nibbles(b.subs[j].qs[p], q[p], q[p + 4]);
   if constexpr (kFive) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh[j]));
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.subs[j].qh));
     const __m256i bit4 = _mm256_set1_epi8(0x10);
 #pragma GCC unroll 16
     for (int k = 0; k < 8; ++k) {
@@ -165,10 +165,10 @@ constexpr int half_chunk_offset(int h, int c) { return (c >= 2 ? 16 : 0) + 8 * h
 
 template <typename P, bool kFive>
 inline void unpack_sub_block_half(const P& b, int j, int h, __m256i q[4]) {
-  unpack_nibbles(b.qs[j][2 * h], q[0], q[2]);
-  unpack_nibbles(b.qs[j][2 * h + 1], q[1], q[3]);
+  unpack_nibbles(b.subs[j].qs[2 * h], q[0], q[2]);
+  unpack_nibbles(b.subs[j].qs[2 * h + 1], q[1], q[3]);
   if constexpr (kFive) {
-    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh[j]));
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.subs[j].qh));
     const __m256i bit4 = _mm256_set1_epi8(0x10);
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {

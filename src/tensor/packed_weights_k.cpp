@@ -37,7 +37,7 @@ void put_q45(P& p, int r, const B& b) {
     const uint8_t* src = b.qs + 32 * (j / 2);
     for (int l = 0; l < 4; ++l) {
       const uint32_t v = nibble_word(src + 4 * l, src + 16 + 4 * l, j % 2 == 1);
-      std::memcpy(&p.qs[j][l][4 * r], &v, 4);
+      std::memcpy(&p.subs[j].qs[l][4 * r], &v, 4);
     }
   }
 }
@@ -51,7 +51,7 @@ void put(PackedQ5_Kx8& p, int r, const BlockQ5_K& b) {
     for (int c = 0; c < 4; ++c) {
       uint8_t byte = 0;
       for (int k = 0; k < 8; ++k) byte |= ((b.qh[chunk_column(k, c)] >> j) & 1u) << k;
-      p.qh[j][4 * r + c] = byte;
+      p.subs[j].qh[4 * r + c] = byte;
     }
   }
 }
