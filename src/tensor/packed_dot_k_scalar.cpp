@@ -47,7 +47,8 @@ template <typename P>
 int q45_value(const P& b, int r, int j, int x) {
   const Place p = place(r, x);
   int q = nibble(b.subs[j].qs, p);
-  if constexpr (sizeof(P) == sizeof(PackedQ5_Kx8)) q |= ((b.subs[j].qh[p.byte] >> p.chunk) & 1) << 4;
+  if constexpr (sizeof(P) == sizeof(PackedQ5_Kx8))
+    q |= ((b.subs[j].qh[p.byte] >> p.chunk) & 1) << 4;
   return q;
 }
 
