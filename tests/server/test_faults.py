@@ -315,13 +315,21 @@ def test_32_streaming_clients_with_random_disconnects(fault_server):
         if plan[i] is None:
             assert done, i
             assert events[-1]["choices"][0]["finish_reason"] == "length"
+        elif done:
+            # The whole answer came in fewer events than this client meant to wait for (the
+            # text a stream sends per event is whatever was generated since the last one, so a
+            # short generation can finish before its connection thread wakes): a normal end.
+            assert events[-1]["choices"][0]["finish_reason"] == "length", (i, events)
         else:
-            assert len(events) >= plan[i]
-    # Every admitted request ended exactly once, and the counts add up.
+            assert len(events) >= plan[i], (i, events)
+    # Every admitted request ended exactly once, and the counts add up. Connections whose
+    # client left may still be closing (a lingering close reads for up to 0.5 s): wait for both,
+    # bounded.
     deadline = time.monotonic() + 10
     while True:
         m = fault_server.metrics()
-        if m["specdec_requests_in_flight"] == 0 or time.monotonic() > deadline:
+        settled = m["specdec_requests_in_flight"] == 0 and m["specdec_http_open_connections"] <= 2
+        if settled or time.monotonic() > deadline:
             break
         time.sleep(0.1)
     delta = {k: m[k] - before.get(k, 0) for k in m if k.startswith("specdec_generation")}
