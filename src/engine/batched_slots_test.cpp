@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <latch>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -90,21 +91,29 @@ TEST_F(BatchedSlots, EachRequestGetsWhatItGetsAloneAmongAnyNumberOfOthers) {
       if (target && sequences > 1) ++shared_target_passes;
       max_sequences = std::max(max_sequences, sequences);
     });
-    // Each slot's thread runs its share of the requests one after another (continuous
-    // batching: a slot whose request ends takes the next while the others keep going).
-    std::vector<GenerationResult> got(reqs.size());
-    std::vector<std::thread> threads;
-    for (int32_t s = 0; s < n_slots; ++s) {
-      threads.emplace_back([&, s] {
-        for (size_t i = static_cast<size_t>(s); i < reqs.size();
-             i += static_cast<size_t>(n_slots)) {
-          got[i] = engine.generate(reqs[i].prompt, reqs[i].options, {}, {}, s);
-        }
-      });
+    // Whether the slots' generations overlap is up to the scheduler: on a loaded machine one
+    // thread can run all its (millisecond) requests before another starts. So the threads start
+    // together, and a round in which no pass was shared is run again (at most 3 rounds); every
+    // round's outputs are checked. A coordinator that never batches fails all three.
+    for (int round = 0; round < 3 && shared_target_passes == 0; ++round) {
+      // Each slot's thread runs its share of the requests one after another (continuous
+      // batching: a slot whose request ends takes the next while the others keep going).
+      std::vector<GenerationResult> got(reqs.size());
+      std::vector<std::thread> threads;
+      std::latch start(n_slots);
+      for (int32_t s = 0; s < n_slots; ++s) {
+        threads.emplace_back([&, s] {
+          start.arrive_and_wait();
+          for (size_t i = static_cast<size_t>(s); i < reqs.size();
+               i += static_cast<size_t>(n_slots)) {
+            got[i] = engine.generate(reqs[i].prompt, reqs[i].options, {}, {}, s);
+          }
+        });
+      }
+      for (auto& t : threads) t.join();
+      for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], alone[i], i);
     }
-    for (auto& t : threads) t.join();
-    for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], alone[i], i);
-    EXPECT_GT(shared_target_passes, 0) << n_slots << " slots never shared a pass";
+    EXPECT_GT(shared_target_passes, 0) << n_slots << " slots never shared a pass in 3 rounds";
     EXPECT_GT(max_sequences, 1);
     EXPECT_LE(max_sequences, n_slots);
   }
