@@ -5,7 +5,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include "support/cli_runner.h"
 #include "support/tiny_model.h"
@@ -259,10 +258,7 @@ TEST_F(Cli, VerifyCostTimesEveryPassWidthAndReportsBandwidth) {
   }
   EXPECT_NE(r.out.find("decode step: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("stream read "), std::string::npos) << r.out;
-  std::ifstream in(json);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string j = text.str();
+  const std::string j = testing::read_file(json);
   EXPECT_NE(j.find("\"passes\""), std::string::npos) << j;
   EXPECT_NE(j.find("\"stream_read_gbs\""), std::string::npos) << j;
   EXPECT_NE(j.find("\"cpu_ratio\""), std::string::npos) << j;
@@ -286,10 +282,7 @@ TEST_F(Cli, VerifyCostTimesTheDraftInEveryLayoutItsFlagsLeadTo) {
   }
   EXPECT_NE(r.out.find("--draft-cost "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--draft-verify-cost "), std::string::npos) << r.out;
-  std::ifstream in(json);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string j = text.str();
+  const std::string j = testing::read_file(json);
   for (const char* key : {"\"draft_steps\"", "\"head_rows_scored\"", "\"target_step_ms\"",
                           "\"verify_row_cost\"", "\"c\""}) {
     EXPECT_NE(j.find(key), std::string::npos) << key << "\n" << j;
