@@ -40,6 +40,7 @@ FAIL_TIMEOUT_S = 3         # nginx fail_timeout: how long a failed replica stays
 MAX_TOKENS = 256           # per load request (ignore_eos: exactly this many)
 WARMUP_REQUESTS = CLIENTS  # finished before the kill may happen
 POST_KILL_REQUESTS = 3     # each client sends at least this many after the kill
+KILL_BY_EVENT = 4          # the victim is killed at one of its stream's first events
 REQUEST_TIMEOUT_S = 30     # socket timeout of every request
 START_TIMEOUT_S = 60
 LOAD_DEADLINE_S = 60       # the whole load phase, kill included
@@ -371,13 +372,21 @@ def test_replicas_behind_nginx_survive_a_killed_replica(cluster):
     lock = threading.Lock()
     results = []
     armed = threading.Event()
-    victim_streaming = threading.Event()
+    killed = threading.Event()
     killed_at = [None]
     stop_at = time.monotonic() + LOAD_DEADLINE_S
 
+    # The kill comes from the reading thread of a victim stream, at one of its first events:
+    # that stream is certainly still running (a kill decided on another thread could land after
+    # the stream that prompted it had finished, with no other victim stream in flight).
     def on_event(r):
-        if armed.is_set() and r.port == victim_port:
-            victim_streaming.set()
+        if (armed.is_set() and r.port == victim_port and r.events <= KILL_BY_EVENT
+                and not killed.is_set()):
+            with lock:
+                if killed.is_set():
+                    return
+                os.kill(victim_pid, signal.SIGKILL)
+                killed.set()
 
     def client_loop(t):
         rng = random.Random(t)
@@ -411,9 +420,8 @@ def test_replicas_behind_nginx_survive_a_killed_replica(cluster):
             break
         time.sleep(0.01)
     armed.set()
-    assert victim_streaming.wait(max(1.0, stop_at - time.monotonic())), \
+    assert killed.wait(max(1.0, stop_at - time.monotonic())), \
         "no stream from the victim replica started"
-    os.kill(victim_pid, signal.SIGKILL)
     # Requests sent from here on count as "after the kill": wait until the process is gone (its
     # sockets closed), so that none of them can still reach it.
     gone_by = time.monotonic() + 10
