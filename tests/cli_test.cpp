@@ -128,6 +128,8 @@ TEST_F(Cli, DraftLeversKeepTheGreedyText) {
       {"--draft-vocab", "0"},
       {"--draft-type", "q4_0", "--draft-head-type", "q8_0"},
       {"--draft-policy", "adaptive", "--draft-cost", "0.1", "--draft-verify-cost", "0.05"},
+      {"--draft-policy", "confidence", "--draft-max", "6"},
+      {"--draft-pass-costs", "1.1,1.2,1.9,2", "--draft-max", "6"},
       {"--draft-hybrid"},
       {"--draft-vocab", "64", "--draft-policy", "adaptive", "--draft-hybrid", "--ngram-min", "2"}};
   for (const auto& lever : levers) {
@@ -142,7 +144,13 @@ TEST_F(Cli, DraftLeversKeepTheGreedyText) {
                      "--draft-hybrid needs a draft model");
   expect_clean_error(
       run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", "--draft-policy", "sometimes"}),
-      "--draft-policy must be fixed or adaptive");
+      "--draft-policy must be fixed, adaptive or confidence");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x",
+                              "--draft-pass-costs", "1.2,0.5"}),
+                     "--draft-pass-costs values must be in [1, 100]");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x",
+                              "--draft-pass-costs", "1.2,,1.4"}),
+                     "--draft-pass-costs has an empty item");
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--draft-vocab", "-3"}),
                      "--draft-vocab");
   expect_clean_error(

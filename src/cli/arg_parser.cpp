@@ -171,4 +171,15 @@ std::string ArgParser::help() const {
   return out.str();
 }
 
+std::vector<std::string> split_list(const std::string& value, const char* flag) {
+  std::vector<std::string> items;
+  std::stringstream in(value);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty()) fail(flag, " has an empty item in '", value, "'");
+    items.push_back(item);
+  }
+  if (items.empty()) fail(flag, " needs at least one value");
+  return items;
+}
+
 }  // namespace specdec::cli

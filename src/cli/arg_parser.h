@@ -60,5 +60,7 @@ class ArgParser {
 // Strict number parsing shared by the typed helpers and by the server's request validation.
 int64_t parse_int(std::string_view text, std::string_view what);
 double parse_float(std::string_view text, std::string_view what);
+// The items of a comma-separated flag value; throws on an empty item or an empty list.
+std::vector<std::string> split_list(const std::string& value, const char* flag);
 
 }  // namespace specdec::cli

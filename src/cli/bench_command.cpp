@@ -49,17 +49,6 @@ struct BenchPrompt {
   std::vector<int32_t> tokens;
 };
 
-std::vector<std::string> split_list(const std::string& value, const char* flag) {
-  std::vector<std::string> items;
-  std::stringstream in(value);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (item.empty()) fail(flag, " has an empty item in '", value, "'");
-    items.push_back(item);
-  }
-  if (items.empty()) fail(flag, " needs at least one value");
-  return items;
-}
-
 template <typename T>
 void reject_duplicates(std::vector<T> v, const char* flag) {
   std::sort(v.begin(), v.end());
@@ -325,7 +314,7 @@ int bench_command(const std::vector<std::string>& args) {
                                                 : std::to_string(draft_width)) +
                           " of " + std::to_string(target.model->config().n_vocab) +
                           " tokens, blocks " + o.drafting.type + ", head " + o.drafting.head_type +
-                          ", " + (o.drafting.length.adaptive ? "adaptive" : "fixed") + " length" +
+                          ", " + draft_policy_name(o.drafting.length) + " length" +
                           (hybrid ? ", hybrid with prompt lookup" : ""))
             << "\n"
             << "threads " << eo.n_threads << ", " << o.n_predict << " tokens per run, " << o.repeats
@@ -368,7 +357,7 @@ int bench_command(const std::vector<std::string>& args) {
         {"draft_vocab_top", o.draft_ngram ? 0 : o.drafting.vocab},
         {"draft_type", o.drafting.type},
         {"draft_head_type", o.drafting.head_type},
-        {"draft_policy", o.drafting.length.adaptive ? "adaptive" : "fixed"},
+        {"draft_policy", draft_policy_name(o.drafting.length)},
         {"draft_hybrid", hybrid},
         {"draft_cost", o.drafting.length.draft_cost},
         {"draft_verify_cost", o.drafting.length.verify_cost},

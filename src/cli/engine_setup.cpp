@@ -60,30 +60,79 @@ DraftLengthParams default_draft_length() {
   p.adaptive = true;
   p.draft_cost = 0.3f;
   p.verify_cost = 0.08f;
+  // verify-cost -t 2 --prefix 512 on the 1.5B (2026-12-01): passes over 2..9 tokens. Its hull
+  // prices rows 1-4 at 0.115 steps and rows 5-8 at 0.26.
+  p.pass_costs = {1.12f, 1.24f, 1.42f, 1.46f, 2.04f, 2.07f, 2.28f, 2.51f};
   return p;
+}
+
+namespace {
+
+// A float as a help text shows it (shortest form: 0.36, not 0.360000).
+std::string text(float x) {
+  std::ostringstream s;
+  s << x;
+  return s.str();
+}
+
+}  // namespace
+
+const char* draft_policy_name(const DraftLengthParams& params) {
+  if (!params.adaptive) return "fixed";
+  return params.calibrate ? "adaptive" : "confidence";
 }
 
 void add_draft_length_options(ArgParser& p, DraftLengthParams& params) {
   p.add_value(
-      {"--draft-policy"}, "fixed|adaptive",
+      {"--draft-policy"}, "fixed|adaptive|confidence",
       std::string("fixed: always draft --draft-max tokens; adaptive: stop a round when the "
-                  "draft's confidence no longer pays for drafting and verifying (default ") +
-          (default_draft_length().adaptive ? "adaptive" : "fixed") + ")",
+                  "chance that the drafts pass, judged by how drafts of the draft's confidence "
+                  "fared earlier in the run, no longer pays for drafting and verifying; "
+                  "confidence: the same rule with the draft's top probability taken as that "
+                  "chance (default ") +
+          draft_policy_name(default_draft_length()) + ")",
       [&params](const std::string& v) {
         if (v == "fixed") {
           params.adaptive = false;
-        } else if (v == "adaptive") {
+        } else if (v == "adaptive" || v == "confidence") {
           params.adaptive = true;
+          params.calibrate = v == "adaptive";
         } else {
-          fail("--draft-policy must be fixed or adaptive, got '", v, "'");
+          fail("--draft-policy must be fixed, adaptive or confidence, got '", v, "'");
         }
       });
   p.add_float({"--draft-cost"}, "C",
               "adaptive: one draft step in target decode steps (specdec bench's column c)",
               params.draft_cost, 0.0, 10.0);
-  p.add_float({"--draft-verify-cost"}, "V",
-              "adaptive: one more verified token in target decode steps (specdec verify-cost)",
-              params.verify_cost, 0.0, 10.0);
+  p.add_value({"--draft-verify-cost"}, "V",
+              "adaptive: one more verified token in target decode steps, the same for every row "
+              "(instead of --draft-pass-costs)",
+              [&params](const std::string& v) {
+                const double c = parse_float(v, "--draft-verify-cost");
+                if (!(c >= 0 && c <= 10)) fail("--draft-verify-cost must be in [0, 10], got ", v);
+                params.verify_cost = static_cast<float>(c);
+                params.pass_costs.clear();
+              });
+  std::string costs;
+  for (float c : params.pass_costs) {
+    if (!costs.empty()) costs += ',';
+    costs += text(c);
+  }
+  p.add_value({"--draft-pass-costs"}, "LIST",
+              "adaptive: a target pass over 2, 3, ... tokens in decode steps (the line "
+              "`specdec verify-cost` prints for them); a draft's verify row costs the rise of its "
+              "lower convex hull (default: " + costs + ", measured on the Qwen2.5-Coder 1.5B)",
+              [&params](const std::string& v) {
+                params.pass_costs.clear();
+                for (const std::string& item : split_list(v, "--draft-pass-costs")) {
+                  const double c = parse_float(item, "--draft-pass-costs");
+                  if (!(c >= 1 && c <= 100)) {
+                    fail("--draft-pass-costs values must be in [1, 100] decode steps, got ", item);
+                  }
+                  params.pass_costs.push_back(static_cast<float>(c));
+                }
+                if (params.pass_costs.size() > 63) fail("--draft-pass-costs takes at most 63 values");
+              });
 }
 
 void add_hybrid_option(ArgParser& p, HybridOption& hybrid) {
@@ -129,11 +178,6 @@ void add_ngram_options(ArgParser& p, NgramParams& params, bool& given) {
       *target = static_cast<float>(x);
       given = true;
     };
-  };
-  const auto text = [](float x) {
-    std::ostringstream s;
-    s << x;
-    return s.str();
   };
   p.add_value({"--ngram-max"}, "N",
               "longest suffix looked up with --draft-ngram (default: " +

@@ -42,6 +42,8 @@ void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab);
 // Defaults: measured on the Qwen2.5-Coder pair (docs/benchmarks.md).
 DraftLengthParams default_draft_length();
 void add_draft_length_options(ArgParser& p, DraftLengthParams& params);
+// "fixed", "adaptive" or "confidence": the --draft-policy value these parameters stand for.
+const char* draft_policy_name(const DraftLengthParams& params);
 
 // --draft-hybrid / --no-draft-hybrid: with -md, a round takes prompt lookup's drafts (the
 // --ngram-* settings) when the lookup proposes at least 2 tokens, the model's otherwise

@@ -41,7 +41,11 @@ TEST(DraftLength, AdaptiveLengthKeepsTheTargetsDistribution) {
   FakeLM target(5, 1, 2.0f);
   FakeLM draft(5, 2, 0.0f, 1 << 20, &target, 1.5f);
   int config = 0;
-  for (const DraftLengthParams& len : {adaptive(0.1f, 0.2f), adaptive(0.3f, 0.1f)}) {
+  // Calibrated (the default), the raw confidence, and a pass-cost line.
+  DraftLengthParams raw = adaptive(0.3f, 0.1f), line = adaptive(0.1f, 0.15f);
+  raw.calibrate = false;
+  line.pass_costs = {1.1f, 1.3f, 2.2f};
+  for (const DraftLengthParams& len : {adaptive(0.1f, 0.2f), raw, line}) {
     for (const SamplingParams& sp : {params(1.0f), params(0.7f, 0.9f)}) {
       const std::vector<int32_t> prompt{config % 5, 3};
       AdaptiveRun r(target, draft, len, sp, 5, 900 + config);
@@ -110,6 +114,35 @@ TEST(DraftLength, ConfidenceDecidesTheLength) {
     r.dec.run();
     EXPECT_GT(r.dec.stats().drafted, 0);
   }
+}
+
+}  // namespace
+}  // namespace specdec
+
+namespace specdec {
+namespace {
+
+// The rows' prices are the rises of the pass-cost line's lower convex hull: the measured
+// Qwen2.5-Coder 1.5B line (cheap to 5 tokens, a step at 6) prices rows 1-4 alike and rows 5-8
+// alike, and a row past the line's end at its last slope.
+TEST(DraftLength, VerifyRowsCostTheRiseOfThePassCostHull) {
+  DraftLengthParams p;
+  p.verify_cost = 0.5f;
+  EXPECT_EQ(verify_row_costs(p, 3), (std::vector<double>{0.5, 0.5, 0.5}));  // no line: flat
+  p.pass_costs = {1.12f, 1.24f, 1.42f, 1.46f, 2.04f, 2.07f, 2.28f, 2.51f};
+  const std::vector<double> rows = verify_row_costs(p, 10);
+  ASSERT_EQ(rows.size(), 10u);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(rows[static_cast<size_t>(i)], 0.46 / 4, 1e-6) << i;
+  for (int i = 4; i < 10; ++i) EXPECT_NEAR(rows[static_cast<size_t>(i)], 1.05 / 4, 1e-6) << i;
+  // A line that falls (noise) prices no row below 0, and a convex line is its own hull.
+  p.pass_costs = {0.9f};
+  EXPECT_EQ(verify_row_costs(p, 2), (std::vector<double>{0.0, 0.0}));
+  p.pass_costs = {1.1f, 1.3f, 1.6f};
+  const std::vector<double> convex = verify_row_costs(p, 4);
+  EXPECT_NEAR(convex[0], 0.1, 1e-6);
+  EXPECT_NEAR(convex[1], 0.2, 1e-6);
+  EXPECT_NEAR(convex[2], 0.3, 1e-6);
+  EXPECT_NEAR(convex[3], 0.3, 1e-6);
 }
 
 }  // namespace

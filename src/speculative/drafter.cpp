@@ -50,6 +50,45 @@ void restore_tie_order(Distribution& q) {
 
 }  // namespace
 
+std::vector<double> verify_row_costs(const DraftLengthParams& p, int32_t n) {
+  std::vector<double> out(static_cast<size_t>(std::max(0, n)), p.verify_cost);
+  if (p.pass_costs.empty() || n <= 0) return out;
+  // Points (k, V(k)) for k = 1..K; the lower hull by a monotone chain from the left.
+  std::vector<double> v = {1.0};
+  for (float c : p.pass_costs) v.push_back(c);
+  std::vector<size_t> hull;
+  for (size_t k = 0; k < v.size(); ++k) {
+    while (hull.size() >= 2) {
+      const size_t a = hull[hull.size() - 2], b = hull.back();
+      // Drop b when it lies on or above the segment from a to k.
+      if ((v[b] - v[a]) * static_cast<double>(k - a) >= (v[k] - v[a]) * static_cast<double>(b - a)) {
+        hull.pop_back();
+      } else {
+        break;
+      }
+    }
+    hull.push_back(k);
+  }
+  // Draft i's row takes the pass from i + 1 to i + 2 tokens: hull points i to i + 1 (0-based).
+  size_t seg = 0;
+  double slope = 0.0;
+  for (int32_t i = 0; i < n; ++i) {
+    const auto x = static_cast<size_t>(i);
+    while (seg + 1 < hull.size() && hull[seg + 1] <= x) ++seg;
+    if (seg + 1 < hull.size()) {
+      const size_t a = hull[seg], b = hull[seg + 1];
+      slope = (v[b] - v[a]) / static_cast<double>(b - a);
+    }  // past the line's end: its last slope (0 when it has one point)
+    out[x] = std::max(0.0, slope);
+  }
+  return out;
+}
+
+double ModelDrafter::row_cost(int32_t i) {
+  if (static_cast<size_t>(i) >= row_cost_.size()) row_cost_ = verify_row_costs(length_, 2 * i + 8);
+  return row_cost_[static_cast<size_t>(i)];
+}
+
 void ModelDrafter::start(std::span<const int32_t> prompt, int32_t n_cached) {
   if (n_cached < 0 || n_cached > draft_.length()) {
     fail("speculative decoder: invalid cached prefix length ", n_cached);
@@ -103,12 +142,15 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
     }
     if (length_.adaptive) {
       // Decided from q_i before y_i is drawn (see DraftLengthParams).
-      all_pass *= confidence(li, qi, greedy, exp_scratch_);
-      if (all_pass < length_.verify_cost) return i;
+      const double conf = confidence(li, qi, greedy, exp_scratch_);
+      if (confidence_.size() <= static_cast<size_t>(i)) confidence_.resize(static_cast<size_t>(i) + 1);
+      confidence_[static_cast<size_t>(i)] = conf;
+      all_pass *= length_.calibrate ? calibration_.estimate(conf) : conf;
+      if (all_pass < row_cost(i)) return i;
     }
     drafts[static_cast<size_t>(i)] = greedy ? qi.argmax() : sample(qi, rng);
     if (length_.adaptive && i + 1 < gamma &&
-        all_pass * accept_rate_ < length_.draft_cost + length_.verify_cost) {
+        all_pass * accept_rate_ < length_.draft_cost + row_cost(i + 1)) {
       return i + 1;
     }
     if (i + 1 < gamma) {
@@ -128,6 +170,11 @@ void ModelDrafter::finish_round(std::span<const int32_t> committed, int32_t n_be
   // Per-draft acceptance, smoothed over rounds: a round that stops at its first rejection tested
   // min(accepted + 1, m) drafts.
   const int32_t tested = std::min(accepted + 1, m);
+  if (length_.adaptive && length_.calibrate) {
+    for (int32_t j = 0; j < tested && j < static_cast<int32_t>(confidence_.size()); ++j) {
+      calibration_.observe(confidence_[static_cast<size_t>(j)], j < accepted);
+    }
+  }
   if (tested > 0) {
     constexpr double kRate = 0.1;
     accept_rate_ += kRate * (static_cast<double>(accepted) / tested - accept_rate_);

@@ -14,6 +14,7 @@
 
 #include "sampling/distribution.h"
 #include "sampling/rng.h"
+#include "speculative/acceptance_calibration.h"
 #include "speculative/causal_lm.h"
 
 namespace specdec {
@@ -58,12 +59,27 @@ class Drafter {
 // step plus its verify row. The decision depends only on q_1..q_i, i.e. on the committed
 // context and y_1..y_{i-1}, never on y_i itself or on the target, so y_i stays a plain draw from
 // q_i and the rule stays exact (see the header comment).
+// With `calibrate`, a_i is not the top probability itself but what drafts of that confidence
+// were accepted at in the run's earlier rounds (AcceptanceCalibration): still a function of q_i
+// and the past only.
 struct DraftLengthParams {
   bool adaptive = false;
+  bool calibrate = true;
   float draft_cost = 0.25f;   // one draft step, in target decode steps (bench column c)
   float verify_cost = 0.1f;   // one more verified row, in target decode steps
   float prior_accept = 0.7f;  // starting value of the running acceptance rate
+  // When not empty: the cost of a target pass over 2, 3, ... tokens in decode steps (what
+  // `specdec verify-cost` measures), which replaces verify_cost. The line is not straight: on
+  // the Qwen2.5-Coder 1.5B a 6th row costs several times a 5th (the K-quant kernels turn
+  // compute bound), so a linear price drafts too far.
+  std::vector<float> pass_costs;
 };
+
+// What the i-th draft's verify row (i from 0) costs under `p`, for i = 0..n-1: the rise of the
+// lower convex hull of the pass-cost line (1 at k = 1, then p.pass_costs), continued at its last
+// slope; the hull, because a dearer row followed by cheap ones is worth drafting through when
+// the drafts are likely to pass. Without pass costs, verify_cost for every row.
+std::vector<double> verify_row_costs(const DraftLengthParams& p, int32_t n);
 
 // Drafts by sampling a smaller CausalLM autoregressively, with a lazy catch-up cache protocol
 // (see the protocol comment in speculative_decoder.h): the draft's cache holds a committed prefix
@@ -90,6 +106,10 @@ class ModelDrafter : public Drafter {
   CausalLM& draft_;
   DraftLengthParams length_;
   double accept_rate_;  // running per-draft acceptance rate (adaptive length)
+  AcceptanceCalibration calibration_;
+  std::vector<double> confidence_;  // of this round's drafts (adaptive length)
+  std::vector<double> row_cost_;    // verify_row_costs(length_, ...), grown on demand
+  double row_cost(int32_t i);
   int32_t draft_len_ = 0;
   std::vector<float> logits_;
   std::vector<double> exp_scratch_;  // the greedy confidence's softmax terms
