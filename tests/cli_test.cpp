@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include "support/cli_runner.h"
 #include "support/tiny_model.h"
@@ -290,6 +291,16 @@ TEST_F(Cli, VerifyCostTimesTheDraftInEveryLayoutItsFlagsLeadTo) {
   }
   EXPECT_NE(r.out.find("--draft-cost "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--draft-verify-cost "), std::string::npos) << r.out;
+  // The pass costs of k = 2..5, ready to paste: 4 values, each at least one decode step.
+  const size_t at = r.out.find("--draft-pass-costs ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::istringstream list(r.out.substr(at + 19, r.out.find('\n', at) - at - 19));
+  int values = 0;
+  for (std::string v; std::getline(list, v, ',');) {
+    EXPECT_GE(std::stod(v), 1.0) << v;
+    ++values;
+  }
+  EXPECT_EQ(values, 4) << r.out;
   const std::string j = testing::read_file(json);
   for (const char* key : {"\"draft_steps\"", "\"head_rows_scored\"", "\"target_step_ms\"",
                           "\"verify_row_cost\"", "\"c\""}) {
@@ -303,6 +314,7 @@ TEST_F(Cli, VerifyCostTimesTheDraftInEveryLayoutItsFlagsLeadTo) {
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ(plain.out.find("--draft-type"), std::string::npos) << plain.out;
   EXPECT_EQ(plain.out.find("--draft-verify-cost"), std::string::npos) << plain.out;  // k = 1 only
+  EXPECT_EQ(plain.out.find("--draft-pass-costs"), std::string::npos) << plain.out;
 
   expect_clean_error(run_cli({"verify-cost", "-m", *target_, "-md", *other_vocab_, "--prefix", "16",
                               "--k-max", "2"}),

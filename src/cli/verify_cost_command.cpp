@@ -111,6 +111,15 @@ std::vector<DraftLayout> draft_layouts(const std::string& path, const DraftModel
   return layouts;
 }
 
+// The passes over 2..k tokens as a --draft-pass-costs value (2 decimals, as measured noise
+// allows).
+std::string pass_cost_list(const std::vector<ForwardCost>& costs) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(2);
+  for (size_t i = 1; i < costs.size(); ++i) s << (i > 1 ? "," : "") << std::max(1.0, costs[i].ratio);
+  return s.str();
+}
+
 }  // namespace
 
 int verify_cost_command(const std::vector<std::string>& args) {
@@ -217,6 +226,11 @@ int verify_cost_command(const std::vector<std::string>& args) {
       std::cout << "; a verified row costs the pass cost's slope from k = 1 to " << k_slope;
     }
     std::cout << ")\n";
+  }
+  if (k_max > 1) {
+    // The whole line, for the rule that prices each row by it (not the default: on the Qwen
+    // pair the flat slope measured faster, docs/benchmarks.md).
+    std::cout << "\nthe pass-cost line as --draft-pass-costs " << pass_cost_list(costs) << "\n";
   }
 
   if (!json_path.empty()) {
