@@ -146,12 +146,12 @@ TEST_F(Cli, DraftLeversKeepTheGreedyText) {
   expect_clean_error(
       run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", "--draft-policy", "sometimes"}),
       "--draft-policy must be fixed, adaptive or confidence");
-  expect_clean_error(run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x",
-                              "--draft-pass-costs", "1.2,0.5"}),
-                     "--draft-pass-costs values must be in [1, 100]");
-  expect_clean_error(run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x",
-                              "--draft-pass-costs", "1.2,,1.4"}),
-                     "--draft-pass-costs has an empty item");
+  expect_clean_error(
+      run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", "--draft-pass-costs", "1.2,0.5"}),
+      "--draft-pass-costs values must be in [1, 100]");
+  expect_clean_error(
+      run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", "--draft-pass-costs", "1.2,,1.4"}),
+      "--draft-pass-costs has an empty item");
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--draft-vocab", "-3"}),
                      "--draft-vocab");
   expect_clean_error(

@@ -126,7 +126,8 @@ void add_draft_length_options(ArgParser& p, DraftLengthParams& params) {
                   }
                   params.pass_costs.push_back(static_cast<float>(c));
                 }
-                if (params.pass_costs.size() > 63) fail("--draft-pass-costs takes at most 63 values");
+                if (params.pass_costs.size() > 63)
+                  fail("--draft-pass-costs takes at most 63 values");
               });
 }
 

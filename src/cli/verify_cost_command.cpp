@@ -116,7 +116,8 @@ std::vector<DraftLayout> draft_layouts(const std::string& path, const DraftModel
 std::string pass_cost_list(const std::vector<ForwardCost>& costs) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(2);
-  for (size_t i = 1; i < costs.size(); ++i) s << (i > 1 ? "," : "") << std::max(1.0, costs[i].ratio);
+  for (size_t i = 1; i < costs.size(); ++i)
+    s << (i > 1 ? "," : "") << std::max(1.0, costs[i].ratio);
   return s.str();
 }
 

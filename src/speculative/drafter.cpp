@@ -61,7 +61,8 @@ std::vector<double> verify_row_costs(const DraftLengthParams& p, int32_t n) {
     while (hull.size() >= 2) {
       const size_t a = hull[hull.size() - 2], b = hull.back();
       // Drop b when it lies on or above the segment from a to k.
-      if ((v[b] - v[a]) * static_cast<double>(k - a) >= (v[k] - v[a]) * static_cast<double>(b - a)) {
+      if ((v[b] - v[a]) * static_cast<double>(k - a) >=
+          (v[k] - v[a]) * static_cast<double>(b - a)) {
         hull.pop_back();
       } else {
         break;
@@ -143,7 +144,8 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
     if (length_.adaptive) {
       // Decided from q_i before y_i is drawn (see DraftLengthParams).
       const double conf = confidence(li, qi, greedy, exp_scratch_);
-      if (confidence_.size() <= static_cast<size_t>(i)) confidence_.resize(static_cast<size_t>(i) + 1);
+      if (confidence_.size() <= static_cast<size_t>(i))
+        confidence_.resize(static_cast<size_t>(i) + 1);
       confidence_[static_cast<size_t>(i)] = conf;
       all_pass *= length_.calibrate ? calibration_.estimate(conf) : conf;
       if (all_pass < row_cost(i)) return i;

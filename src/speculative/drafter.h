@@ -69,9 +69,9 @@ struct DraftLengthParams {
   float verify_cost = 0.1f;   // one more verified row, in target decode steps
   float prior_accept = 0.7f;  // starting value of the running acceptance rate
   // When not empty: the cost of a target pass over 2, 3, ... tokens in decode steps (what
-  // `specdec verify-cost` measures), which replaces verify_cost. The line is not straight: on
-  // the Qwen2.5-Coder 1.5B a 6th row costs several times a 5th (the K-quant kernels turn
-  // compute bound), so a linear price drafts too far.
+  // `specdec verify-cost` measures), which replaces verify_cost. The line need not be straight:
+  // on the Qwen2.5-Coder 1.5B a 6th row costs several times a 5th (the K-quant kernels turn
+  // compute bound). Even so, there the flat verify_cost measured faster (docs/benchmarks.md).
   std::vector<float> pass_costs;
 };
 
