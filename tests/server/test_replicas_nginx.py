@@ -221,6 +221,22 @@ def parse_upstream(header):
             if a.strip()]
 
 
+def replica_in_flight(port):
+    """The replica's own count of generation requests admitted and not yet ended (0 when it
+    cannot be read)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        conn.request("GET", "/metrics")
+        for line in conn.getresponse().read().decode().splitlines():
+            if line.startswith("specdec_requests_in_flight "):
+                return float(line.split()[1])
+    except (OSError, http.client.HTTPException):
+        pass
+    finally:
+        conn.close()
+    return 0
+
+
 def send(port, path, body, key=None, stream=False, max_tokens=MAX_TOKENS, on_event=None):
     body = {**body, "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0,
             "stream": stream}
@@ -376,14 +392,15 @@ def test_replicas_behind_nginx_survive_a_killed_replica(cluster):
     killed_at = [None]
     stop_at = time.monotonic() + LOAD_DEADLINE_S
 
-    # The kill comes from the reading thread of a victim stream, at one of its first events:
-    # that stream is certainly still running (a kill decided on another thread could land after
-    # the stream that prompted it had finished, with no other victim stream in flight).
+    # The kill comes from the reading thread of a victim stream, at one of its first events, and
+    # only while the victim itself reports a generation running: a client reads behind the
+    # server (on a loaded machine the whole answer can sit in socket buffers while the client
+    # parses its first events), so only the replica knows that a stream is still being made.
     def on_event(r):
         if (armed.is_set() and r.port == victim_port and r.events <= KILL_BY_EVENT
                 and not killed.is_set()):
             with lock:
-                if killed.is_set():
+                if killed.is_set() or replica_in_flight(victim_port) < 1:
                     return
                 os.kill(victim_pid, signal.SIGKILL)
                 killed.set()
