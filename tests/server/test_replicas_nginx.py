@@ -40,7 +40,8 @@ FAIL_TIMEOUT_S = 3         # nginx fail_timeout: how long a failed replica stays
 MAX_TOKENS = 256           # per load request (ignore_eos: exactly this many)
 WARMUP_REQUESTS = CLIENTS  # finished before the kill may happen
 POST_KILL_REQUESTS = 3     # each client sends at least this many after the kill
-KILL_BY_EVENT = 4          # the victim is killed at one of its stream's first events
+LONG_STREAM_TOKENS = 3000  # the stream that is running when the victim is killed
+LONG_CLIENT = -2           # its Result.client
 REQUEST_TIMEOUT_S = 30     # socket timeout of every request
 START_TIMEOUT_S = 60
 LOAD_DEADLINE_S = 60       # the whole load phase, kill included
@@ -221,23 +222,7 @@ def parse_upstream(header):
             if a.strip()]
 
 
-def replica_in_flight(port):
-    """The replica's own count of generation requests admitted and not yet ended (0 when it
-    cannot be read)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-    try:
-        conn.request("GET", "/metrics")
-        for line in conn.getresponse().read().decode().splitlines():
-            if line.startswith("specdec_requests_in_flight "):
-                return float(line.split()[1])
-    except (OSError, http.client.HTTPException):
-        pass
-    finally:
-        conn.close()
-    return 0
-
-
-def send(port, path, body, key=None, stream=False, max_tokens=MAX_TOKENS, on_event=None):
+def send(port, path, body, key=None, stream=False, max_tokens=MAX_TOKENS, on_event=None, client=-1):
     body = {**body, "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0,
             "stream": stream}
     if stream:
@@ -246,6 +231,7 @@ def send(port, path, body, key=None, stream=False, max_tokens=MAX_TOKENS, on_eve
     if key is not None:
         headers["X-Conversation-Id"] = key
     r = Result(key=key, path=path, stream=stream, t_send=time.monotonic())
+    r.client = client
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
     try:
         conn.request("POST", path, json.dumps(body), headers)
@@ -387,23 +373,25 @@ def test_replicas_behind_nginx_survive_a_killed_replica(cluster):
     # 2. Load through nginx; SIGKILL the victim while one of its streams is running.
     lock = threading.Lock()
     results = []
-    armed = threading.Event()
-    killed = threading.Event()
     killed_at = [None]
     stop_at = time.monotonic() + LOAD_DEADLINE_S
 
-    # The kill comes from the reading thread of a victim stream, at one of its first events, and
-    # only while the victim itself reports a generation running: a client reads behind the
-    # server (on a loaded machine the whole answer can sit in socket buffers while the client
-    # parses its first events), so only the replica knows that a stream is still being made.
+    # The stream the kill must cut: one of the victim's conversations asking for far more tokens
+    # than the load requests, so that the replica is still generating it when the kill comes
+    # right after its first event. (Killing at some load stream's event was not enough: a client
+    # reads behind the server, and on a loaded machine a whole 256-token answer could already sit
+    # in socket buffers while the client parsed its first events.)
+    long_started = threading.Event()
+
     def on_event(r):
-        if (armed.is_set() and r.port == victim_port and r.events <= KILL_BY_EVENT
-                and not killed.is_set()):
-            with lock:
-                if killed.is_set() or replica_in_flight(victim_port) < 1:
-                    return
-                os.kill(victim_pid, signal.SIGKILL)
-                killed.set()
+        if r.client == LONG_CLIENT:
+            long_started.set()
+
+    def long_stream():
+        r = send(url_port, "/v1/completions", {"prompt": "A very long story:"}, victim_keys[0],
+                 stream=True, max_tokens=LONG_STREAM_TOKENS, on_event=on_event, client=LONG_CLIENT)
+        with lock:
+            results.append(r)
 
     def client_loop(t):
         rng = random.Random(t)
@@ -436,9 +424,11 @@ def test_replicas_behind_nginx_survive_a_killed_replica(cluster):
         if done >= WARMUP_REQUESTS or time.monotonic() > stop_at:
             break
         time.sleep(0.01)
-    armed.set()
-    assert killed.wait(max(1.0, stop_at - time.monotonic())), \
-        "no stream from the victim replica started"
+    long_thread = threading.Thread(target=long_stream, daemon=True)
+    long_thread.start()
+    assert long_started.wait(max(1.0, stop_at - time.monotonic())), \
+        "the long stream to the victim replica did not start"
+    os.kill(victim_pid, signal.SIGKILL)
     # Requests sent from here on count as "after the kill": wait until the process is gone (its
     # sockets closed), so that none of them can still reach it.
     gone_by = time.monotonic() + 10
@@ -446,9 +436,10 @@ def test_replicas_behind_nginx_survive_a_killed_replica(cluster):
         time.sleep(0.001)
     assert not alive(victim_pid), "SIGKILLed replica still running"
     killed_at[0] = time.monotonic()
-    for th in threads:
+    for th in threads + [long_thread]:
         th.join(max(1.0, stop_at - time.monotonic() + REQUEST_TIMEOUT_S))
-    assert not any(th.is_alive() for th in threads), "clients still running at the deadline"
+    assert not any(th.is_alive() for th in threads + [long_thread]), \
+        "clients still running at the deadline"
     t_load = time.monotonic() - killed_at[0]
 
     # 3. The outcome.
