@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <array>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -143,23 +144,19 @@ TEST_F(Cli, DraftLeversKeepTheGreedyText) {
   }
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--draft-hybrid"}),
                      "--draft-hybrid needs a draft model");
-  expect_clean_error(
-      run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", "--draft-policy", "sometimes"}),
-      "--draft-policy must be fixed, adaptive or confidence");
-  expect_clean_error(
-      run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", "--draft-pass-costs", "1.2,0.5"}),
-      "--draft-pass-costs values must be in [1, 100]");
-  expect_clean_error(
-      run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", "--draft-pass-costs", "1.2,,1.4"}),
-      "--draft-pass-costs has an empty item");
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--draft-vocab", "-3"}),
                      "--draft-vocab");
-  expect_clean_error(
-      run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", "--draft-type", "f16"}),
-      "--draft-type must be file, q4_0");
-  expect_clean_error(
-      run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", "--draft-head-type", "q3_k"}),
-      "--draft-head-type must be file, q4_0");
+  // Bad draft-model flags, each with the draft given: {flag, value, what the error says}.
+  const std::vector<std::array<std::string, 3>> bad_draft_flags = {
+      {"--draft-policy", "sometimes", "--draft-policy must be fixed, adaptive or confidence"},
+      {"--draft-pass-costs", "1.2,0.5", "--draft-pass-costs values must be in [1, 100]"},
+      {"--draft-pass-costs", "1.2,,1.4", "--draft-pass-costs has an empty item"},
+      {"--draft-type", "f16", "--draft-type must be file, q4_0"},
+      {"--draft-head-type", "q3_k", "--draft-head-type must be file, q4_0"}};
+  for (const auto& [flag, value, message] : bad_draft_flags) {
+    expect_clean_error(run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", flag, value}),
+                       message);
+  }
 }
 
 TEST_F(Cli, SampledRunsRepeatWithTheSameSeed) {

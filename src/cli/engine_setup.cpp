@@ -104,15 +104,10 @@ void add_draft_length_options(ArgParser& p, DraftLengthParams& params) {
   p.add_float({"--draft-cost"}, "C",
               "adaptive: one draft step in target decode steps (specdec bench's column c)",
               params.draft_cost, 0.0, 10.0);
-  p.add_value({"--draft-verify-cost"}, "V",
-              "adaptive: one more verified token in target decode steps, the same for every row "
-              "(instead of --draft-pass-costs)",
-              [&params](const std::string& v) {
-                const double c = parse_float(v, "--draft-verify-cost");
-                if (!(c >= 0 && c <= 10)) fail("--draft-verify-cost must be in [0, 10], got ", v);
-                params.verify_cost = static_cast<float>(c);
-                params.pass_costs.clear();
-              });
+  p.add_float({"--draft-verify-cost"}, "V",
+              "adaptive: one more verified token in target decode steps (specdec verify-cost); "
+              "the same for every row, unless --draft-pass-costs is given",
+              params.verify_cost, 0.0, 10.0);
   p.add_value({"--draft-pass-costs"}, "LIST",
               "adaptive: a target pass over 2, 3, ... tokens in decode steps (the line "
               "`specdec verify-cost` prints for them); a draft's verify row then costs the rise "

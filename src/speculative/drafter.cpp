@@ -125,6 +125,8 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
   const int32_t width = draft_.logit_width();
   if (drafts.size() < static_cast<size_t>(gamma)) drafts.resize(static_cast<size_t>(gamma));
   if (q.size() < static_cast<size_t>(gamma)) q.resize(static_cast<size_t>(gamma));
+  if (confidence_.size() < static_cast<size_t>(gamma))
+    confidence_.resize(static_cast<size_t>(gamma));
   // Catch up on committed tokens the draft has not seen (at least the pending one), then propose
   // y_1..y_γ autoregressively. Draft cache afterwards: t[0..n) y_1..y_{γ-1}.
   draft_.forward_last(committed.subspan(static_cast<size_t>(draft_len_)), &logits_);
@@ -144,8 +146,6 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
     if (length_.adaptive) {
       // Decided from q_i before y_i is drawn (see DraftLengthParams).
       const double conf = confidence(li, qi, greedy, exp_scratch_);
-      if (confidence_.size() <= static_cast<size_t>(i))
-        confidence_.resize(static_cast<size_t>(i) + 1);
       confidence_[static_cast<size_t>(i)] = conf;
       all_pass *= length_.calibrate ? calibration_.estimate(conf) : conf;
       if (all_pass < row_cost(i)) return i;
@@ -173,7 +173,7 @@ void ModelDrafter::finish_round(std::span<const int32_t> committed, int32_t n_be
   // min(accepted + 1, m) drafts.
   const int32_t tested = std::min(accepted + 1, m);
   if (length_.adaptive && length_.calibrate) {
-    for (int32_t j = 0; j < tested && j < static_cast<int32_t>(confidence_.size()); ++j) {
+    for (int32_t j = 0; j < tested; ++j) {  // tested <= m <= gamma <= confidence_.size()
       calibration_.observe(confidence_[static_cast<size_t>(j)], j < accepted);
     }
   }

@@ -41,7 +41,6 @@ MAX_TOKENS = 256           # per load request (ignore_eos: exactly this many)
 WARMUP_REQUESTS = CLIENTS  # finished before the kill may happen
 POST_KILL_REQUESTS = 3     # each client sends at least this many after the kill
 LONG_STREAM_TOKENS = 3000  # the stream that is running when the victim is killed
-LONG_CLIENT = -2           # its Result.client
 REQUEST_TIMEOUT_S = 30     # socket timeout of every request
 START_TIMEOUT_S = 60
 LOAD_DEADLINE_S = 60       # the whole load phase, kill included
@@ -222,7 +221,7 @@ def parse_upstream(header):
             if a.strip()]
 
 
-def send(port, path, body, key=None, stream=False, max_tokens=MAX_TOKENS, on_event=None, client=-1):
+def send(port, path, body, key=None, stream=False, max_tokens=MAX_TOKENS, on_event=None):
     body = {**body, "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0,
             "stream": stream}
     if stream:
@@ -231,7 +230,6 @@ def send(port, path, body, key=None, stream=False, max_tokens=MAX_TOKENS, on_eve
     if key is not None:
         headers["X-Conversation-Id"] = key
     r = Result(key=key, path=path, stream=stream, t_send=time.monotonic())
-    r.client = client
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT_S)
     try:
         conn.request("POST", path, json.dumps(body), headers)
@@ -383,13 +381,10 @@ def test_replicas_behind_nginx_survive_a_killed_replica(cluster):
     # in socket buffers while the client parsed its first events.)
     long_started = threading.Event()
 
-    def on_event(r):
-        if r.client == LONG_CLIENT:
-            long_started.set()
-
     def long_stream():
         r = send(url_port, "/v1/completions", {"prompt": "A very long story:"}, victim_keys[0],
-                 stream=True, max_tokens=LONG_STREAM_TOKENS, on_event=on_event, client=LONG_CLIENT)
+                 stream=True, max_tokens=LONG_STREAM_TOKENS,
+                 on_event=lambda _: long_started.set())
         with lock:
             results.append(r)
 
@@ -408,7 +403,7 @@ def test_replicas_behind_nginx_survive_a_killed_replica(cluster):
             path = "/v1/chat/completions" if (t // 2 + j) % 2 else "/v1/completions"
             body = (chat_body(f"client {t} request {j}") if "chat" in path
                     else {"prompt": f"client {t} request {j}:"})
-            r = send(url_port, path, body, key, stream=stream, on_event=on_event)
+            r = send(url_port, path, body, key, stream=stream)
             r.client = t
             with lock:
                 results.append(r)
