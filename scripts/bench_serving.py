@@ -5,7 +5,7 @@ For each client count N (default 1, 2, 4, 8) and each engine configuration, a se
 N slots on the same GGUF files and thread count, then N concurrent clients (the openai Python
 client, streaming, on loopback) each send --requests-per-client chat requests one after another,
 drawn round-robin from bench/prompts (summaries, code, opinions: prompts of mixed length), with
-temperature 0 and end-of-text ignored so that every request generates exactly --n-predict tokens.
+temperature 0 (or --temp, --top-p, --seed) and end-of-text ignored so that every request generates exactly --n-predict tokens.
 
   specdec         build/specdec serve -m TARGET -md DRAFT --parallel N   (speculative)
   specdec-plain   the same server, requests sent with "speculative": false (target only)
@@ -101,7 +101,8 @@ class Server:
         self.log.close()
 
 
-def one_request(client, model: str, prompt: str, n_predict: int, extra: dict) -> dict:
+def one_request(client, model: str, prompt: str, n_predict: int, extra: dict,
+                sampling: dict) -> dict:
     t0 = time.monotonic()
     first = last = None
     chunks = 0
@@ -109,7 +110,7 @@ def one_request(client, model: str, prompt: str, n_predict: int, extra: dict) ->
     stream = client.chat.completions.create(
         model=model, messages=[{"role": "system", "content": SYSTEM},
                                {"role": "user", "content": prompt}],
-        max_tokens=n_predict, temperature=0, stream=True,
+        max_tokens=n_predict, stream=True, **sampling,
         stream_options={"include_usage": True}, extra_body={"ignore_eos": True, **extra})
     for ch in stream:
         if ch.usage is not None:
@@ -126,7 +127,7 @@ def one_request(client, model: str, prompt: str, n_predict: int, extra: dict) ->
 
 
 def run_load(port: int, model: str, clients: int, per_client: int, prompts: list[str],
-             n_predict: int, extra: dict) -> dict:
+             n_predict: int, extra: dict, sampling: dict) -> dict:
     import openai
 
     results, errors = [], []
@@ -138,7 +139,7 @@ def run_load(port: int, model: str, clients: int, per_client: int, prompts: list
         for r in range(per_client):
             prompt = prompts[(c * per_client + r) % len(prompts)]
             try:
-                res = one_request(client, model, prompt, n_predict, extra)
+                res = one_request(client, model, prompt, n_predict, extra, sampling)
                 with lock:
                     results.append(res)
             except Exception as e:  # noqa: BLE001 - counted and reported
@@ -180,10 +181,20 @@ def main() -> None:
     ap.add_argument("--specdec-flags", default="", help="extra flags for specdec serve")
     ap.add_argument("--llama-bin", default="/opt/llama.cpp/build/bin")
     ap.add_argument("--llama-draft-max", type=int, default=8)
+    ap.add_argument("--temp", type=float, default=0.0,
+                    help="temperature of every request (0: greedy)")
+    ap.add_argument("--top-p", type=float, default=None, help="top_p of every request")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="seed of every request (sampled requests only)")
     ap.add_argument("--json-out")
     a = ap.parse_args()
 
     target, draft = resolve_model(a.target), resolve_model(a.draft)
+    sampling: dict = {"temperature": a.temp}
+    if a.top_p is not None:
+        sampling["top_p"] = a.top_p
+    if a.seed is not None:
+        sampling["seed"] = a.seed
     configs = [c for c in a.configs.split(",") if c]
     for c in configs:
         if c not in CONFIGS:
@@ -218,8 +229,9 @@ def main() -> None:
             try:
                 # Warm-up: one short request (page cache, allocator, packed weights), with a
                 # prompt of its own so that no measured request finds its prefix cached.
-                run_load(port, model, 1, 1, ["Say hello."], 8, extra)
-                r = run_load(port, model, n, a.requests_per_client, prompts, a.n_predict, extra)
+                run_load(port, model, 1, 1, ["Say hello."], 8, extra, sampling)
+                r = run_load(port, model, n, a.requests_per_client, prompts, a.n_predict, extra,
+                             sampling)
             finally:
                 server.stop()
             r.update({"config": cfg, "clients": n})

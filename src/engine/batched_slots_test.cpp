@@ -170,3 +170,93 @@ TEST_F(BatchedSlots, ASlotKeepsItsPromptCache) {
 
 }  // namespace
 }  // namespace specdec
+
+namespace specdec {
+namespace {
+
+int32_t max_round_gamma(const GenerationResult& r) {
+  int32_t g = 0;
+  for (const RoundLog& round : r.stats.spec.log) g = std::max(g, round.gamma);
+  return g;
+}
+
+TEST_F(BatchedSlots, OnlyASeededSampledRequestKeepsItsGammaInABatch) {
+  // batch_verify_rows 2 leaves one draft per round even to a slot alone: greedy requests and
+  // sampled ones without a fixed seed follow it, a seeded sampled request (whose text must not
+  // depend on the batch) keeps its γ.
+  EngineOptions eo;
+  eo.n_ctx = 256;
+  eo.n_slots = 2;
+  eo.batch_verify_rows = 2;
+  Engine engine(*target_, draft_.get(), eo);
+  Request r = requests()[1];  // sampled, draft_max 2
+  r.options.draft_max = 4;
+  r.options.max_tokens = 24;
+  r.options.fixed_seed = true;
+  const GenerationResult seeded = engine.generate(r.prompt, r.options, {}, {}, 0);
+  EXPECT_EQ(max_round_gamma(seeded), 4);
+  r.options.fixed_seed = false;
+  const GenerationResult unseeded = engine.generate(r.prompt, r.options, {}, {}, 1);
+  EXPECT_EQ(max_round_gamma(unseeded), 1);
+  EXPECT_GT(unseeded.stats.spec.rounds, 0);
+  Request g = requests()[0];  // greedy
+  g.options.draft_max = 4;
+  g.options.max_tokens = 24;
+  const GenerationResult greedy = engine.generate(g.prompt, g.options, {}, {}, 0);
+  EXPECT_EQ(max_round_gamma(greedy), 1);
+  EngineOptions one;
+  one.n_ctx = 256;
+  Engine alone(*target_, draft_.get(), one);
+  EXPECT_EQ(greedy.tokens, alone.generate(g.prompt, g.options, {}).tokens);
+}
+
+TEST_F(BatchedSlots, ALazyDraftSkipsALongPromptWithAShortAnswer) {
+  // In a batch the draft reads a prompt only when it first drafts, and not at all when the
+  // prompt outweighs what is left to generate (catch_up_pays): a 54-token prompt for 3 tokens
+  // runs target-only, for 30 tokens it speculates; the text is the same as alone either way.
+  EngineOptions eo;
+  eo.n_ctx = 256;
+  eo.n_slots = 2;
+  Engine engine(*target_, draft_.get(), eo);
+  EngineOptions one;
+  one.n_ctx = 256;
+  Engine alone(*target_, draft_.get(), one);
+  Request r = requests()[7];  // 54 tokens, greedy after the override
+  r.options.sampling.temperature = 0;
+  r.options.speculative = true;
+  for (int32_t n : {3, 30}) {
+    r.options.max_tokens = n;
+    const GenerationResult got = engine.generate(r.prompt, r.options, {}, {}, n == 3 ? 0 : 1);
+    EXPECT_EQ(got.tokens, alone.generate(r.prompt, r.options, {}).tokens) << n;
+    if (n == 3) {
+      EXPECT_EQ(got.stats.spec.rounds, 0);
+    } else {
+      EXPECT_GT(got.stats.spec.rounds, 0);
+    }
+  }
+}
+
+TEST_F(BatchedSlots, ATargetOnlyTurnLeavesTheTargetsPrefixForASpeculativeOne) {
+  // The draft's cache may hold less than the target's: a speculative follow-up to a target-only
+  // turn reuses the target's whole prefix and lets the draft read what it lacks.
+  EngineOptions eo;
+  eo.n_ctx = 256;
+  eo.n_slots = 2;
+  Engine engine(*target_, draft_.get(), eo);
+  Request r = requests()[0];
+  r.options.speculative = false;
+  engine.generate(r.prompt, r.options, {}, {}, 1);
+  std::vector<int32_t> follow = engine.slot_history(1);
+  follow.push_back(60);
+  r.options.speculative = true;
+  const GenerationResult cached = engine.generate(follow, r.options, {}, {}, 1);
+  EXPECT_EQ(cached.stats.cached_tokens, static_cast<int32_t>(follow.size()) - 2);
+  EXPECT_GT(cached.stats.spec.rounds, 0);
+  EngineOptions one;
+  one.n_ctx = 256;
+  Engine fresh(*target_, draft_.get(), one);
+  expect_same(cached, fresh.generate(follow, r.options, {}), 0);
+}
+
+}  // namespace
+}  // namespace specdec

@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "engine/batch_coordinator.h"
+#include "engine/batch_gamma.h"
 #include "engine/draft_vocab.h"
 #include "engine/model_lm.h"
 #include "engine/stop_matcher.h"
@@ -154,8 +155,10 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
     }
   } membership(coordinator_.get());
   int32_t n_cached = 0;
-  const int32_t limit = std::min({static_cast<int32_t>(s.history.size()), s.target.length(),
-                                  use_model ? s.draft->length() : s.target.length(), n_prompt - 1});
+  // The draft's cache may hold less (ModelDrafter::start reads the rest); it always holds a
+  // prefix of the history.
+  const int32_t limit =
+      std::min({static_cast<int32_t>(s.history.size()), s.target.length(), n_prompt - 1});
   while (n_cached < limit && s.history[n_cached] == prompt[n_cached]) ++n_cached;
   // From here on the caches change past n_cached; if this run throws before it records its own
   // tokens, the history must not claim what the caches no longer hold.
@@ -191,10 +194,24 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // when no other slot is, on its own thread otherwise (same bits either way). The passes use
   // it only while every slot waits for them.
   decoder.set_thread_pool(pool_.get(), coordinator_ ? &pool_guard_ : nullptr);
-  if (coordinator_ && opts.sampling.greedy() && options_.batch_verify_rows > 0) {
-    decoder.set_gamma_limit([this] {
-      const int active = std::max(1, coordinator_->active());
-      return std::max(0, options_.batch_verify_rows / active - 1);
+  // Batched greedy requests, and sampled ones whose caller did not fix the seed, fit their γ
+  // to the batch (engine.h, batch_verify_rows); their draft model then reads the prompt only
+  // once it drafts, and not at all while the batch leaves no room for drafts or while what it
+  // would have to read outweighs what is left to generate.
+  ModelDrafter* model_drafter = hybrid_model ? hybrid_model.get()
+                                : use_model  ? static_cast<ModelDrafter*>(drafter.get())
+                                             : nullptr;
+  const bool batch_gamma = coordinator_ && options_.batch_verify_rows > 0 &&
+                           (opts.sampling.greedy() || !opts.fixed_seed);
+  if (batch_gamma) {
+    if (model_drafter) model_drafter->set_lazy_start(true);
+    decoder.set_gamma_limit([this, &decoder, model_drafter, budget] {
+      const int32_t active = std::max(1, coordinator_->active());
+      const int32_t cap = batch_gamma_cap(options_.batch_verify_rows, active);
+      if (cap == 0 || model_drafter == nullptr) return cap;
+      const auto n = static_cast<int32_t>(decoder.tokens().size());
+      const auto left = budget - static_cast<int32_t>(decoder.generated().size());
+      return catch_up_pays(model_drafter->lag(n), left, active) ? cap : 0;
     });
   }
   decoder.set_logprobs(opts.logprobs);

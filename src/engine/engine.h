@@ -38,12 +38,14 @@ struct EngineOptions {
   // With several slots: prompts are prefilled in chunks of this many tokens, each chunk one
   // batched pass, so that a long prompt does not stall the other slots' decoding.
   int32_t prefill_chunk = 32;
-  // With several slots, greedy requests draft at most max(0, batch_verify_rows / active - 1)
+  // With several slots, greedy requests, and sampled ones without a fixed seed
+  // (GenerationOptions::fixed_seed), draft at most batch_gamma_cap(batch_verify_rows, active)
   // tokens per round (active: slots generating), so that the slots' verify rows together stay
   // within one pass of the widest matmul tile (9 rows with AVX-512 VNNI) instead of paying for
-  // another read of the weights; greedy output does not depend on γ. Sampled requests keep
-  // their γ: their random stream, and so a seeded text, would depend on the batch otherwise.
-  // 0: no cap.
+  // rows that are compute bound (engine/batch_gamma.h); their draft model reads the prompt only
+  // when it first drafts, and only while catch_up_pays. Greedy output does not depend on γ.
+  // Seeded sampled requests keep their γ: their random stream, and so their text, would depend
+  // on the batch otherwise. 0: no cap.
   int32_t batch_verify_rows = 9;
 };
 
@@ -71,6 +73,10 @@ struct GenerationOptions {
   // Per generated token, its log-probability under the target's own distribution and this many
   // alternatives (0..kMaxTopLogprobs); -1: none. Costs one log-softmax per token.
   int32_t logprobs = -1;
+  // The caller fixed sampling.seed and expects the same text from it in any batch, so a sampled
+  // request's γ must not follow the batch (EngineOptions::batch_verify_rows). false (a server
+  // request that gave no seed): the text is a fresh draw either way and γ may follow the batch.
+  bool fixed_seed = true;
 };
 
 enum class FinishReason { Length, Stop, EndOfGeneration, ContextFull, Cancelled };

@@ -228,6 +228,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   o.sampling.top_p = r.top_p;
   o.sampling.min_p = r.min_p;
   o.sampling.seed = r.seed ? *r.seed : std::random_device{}();
+  o.fixed_seed = r.seed.has_value();
   o.stop = r.stop;
   o.ignore_eos = r.ignore_eos;
   o.speculative = r.speculative;

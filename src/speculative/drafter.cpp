@@ -91,21 +91,24 @@ double ModelDrafter::row_cost(int32_t i) {
 }
 
 void ModelDrafter::start(std::span<const int32_t> prompt, int32_t n_cached) {
-  if (n_cached < 0 || n_cached > draft_.length()) {
-    fail("speculative decoder: invalid cached prefix length ", n_cached);
-  }
+  if (n_cached < 0) fail("speculative decoder: invalid cached prefix length ", n_cached);
+  // The draft's cache may hold less of the prompt than the target's (a slot whose earlier
+  // request did not use the draft, or read its prompt lazily): it keeps what it has and reads
+  // the rest, now or at the first proposal.
+  const int32_t kept = std::min(n_cached, draft_.length());
+  draft_.truncate(kept);
+  draft_len_ = kept;
+  if (lazy_start_) return;
   // The draft reads the prompt now, like the target (all but its last token, which goes with
   // the first round): a prompt is part of prompt processing, as in llama.cpp's speculative
   // example, not of the first round's drafting. Chunking cannot change the cache it leaves
   // (batch invariance), so where this happens changes timing only.
-  draft_.truncate(n_cached);
   const auto n = static_cast<int32_t>(prompt.size());
-  if (n_cached < n - 1) {
-    draft_.forward_last(
-        prompt.subspan(static_cast<size_t>(n_cached), static_cast<size_t>(n - 1 - n_cached)),
-        nullptr);
+  if (kept < n - 1) {
+    draft_.forward_last(prompt.subspan(static_cast<size_t>(kept), static_cast<size_t>(n - 1 - kept)),
+                        nullptr);
   }
-  draft_len_ = std::max(n_cached, n - 1);
+  draft_len_ = std::max(kept, n - 1);
 }
 
 int32_t ModelDrafter::max_drafts(int32_t n) const {

@@ -8,6 +8,7 @@
 // whose q_i is one-hot on y_i) plug into the same loop and the same rule.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -98,6 +99,13 @@ class ModelDrafter : public Drafter {
   void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
                     int32_t accepted) override;
 
+  // Lazy: start() leaves the prompt unread and the first propose() reads it (the catch-up every
+  // proposal begins with), so a sequence that never drafts never pays for it; the draft's cache
+  // and proposals are the same either way (batch invariance), only the timing moves.
+  void set_lazy_start(bool lazy) { lazy_start_ = lazy; }
+  // Committed tokens the draft has still to read before it can propose after t[0..n).
+  int32_t lag(int32_t n) const { return std::max(0, n - draft_len_); }
+
   CausalLM& model() { return draft_; }
   const CausalLM& model() const { return draft_; }
   int32_t committed() const { return draft_len_; }  // d in the protocol
@@ -111,6 +119,7 @@ class ModelDrafter : public Drafter {
   std::vector<double> row_cost_;    // verify_row_costs(length_, ...), grown on demand
   double row_cost(int32_t i);
   int32_t draft_len_ = 0;
+  bool lazy_start_ = false;
   std::vector<float> logits_;
   std::vector<double> exp_scratch_;  // the greedy confidence's softmax terms
 };

@@ -67,8 +67,10 @@ class SpeculativeDecoder {
                      int32_t gamma, Rng& rng);
 
   // Establishes the protocol's invariant for a non-empty prompt. prompt[0..n_cached) must already
-  // be in both caches (the engine's prompt cache; 0 clears them). The target is prefilled with
-  // prompt[n_cached..n-1) now, and so is a draft model (ModelDrafter::start). Resets stats.
+  // be in the target's cache (the engine's prompt cache; 0 clears it), and a draft model's cache
+  // must hold a prefix of the prompt, of any length. The target is prefilled with
+  // prompt[n_cached..n-1) now, and so is a draft model, from where its cache ends, unless it
+  // reads lazily (ModelDrafter::start). Resets stats.
   void start(std::span<const int32_t> prompt, int32_t max_new_tokens, StopPredicate stop = {},
              int32_t n_cached = 0);
 

@@ -516,3 +516,55 @@ TEST(SpeculativeDecoder, ResumesFromACachedPrefix) {
 
 }  // namespace
 }  // namespace specdec
+
+namespace specdec {
+namespace {
+
+TEST(SpeculativeDecoder, ALazyDraftReadsThePromptAtItsFirstProposalAndChangesNothing) {
+  // ModelDrafter::set_lazy_start moves the draft's prompt reading from start() into the first
+  // proposal's catch-up: the same drafts, the same random stream, the same text.
+  const std::vector<int32_t> prompt{3, 1, 4, 1, 5, 2, 2};
+  std::vector<int32_t> want;
+  for (bool lazy : {false, true}) {
+    Models m(6, 1.0f);
+    ModelDrafter drafter(m.draft);
+    drafter.set_lazy_start(lazy);
+    Rng rng(21);
+    SpeculativeDecoder dec(m.target, drafter, params(0.7f), 3, rng);
+    dec.start(prompt, 24);
+    EXPECT_EQ(m.draft.length(), lazy ? 0 : 6) << "lazy " << lazy;
+    EXPECT_EQ(drafter.lag(7), lazy ? 7 : 1) << "lazy " << lazy;
+    dec.run();
+    const std::vector<int32_t> got(dec.generated().begin(), dec.generated().end());
+    EXPECT_EQ(got.size(), 24u);
+    if (lazy) {
+      EXPECT_EQ(got, want);
+    } else {
+      want = got;
+    }
+  }
+}
+
+TEST(SpeculativeDecoder, ADraftCacheShorterThanTheTargetsReadsTheRest) {
+  // The target may hold more of the prompt than the draft (a slot whose last request ran
+  // target-only): the draft keeps its own prefix, reads the rest, and the text is a cold start's.
+  Models m(6, 1.0f);
+  const std::vector<int32_t> prompt{3, 1, 4, 1, 5, 2};
+  Rng a(4), b(4);
+  SpeculativeDecoder cold(m.target, &m.draft, params(0.7f), 3, a);
+  cold.start(prompt, 12);
+  cold.run();
+  const std::vector<int32_t> want(cold.generated().begin(), cold.generated().end());
+  // Target holds the prompt's first 5 tokens, the draft its first 2.
+  m.target.truncate(0);
+  m.target.forward_last(std::span<const int32_t>(prompt).first(5), nullptr);
+  m.draft.truncate(0);
+  m.draft.forward_last(std::span<const int32_t>(prompt).first(2), nullptr);
+  SpeculativeDecoder warm(m.target, &m.draft, params(0.7f), 3, b);
+  warm.start(prompt, 12, {}, 5);
+  warm.run();
+  EXPECT_EQ(std::vector<int32_t>(warm.generated().begin(), warm.generated().end()), want);
+}
+
+}  // namespace
+}  // namespace specdec
