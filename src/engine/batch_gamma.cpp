@@ -5,7 +5,8 @@
 namespace specdec {
 
 int32_t batch_gamma_cap(int32_t verify_rows, int32_t active) {
-  return std::max(0, verify_rows / std::max(1, active) - 1);
+  if (active <= 1) return kNoGammaCap;
+  return std::max(0, verify_rows / active - 1);
 }
 
 bool catch_up_pays(int32_t lag, int32_t tokens_left, int32_t active) {

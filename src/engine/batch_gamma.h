@@ -1,19 +1,27 @@
 // How a request that shares its target passes with other slots' requests sizes its rounds.
 //
 // A target pass over k rows costs about one weight read plus k rows of integer work; on a
-// 2-core CPU the rows turn compute bound soon (verify-cost: each row past the first adds 0.12
-// to 0.2 of a decode step), so with several slots drafting the verify rows of all of them add
-// up and speculation stops paying. These rules only change γ and when the draft reads, never
-// what a greedy request emits, and they apply only where the caller lets γ follow the batch.
+// 2-core CPU the rows turn compute bound at once (verify-cost on the Qwen2.5-Coder 1.5B: each
+// row past the first adds 0.12 to 0.2 of a decode step), so with several slots drafting, their
+// verify rows add up and speculation stops paying. A per-slot model with row cost r = 0.15,
+// draft step c = 0.26 and acceptance 0.7 (tokens per round E(γ) = (1 - 0.7^(γ+1)) / 0.3 against
+// a pass of 1 + (A(γ+1) - 1) r plus γ batched draft steps) gives 1.12x over plain batched steps
+// at γ = 1 with 2 slots, 1.01x with 4, less beyond; `serve` measured γ = 1 at 4 slots 8 % slower
+// than no drafts, twice (docs/benchmarks.md). These rules only change γ and when the draft
+// reads, never what a greedy request emits, and apply only where the caller lets γ follow the
+// batch.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 namespace specdec {
 
+inline constexpr int32_t kNoGammaCap = std::numeric_limits<int32_t>::max();
+
 // The most drafts per round for each of `active` slots when all their verify rows (γ + 1 each)
-// should fit within `verify_rows` rows (one tile of the widest matmul kernel): 0 means plain
-// target steps. active < 1 counts as 1.
+// should add up to at most `verify_rows`: 0 means plain target steps. A slot alone is not
+// capped (its own draft-length rule decides); active < 1 counts as alone.
 int32_t batch_gamma_cap(int32_t verify_rows, int32_t active);
 
 // Whether a draft model that has `lag` committed tokens still to read (a lazily started draft

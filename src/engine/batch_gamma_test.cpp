@@ -5,14 +5,19 @@
 namespace specdec {
 namespace {
 
-TEST(BatchGammaCap, SharesOneTileOfVerifyRowsBetweenTheActiveSlots) {
-  EXPECT_EQ(batch_gamma_cap(9, 1), 8);
-  EXPECT_EQ(batch_gamma_cap(9, 2), 3);  // 2 x 4 rows
-  EXPECT_EQ(batch_gamma_cap(9, 3), 2);
+TEST(BatchGammaCap, SharesTheVerifyRowsBetweenTheActiveSlots) {
+  EXPECT_EQ(batch_gamma_cap(7, 2), 2);  // 2 x 3 rows
+  EXPECT_EQ(batch_gamma_cap(7, 3), 1);
+  EXPECT_EQ(batch_gamma_cap(7, 4), 0);  // plain batched steps
+  EXPECT_EQ(batch_gamma_cap(7, 8), 0);
+  EXPECT_EQ(batch_gamma_cap(9, 2), 3);
   EXPECT_EQ(batch_gamma_cap(9, 4), 1);
-  EXPECT_EQ(batch_gamma_cap(9, 5), 0);  // one row each already: no room for drafts
-  EXPECT_EQ(batch_gamma_cap(9, 8), 0);
-  EXPECT_EQ(batch_gamma_cap(9, 0), 8);  // nobody counted yet: this request alone
+}
+
+TEST(BatchGammaCap, ASlotAloneIsNotCapped) {
+  EXPECT_EQ(batch_gamma_cap(7, 1), kNoGammaCap);
+  EXPECT_EQ(batch_gamma_cap(7, 0), kNoGammaCap);  // nobody counted yet: this request alone
+  EXPECT_EQ(batch_gamma_cap(2, 1), kNoGammaCap);
 }
 
 TEST(CatchUpPays, ADraftWithNothingToReadAlwaysDrafts) {

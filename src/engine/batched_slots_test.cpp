@@ -3,6 +3,7 @@
 // text and tokens, seeded sampling, logprobs, with and without a draft model, whoever else runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <latch>
 #include <mutex>
@@ -174,40 +175,84 @@ TEST_F(BatchedSlots, ASlotKeepsItsPromptCache) {
 namespace specdec {
 namespace {
 
-int32_t max_round_gamma(const GenerationResult& r) {
-  int32_t g = 0;
-  for (const RoundLog& round : r.stats.spec.log) g = std::max(g, round.gamma);
-  return g;
-}
-
-TEST_F(BatchedSlots, OnlyASeededSampledRequestKeepsItsGammaInABatch) {
-  // batch_verify_rows 2 leaves one draft per round even to a slot alone: greedy requests and
-  // sampled ones without a fixed seed follow it, a seeded sampled request (whose text must not
-  // depend on the batch) keeps its γ.
+// Two sampled requests on two slots at once, started together; returns the row counts of the
+// target passes the two shared (each slot's rows: 1 for a plain step, γ + 1 for a verify pass).
+// Retries (at most 3 times) until at least 4 passes were shared: whether the threads overlap is
+// up to the scheduler.
+std::vector<int64_t> shared_target_rows(LoadedModel& target, LoadedModel& draft,
+                                        bool fixed_seed) {
   EngineOptions eo;
   eo.n_ctx = 256;
   eo.n_slots = 2;
-  eo.batch_verify_rows = 2;
+  eo.batch_verify_rows = 2;  // two slots generating: γ 0 for the capped requests
+  Engine engine(target, &draft, eo);
+  std::mutex mu;
+  std::vector<int64_t> rows;
+  engine.set_pass_observer([&](bool is_target, int64_t n_rows, int64_t sequences) {
+    std::lock_guard lock(mu);
+    if (is_target && sequences == 2) rows.push_back(n_rows);
+  });
+  for (int round = 0; round < 3 && rows.size() < 4; ++round) {
+    rows.clear();
+    std::latch start(2);
+    std::vector<std::thread> threads;
+    for (int32_t slot = 0; slot < 2; ++slot) {
+      threads.emplace_back([&, slot] {
+        GenerationOptions o;
+        o.max_tokens = 60;
+        o.ignore_eos = true;
+        o.draft_max = 4;
+        o.sampling.temperature = 0.8f;
+        o.sampling.seed = 7 + static_cast<uint64_t>(slot);
+        o.fixed_seed = fixed_seed;
+        const std::vector<int32_t> prompt{static_cast<int32_t>(41 + slot)};  // nothing to prefill
+        start.arrive_and_wait();
+        engine.generate(prompt, o, {}, {}, slot);
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  return rows;
+}
+
+TEST_F(BatchedSlots, OnlyASeededSampledRequestKeepsItsGammaInABatch) {
+  // Unseeded: once both slots generate, both take plain steps (2 rows a pass); only a round
+  // started while the other slot had not joined yet may verify more.
+  const std::vector<int64_t> capped = shared_target_rows(*target_, *draft_, false);
+  ASSERT_GE(capped.size(), 4u) << "the two slots never overlapped in 3 rounds";
+  const auto plain = std::count(capped.begin(), capped.end(), 2);
+  EXPECT_GE(plain, static_cast<int64_t>(capped.size()) / 2);
+  // Seeded: every round keeps its 4 drafts whoever else runs (verify passes of 2 x 5 rows).
+  const std::vector<int64_t> seeded = shared_target_rows(*target_, *draft_, true);
+  ASSERT_GE(seeded.size(), 4u) << "the two slots never overlapped in 3 rounds";
+  EXPECT_EQ(*std::max_element(seeded.begin(), seeded.end()), 10);
+}
+
+TEST_F(BatchedSlots, AlonePlainFirstTokenThenDrafts) {
+  // A capped request alone on a multi-slot engine is not capped, but its first token is a plain
+  // target step (its draft reads the prompt after it); a seeded one drafts from the first round.
+  EngineOptions eo;
+  eo.n_ctx = 256;
+  eo.n_slots = 2;
   Engine engine(*target_, draft_.get(), eo);
-  Request r = requests()[1];  // sampled, draft_max 2
-  r.options.draft_max = 4;
-  r.options.max_tokens = 24;
-  r.options.fixed_seed = true;
-  const GenerationResult seeded = engine.generate(r.prompt, r.options, {}, {}, 0);
-  EXPECT_EQ(max_round_gamma(seeded), 4);
-  r.options.fixed_seed = false;
-  const GenerationResult unseeded = engine.generate(r.prompt, r.options, {}, {}, 1);
-  EXPECT_EQ(max_round_gamma(unseeded), 1);
-  EXPECT_GT(unseeded.stats.spec.rounds, 0);
+  EngineOptions one;
+  one.n_ctx = 256;
+  Engine alone(*target_, draft_.get(), one);
   Request g = requests()[0];  // greedy
   g.options.draft_max = 4;
   g.options.max_tokens = 24;
   const GenerationResult greedy = engine.generate(g.prompt, g.options, {}, {}, 0);
-  EXPECT_EQ(max_round_gamma(greedy), 1);
-  EngineOptions one;
-  one.n_ctx = 256;
-  Engine alone(*target_, draft_.get(), one);
+  ASSERT_GE(greedy.stats.spec.log.size(), 2u);
+  EXPECT_EQ(greedy.stats.spec.log[0].gamma, 0);
+  EXPECT_EQ(greedy.stats.spec.log[1].gamma, 4);
   EXPECT_EQ(greedy.tokens, alone.generate(g.prompt, g.options, {}).tokens);
+  Request r = requests()[1];  // sampled
+  r.options.draft_max = 4;
+  r.options.fixed_seed = true;
+  const GenerationResult seeded = engine.generate(r.prompt, r.options, {}, {}, 1);
+  ASSERT_FALSE(seeded.stats.spec.log.empty());
+  EXPECT_EQ(seeded.stats.spec.log[0].gamma, 4);
+  EXPECT_EQ(seeded.tokens, alone.generate(r.prompt, r.options, {}).tokens);
 }
 
 TEST_F(BatchedSlots, ALazyDraftSkipsALongPromptWithAShortAnswer) {

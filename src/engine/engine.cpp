@@ -197,7 +197,9 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // Batched greedy requests, and sampled ones whose caller did not fix the seed, fit their γ
   // to the batch (engine.h, batch_verify_rows); their draft model then reads the prompt only
   // once it drafts, and not at all while the batch leaves no room for drafts or while what it
-  // would have to read outweighs what is left to generate.
+  // would have to read outweighs what is left to generate. Their first token is a plain target
+  // step, so that the draft's reading of the prompt comes after it, not before (the time to
+  // first token is then the target's prefill alone).
   ModelDrafter* model_drafter = hybrid_model ? hybrid_model.get()
                                 : use_model  ? static_cast<ModelDrafter*>(drafter.get())
                                              : nullptr;
@@ -206,6 +208,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   if (batch_gamma) {
     if (model_drafter) model_drafter->set_lazy_start(true);
     decoder.set_gamma_limit([this, &decoder, model_drafter, budget] {
+      if (model_drafter != nullptr && decoder.generated().empty()) return 0;
       const int32_t active = std::max(1, coordinator_->active());
       const int32_t cap = batch_gamma_cap(options_.batch_verify_rows, active);
       if (cap == 0 || model_drafter == nullptr) return cap;

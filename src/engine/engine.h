@@ -38,15 +38,15 @@ struct EngineOptions {
   // With several slots: prompts are prefilled in chunks of this many tokens, each chunk one
   // batched pass, so that a long prompt does not stall the other slots' decoding.
   int32_t prefill_chunk = 32;
-  // With several slots, greedy requests, and sampled ones without a fixed seed
+  // With several slots generating, greedy requests, and sampled ones without a fixed seed
   // (GenerationOptions::fixed_seed), draft at most batch_gamma_cap(batch_verify_rows, active)
-  // tokens per round (active: slots generating), so that the slots' verify rows together stay
-  // within one pass of the widest matmul tile (9 rows with AVX-512 VNNI) instead of paying for
-  // rows that are compute bound (engine/batch_gamma.h); their draft model reads the prompt only
-  // when it first drafts, and only while catch_up_pays. Greedy output does not depend on γ.
-  // Seeded sampled requests keep their γ: their random stream, and so their text, would depend
-  // on the batch otherwise. 0: no cap.
-  int32_t batch_verify_rows = 9;
+  // tokens per round (active: slots generating; 7 rows: γ <= 2 for 2 slots, 1 for 3, none
+  // from 4, no cap alone), because verify rows are compute bound and the slots' rows add up
+  // (engine/batch_gamma.h); their draft model reads the prompt only when it first drafts, and
+  // only while catch_up_pays. Greedy output does not depend on γ. Seeded sampled requests keep
+  // their γ: their random stream, and so their text, would depend on the batch otherwise.
+  // 0: no cap.
+  int32_t batch_verify_rows = 7;
 };
 
 // Where a request's drafts come from. The choice is per request (not per Engine) so that one
