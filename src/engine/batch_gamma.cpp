@@ -1,12 +1,30 @@
 #include "engine/batch_gamma.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace specdec {
 
-int32_t batch_gamma_cap(int32_t verify_rows, int32_t active) {
+double batch_gamma_gain(const BatchCost& cost, int32_t active, double acceptance, int32_t gamma) {
+  const double n = std::max(1, active);
+  const double a = std::clamp(acceptance, 0.0, 0.999);
+  const double tokens = (1.0 - std::pow(a, gamma + 1)) / (1.0 - a);
+  const double shared = 1.0 + (n - 1.0) * cost.row_cost;  // n rows in one pass
+  const double pass = 1.0 + (n * (gamma + 1) - 1.0) * cost.row_cost;
+  const double drafts = gamma * cost.draft_cost * shared;
+  return tokens * shared / (pass + drafts);
+}
+
+int32_t batch_gamma_cap(const BatchCost& cost, int32_t active, double acceptance) {
   if (active <= 1) return kNoGammaCap;
-  return std::max(0, verify_rows / active - 1);
+  constexpr int32_t kMaxGamma = 8;
+  int32_t best = 0;
+  double best_gain = 1.0;
+  for (int32_t g = 1; g <= kMaxGamma; ++g) {
+    const double gain = batch_gamma_gain(cost, active, acceptance, g);
+    if (gain > best_gain) best = g, best_gain = gain;
+  }
+  return best;
 }
 
 bool catch_up_pays(int32_t lag, int32_t tokens_left, int32_t active) {

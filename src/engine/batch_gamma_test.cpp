@@ -5,19 +5,38 @@
 namespace specdec {
 namespace {
 
-TEST(BatchGammaCap, SharesTheVerifyRowsBetweenTheActiveSlots) {
-  EXPECT_EQ(batch_gamma_cap(7, 2), 2);  // 2 x 3 rows
-  EXPECT_EQ(batch_gamma_cap(7, 3), 1);
-  EXPECT_EQ(batch_gamma_cap(7, 4), 0);  // plain batched steps
-  EXPECT_EQ(batch_gamma_cap(7, 8), 0);
-  EXPECT_EQ(batch_gamma_cap(9, 2), 3);
-  EXPECT_EQ(batch_gamma_cap(9, 4), 1);
+TEST(BatchGammaGain, IsOneWithoutDraftsAndTheModelsRatioOtherwise) {
+  const BatchCost cost{0.15, 0.26};
+  EXPECT_DOUBLE_EQ(batch_gamma_gain(cost, 4, 0.7, 0), 1.0);
+  // 2 slots, γ 1, acceptance 0.7: 1.7 tokens against plain steps of 2 rows (1.15) over a pass of
+  // 4 rows (1.45) plus one batched draft step (0.26 x 1.15).
+  EXPECT_NEAR(batch_gamma_gain(cost, 2, 0.7, 1), 1.7 * 1.15 / (1.45 + 0.26 * 1.15), 1e-12);
+}
+
+TEST(BatchGammaCap, FollowsTheBatchAndTheAcceptance) {
+  const BatchCost cost{0.15, 0.26};
+  EXPECT_EQ(batch_gamma_cap(cost, 2, 0.7), 1);
+  EXPECT_EQ(batch_gamma_cap(cost, 4, 0.7), 1);
+  EXPECT_EQ(batch_gamma_cap(cost, 8, 0.7), 0);
+  EXPECT_EQ(batch_gamma_cap(cost, 2, 0.5), 0);
+  EXPECT_EQ(batch_gamma_cap(cost, 2, 0.9), 3);
+  EXPECT_EQ(batch_gamma_cap(cost, 4, 0.9), 2);
+  EXPECT_EQ(batch_gamma_cap(cost, 8, 0.9), 1);
+  // Never more drafts for more slots or for a lower acceptance.
+  for (double a : {0.3, 0.6, 0.8, 0.95}) {
+    for (int32_t n = 2; n < 16; ++n) {
+      EXPECT_LE(batch_gamma_cap(cost, n + 1, a), batch_gamma_cap(cost, n, a)) << a << " " << n;
+      EXPECT_LE(batch_gamma_cap(cost, n, a - 0.05), batch_gamma_cap(cost, n, a)) << a << " " << n;
+    }
+  }
+  // Rows dearer than what a draft can save: none at all.
+  EXPECT_EQ(batch_gamma_cap(BatchCost{10.0, 0.26}, 2, 0.99), 0);
 }
 
 TEST(BatchGammaCap, ASlotAloneIsNotCapped) {
-  EXPECT_EQ(batch_gamma_cap(7, 1), kNoGammaCap);
-  EXPECT_EQ(batch_gamma_cap(7, 0), kNoGammaCap);  // nobody counted yet: this request alone
-  EXPECT_EQ(batch_gamma_cap(2, 1), kNoGammaCap);
+  EXPECT_EQ(batch_gamma_cap(BatchCost{}, 1, 0.7), kNoGammaCap);
+  EXPECT_EQ(batch_gamma_cap(BatchCost{}, 0, 0.7), kNoGammaCap);  // nobody counted yet
+  EXPECT_EQ(batch_gamma_cap(BatchCost{10.0, 0.26}, 1, 0.1), kNoGammaCap);
 }
 
 TEST(CatchUpPays, ADraftWithNothingToReadAlwaysDrafts) {

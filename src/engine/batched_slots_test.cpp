@@ -184,7 +184,7 @@ std::vector<int64_t> shared_target_rows(LoadedModel& target, LoadedModel& draft,
   EngineOptions eo;
   eo.n_ctx = 256;
   eo.n_slots = 2;
-  eo.batch_verify_rows = 2;  // two slots generating: γ 0 for the capped requests
+  eo.batch_row_cost = 10;  // rows dearer than any draft saves: γ 0 for the capped requests
   Engine engine(target, &draft, eo);
   std::mutex mu;
   std::vector<int64_t> rows;

@@ -195,22 +195,26 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // it only while every slot waits for them.
   decoder.set_thread_pool(pool_.get(), coordinator_ ? &pool_guard_ : nullptr);
   // Batched greedy requests, and sampled ones whose caller did not fix the seed, fit their γ
-  // to the batch (engine.h, batch_verify_rows); their draft model then reads the prompt only
-  // once it drafts, and not at all while the batch leaves no room for drafts or while what it
-  // would have to read outweighs what is left to generate. Their first token is a plain target
-  // step, so that the draft's reading of the prompt comes after it, not before (the time to
-  // first token is then the target's prefill alone).
+  // to the batch and their acceptance so far (engine.h, batch_row_cost); their draft model then
+  // reads the prompt only once it drafts, and not at all while the batch leaves no room for
+  // drafts or while what it would have to read outweighs what is left to generate. Their first
+  // token is a plain target step, so that the draft's reading of the prompt comes after it, not
+  // before (the time to first token is then the target's prefill alone).
   ModelDrafter* model_drafter = hybrid_model ? hybrid_model.get()
                                 : use_model  ? static_cast<ModelDrafter*>(drafter.get())
                                              : nullptr;
-  const bool batch_gamma = coordinator_ && options_.batch_verify_rows > 0 &&
+  const bool batch_gamma = coordinator_ && options_.batch_row_cost > 0 &&
                            (opts.sampling.greedy() || !opts.fixed_seed);
   if (batch_gamma) {
     if (model_drafter) model_drafter->set_lazy_start(true);
-    decoder.set_gamma_limit([this, &decoder, model_drafter, budget] {
+    const BatchCost cost{options_.batch_row_cost, opts.draft_length.draft_cost};
+    decoder.set_gamma_limit([this, &decoder, model_drafter, budget, cost] {
       if (model_drafter != nullptr && decoder.generated().empty()) return 0;
       const int32_t active = std::max(1, coordinator_->active());
-      const int32_t cap = batch_gamma_cap(options_.batch_verify_rows, active);
+      // The acceptance so far, from a prior of 8 drafts at 0.7.
+      const DecodeStats& st = decoder.stats();
+      const double acceptance = (st.accepted + 0.7 * 8) / (st.drafted + 8.0);
+      const int32_t cap = batch_gamma_cap(cost, active, acceptance);
       if (cap == 0 || model_drafter == nullptr) return cap;
       const auto n = static_cast<int32_t>(decoder.tokens().size());
       const auto left = budget - static_cast<int32_t>(decoder.generated().size());

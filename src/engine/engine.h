@@ -39,14 +39,15 @@ struct EngineOptions {
   // batched pass, so that a long prompt does not stall the other slots' decoding.
   int32_t prefill_chunk = 32;
   // With several slots generating, greedy requests, and sampled ones without a fixed seed
-  // (GenerationOptions::fixed_seed), draft at most batch_gamma_cap(batch_verify_rows, active)
-  // tokens per round (active: slots generating; 7 rows: γ <= 2 for 2 slots, 1 for 3, none
-  // from 4, no cap alone), because verify rows are compute bound and the slots' rows add up
-  // (engine/batch_gamma.h); their draft model reads the prompt only when it first drafts, and
-  // only while catch_up_pays. Greedy output does not depend on γ. Seeded sampled requests keep
-  // their γ: their random stream, and so their text, would depend on the batch otherwise.
-  // 0: no cap.
-  int32_t batch_verify_rows = 7;
+  // (GenerationOptions::fixed_seed), draft at most batch_gamma_cap tokens per round: the γ a
+  // per-slot cost model finds best for the slots generating (active) and the request's own
+  // acceptance so far, since verify rows are compute bound and the slots' rows add up
+  // (engine/batch_gamma.h); a slot alone is not capped. Their draft model reads the prompt only
+  // when it first drafts, and only while catch_up_pays. Greedy output does not depend on γ.
+  // Seeded sampled requests keep their γ: their random stream, and so their text, would depend
+  // on the batch otherwise. batch_row_cost is one more row of a target pass in decode steps
+  // (`specdec verify-cost`: 0.12-0.2 on the Qwen2.5-Coder 1.5B, 2 threads); 0 or less: no cap.
+  float batch_row_cost = 0.15f;
 };
 
 // Where a request's drafts come from. The choice is per request (not per Engine) so that one
@@ -74,7 +75,7 @@ struct GenerationOptions {
   // alternatives (0..kMaxTopLogprobs); -1: none. Costs one log-softmax per token.
   int32_t logprobs = -1;
   // The caller fixed sampling.seed and expects the same text from it in any batch, so a sampled
-  // request's γ must not follow the batch (EngineOptions::batch_verify_rows). false (a server
+  // request's γ must not follow the batch (EngineOptions::batch_row_cost). false (a server
   // request that gave no seed): the text is a fresh draw either way and γ may follow the batch.
   bool fixed_seed = true;
 };
