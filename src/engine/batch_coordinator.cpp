@@ -43,7 +43,7 @@ void BatchCoordinator::forward(Model& model, KvCache& cache, std::span<const int
     fail("KV cache overflow: ", cache.length(), " + ", tokens.size(), " tokens exceed capacity ",
          cache.capacity());
   }
-  Call c{&model, vocab, {tokens, positions, &cache, logit_rows, logits_out}, false, nullptr};
+  Call c{&model, {tokens, positions, &cache, logit_rows, logits_out, vocab}, false, nullptr};
   std::unique_lock lock(mu_);
   if (active_ == 0) fail("BatchCoordinator::forward from a slot that has not joined");
   pending_.push_back(&c);
@@ -80,8 +80,9 @@ void BatchCoordinator::maybe_fire(std::unique_lock<std::mutex>& lock) {
 }
 
 void BatchCoordinator::run(std::vector<Call*>& batch) {
-  // One pass per (model, vocabulary subset): the target's and the draft's calls of an iteration
-  // go in two passes.
+  // One pass per model: the target's and the draft's calls of an iteration go in two passes
+  // (the slots' drafts may each score their own vocabulary subset: forward_batch runs the
+  // head once per subset and the rest of the model once).
   std::vector<bool> taken(batch.size(), false);
   std::vector<Model::SequenceRows> rows;
   std::vector<Call*> group;
@@ -91,16 +92,14 @@ void BatchCoordinator::run(std::vector<Call*>& batch) {
     group.clear();
     int64_t n_rows = 0;
     for (size_t j = i; j < batch.size(); ++j) {
-      if (taken[j] || batch[j]->model != batch[i]->model || batch[j]->vocab != batch[i]->vocab) {
-        continue;
-      }
+      if (taken[j] || batch[j]->model != batch[i]->model) continue;
       taken[j] = true;
       rows.push_back(batch[j]->rows);
       group.push_back(batch[j]);
       n_rows += static_cast<int64_t>(batch[j]->rows.tokens.size());
     }
     try {
-      batch[i]->model->forward_batch(rows, pool_, batch[i]->vocab);
+      batch[i]->model->forward_batch(rows, pool_);
     } catch (...) {
       // Arguments were checked per call; what is left (e.g. bad token ids) fails the group.
       for (Call* c : group) c->error = std::current_exception();

@@ -53,7 +53,6 @@ class BatchCoordinator {
  private:
   struct Call {
     Model* model;
-    const VocabSubset* vocab;
     Model::SequenceRows rows;
     bool done = false;
     std::exception_ptr error;

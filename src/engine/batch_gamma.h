@@ -16,8 +16,8 @@ namespace specdec {
 inline constexpr int32_t kNoGammaCap = std::numeric_limits<int32_t>::max();
 
 struct BatchCost {
-  double row_cost = 0.15;   // one more row in a target pass, in decode steps alone
-  double draft_cost = 0.25; // one draft step alone, in target decode steps
+  double row_cost = 0.15;    // one more row in a target pass, in decode steps alone
+  double draft_cost = 0.25;  // one draft step alone, in target decode steps
 };
 
 // What a slot gains per unit of time from γ drafts per round over plain batched steps, when

@@ -179,8 +179,7 @@ namespace {
 // target passes the two shared (each slot's rows: 1 for a plain step, γ + 1 for a verify pass).
 // Retries (at most 3 times) until at least 4 passes were shared: whether the threads overlap is
 // up to the scheduler.
-std::vector<int64_t> shared_target_rows(LoadedModel& target, LoadedModel& draft,
-                                        bool fixed_seed) {
+std::vector<int64_t> shared_target_rows(LoadedModel& target, LoadedModel& draft, bool fixed_seed) {
   EngineOptions eo;
   eo.n_ctx = 256;
   eo.n_slots = 2;

@@ -203,8 +203,8 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   ModelDrafter* model_drafter = hybrid_model ? hybrid_model.get()
                                 : use_model  ? static_cast<ModelDrafter*>(drafter.get())
                                              : nullptr;
-  const bool batch_gamma = coordinator_ && options_.batch_row_cost > 0 &&
-                           (opts.sampling.greedy() || !opts.fixed_seed);
+  const bool batch_gamma =
+      coordinator_ && options_.batch_row_cost > 0 && (opts.sampling.greedy() || !opts.fixed_seed);
   if (batch_gamma) {
     if (model_drafter) model_drafter->set_lazy_start(true);
     const BatchCost cost{options_.batch_row_cost, opts.draft_length.draft_cost};

@@ -156,12 +156,11 @@ size_t Model::scratch_bytes() const {
 void Model::forward(std::span<const int32_t> tokens, std::span<const int32_t> positions,
                     KvCache& cache, std::span<const int32_t> logit_rows, float* logits_out,
                     ThreadPool& pool, const VocabSubset* vocab) {
-  const SequenceRows one{tokens, positions, &cache, logit_rows, logits_out};
-  forward_batch(std::span<const SequenceRows>(&one, 1), pool, vocab);
+  const SequenceRows one{tokens, positions, &cache, logit_rows, logits_out, vocab};
+  forward_batch(std::span<const SequenceRows>(&one, 1), pool);
 }
 
-void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& pool,
-                          const VocabSubset* vocab) {
+void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& pool) {
   const ModelConfig& c = config_;
   for (size_t q = 0; q < sequences.size(); ++q) {
     const SequenceRows& sq = sequences[q];
@@ -171,9 +170,11 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
       if (sequences[r].cache == sq.cache) fail("forward: two sequences share one KV cache");
     }
   }
-  if (vocab != nullptr && vocab->head_rows() != impl_->weights.output.rows) {
-    fail("forward: vocabulary subset made for a head of ", vocab->head_rows(),
-         " rows, the model's has ", impl_->weights.output.rows);
+  for (const SequenceRows& sq : sequences) {
+    if (sq.vocab != nullptr && sq.vocab->head_rows() != impl_->weights.output.rows) {
+      fail("forward: vocabulary subset made for a head of ", sq.vocab->head_rows(),
+           " rows, the model's has ", impl_->weights.output.rows);
+    }
   }
   int64_t k = 0;
   for (const SequenceRows& sq : sequences) k += static_cast<int64_t>(sq.tokens.size());
@@ -320,26 +321,48 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
   }
 
   // Logits, only for the requested rows: final RMSNorm of those rows (packed into xn), then
-  // the output matrix (token_embd when tied). One sequence writes straight to its logits_out;
-  // several share one product, then each gets its rows.
-  const auto n_out = static_cast<int64_t>(s.logit_rows.size());
-  if (n_out == 0) return;
-  per_token(pool, n_out, [&](int64_t j) {
-    ops::rms_norm(&s.x[s.logit_rows[j] * E], w.output_norm.data(), E, c.rms_eps, &s.xn[j * E]);
-  });
-  const int64_t width = vocab == nullptr ? w.output.rows : vocab->width();
-  float* out = sequences.size() == 1 ? sequences[0].logits_out : nullptr;
-  if (out == nullptr) {
+  // the output matrix (token_embd when tied), once per distinct vocabulary subset over the
+  // rows of the sequences that use it. A group of one sequence writes straight to its
+  // logits_out; a larger group shares one product, then each sequence gets its rows.
+  if (s.logit_rows.empty()) return;
+  for (size_t q = 0; q < sequences.size(); ++q) {
+    const VocabSubset* vocab = sequences[q].vocab;
+    bool earlier = false;  // this subset's group ran with an earlier sequence
+    for (size_t r = 0; r < q && !earlier; ++r) earlier = sequences[r].vocab == vocab;
+    if (earlier) continue;
+    // The group's logit rows (as rows of the whole pass), in sequence order.
+    s.group_rows.clear();
+    size_t members = 0, first = 0;  // first: where sequence r's rows start in s.logit_rows
+    for (size_t r = 0; r < sequences.size(); ++r) {
+      const size_t n_r = sequences[r].logit_rows.size();
+      if (r >= q && sequences[r].vocab == vocab && n_r > 0) {
+        const auto from = s.logit_rows.begin() + static_cast<std::ptrdiff_t>(first);
+        s.group_rows.insert(s.group_rows.end(), from, from + static_cast<std::ptrdiff_t>(n_r));
+        ++members;
+      }
+      first += n_r;
+    }
+    const auto n_out = static_cast<int64_t>(s.group_rows.size());
+    if (n_out == 0) continue;
+    per_token(pool, n_out, [&](int64_t j) {
+      ops::rms_norm(&s.x[s.group_rows[j] * E], w.output_norm.data(), E, c.rms_eps, &s.xn[j * E]);
+    });
+    const int64_t width = vocab == nullptr ? w.output.rows : vocab->width();
+    if (members == 1) {
+      size_t r = q;
+      while (sequences[r].vocab != vocab || sequences[r].logit_rows.empty()) ++r;
+      output_head(w.output, vocab, n_out, sequences[r].logits_out, s, pool);
+      continue;
+    }
     s.logits.resize(static_cast<size_t>(n_out * width));
-    out = s.logits.data();
-  }
-  output_head(w.output, vocab, n_out, out, s, pool);
-  if (sequences.size() == 1) return;
-  int64_t j = 0;
-  for (const SequenceRows& sq : sequences) {
-    const auto rows = static_cast<int64_t>(sq.logit_rows.size());
-    std::copy_n(out + j * width, rows * width, sq.logits_out);
-    j += rows;
+    output_head(w.output, vocab, n_out, s.logits.data(), s, pool);
+    int64_t j = 0;
+    for (size_t r = q; r < sequences.size(); ++r) {
+      if (sequences[r].vocab != vocab) continue;
+      const auto rows = static_cast<int64_t>(sequences[r].logit_rows.size());
+      std::copy_n(s.logits.data() + j * width, rows * width, sequences[r].logits_out);
+      j += rows;
+    }
   }
 }
 

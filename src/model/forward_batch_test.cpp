@@ -101,13 +101,59 @@ TEST(ForwardBatch, WorksWithAVocabularySubsetAndEmptySequences) {
   std::vector<float> la(2 * w), lb(w), ea(2 * w), eb(w);
   m.model->forward(ta, pa, a1, ra, ea.data(), pool, &subset);
   m.model->forward(tb, pb, b1, rb, eb.data(), pool, &subset);
-  const std::vector<Model::SequenceRows> batch = {{ta, pa, &a, ra, la.data()},
-                                                  {none, none, &empty, none, nullptr},
-                                                  {tb, pb, &b, rb, lb.data()}};
-  m.model->forward_batch(batch, pool, &subset);
+  const std::vector<Model::SequenceRows> batch = {{ta, pa, &a, ra, la.data(), &subset},
+                                                  {none, none, &empty, none, nullptr, &subset},
+                                                  {tb, pb, &b, rb, lb.data(), &subset}};
+  m.model->forward_batch(batch, pool);
   EXPECT_TRUE(bitwise_equal(la, ea));
   EXPECT_TRUE(bitwise_equal(lb, eb));
   EXPECT_EQ(empty.length(), 0);
+}
+
+TEST(ForwardBatch, EachSequenceScoresItsOwnVocabulary) {
+  // A draft's subset is per prompt: sequences with different subsets (and one with the whole
+  // vocabulary) share a pass, each gets bitwise what it gets alone.
+  TinyModelSpec spec;
+  TinyModel m(spec, "batch-subsets.gguf");
+  const ModelConfig& c = m.model->config();
+  ThreadPool pool(2);
+  std::vector<int32_t> ids_a(60), ids_b(90);
+  std::iota(ids_a.begin(), ids_a.end(), 10);
+  std::iota(ids_b.begin(), ids_b.end(), 100);
+  ids_b.push_back(12);  // overlapping the other subset
+  const VocabSubset sa = VocabSubset::from_ids(ids_a, c.n_vocab);
+  const VocabSubset sb = VocabSubset::from_ids(ids_b, c.n_vocab);
+  const auto wa = static_cast<size_t>(sa.width()), wb = static_cast<size_t>(sb.width());
+  const auto wf = static_cast<size_t>(c.n_vocab);
+  const std::vector<int32_t> t1 = {3, 4, 5}, t2 = {9, 8}, t3 = {7}, t4 = {2, 6}, p3 = {0, 1, 2},
+                             p2 = {0, 1}, p1 = {0}, r1 = {2}, r2 = {0, 1}, r3 = {0};
+  // Sequences 1 and 4 share subset a; 2 has b; 3 the whole vocabulary.
+  std::vector<float> e1(wa), e2(2 * wb), e3(wf), e4(2 * wa);
+  {
+    KvCache k1(c, 16), k2(c, 16), k3(c, 16), k4(c, 16);
+    m.model->forward(t1, p3, k1, r1, e1.data(), pool, &sa);
+    m.model->forward(t2, p2, k2, r2, e2.data(), pool, &sb);
+    m.model->forward(t3, p1, k3, r3, e3.data(), pool);
+    m.model->forward(t4, p2, k4, r2, e4.data(), pool, &sa);
+  }
+  KvCache k1(c, 16), k2(c, 16), k3(c, 16), k4(c, 16);
+  std::vector<float> l1(wa), l2(2 * wb), l3(wf), l4(2 * wa);
+  const std::vector<Model::SequenceRows> batch = {{t1, p3, &k1, r1, l1.data(), &sa},
+                                                  {t2, p2, &k2, r2, l2.data(), &sb},
+                                                  {t3, p1, &k3, r3, l3.data(), nullptr},
+                                                  {t4, p2, &k4, r2, l4.data(), &sa}};
+  m.model->forward_batch(batch, pool);
+  EXPECT_TRUE(bitwise_equal(l1, e1));
+  EXPECT_TRUE(bitwise_equal(l2, e2));
+  EXPECT_TRUE(bitwise_equal(l3, e3));
+  EXPECT_TRUE(bitwise_equal(l4, e4));
+  // A subset made for another head is refused before anything changes.
+  const VocabSubset wrong = VocabSubset::from_ids(ids_a, c.n_vocab + 1);
+  KvCache k5(c, 16);
+  const std::vector<Model::SequenceRows> bad = {{t3, p1, &k5, r3, l3.data(), nullptr},
+                                                {t3, p1, &k1, r3, l3.data(), &wrong}};
+  EXPECT_THROW(m.model->forward_batch(bad, pool), Error);
+  EXPECT_EQ(k5.length(), 0);
 }
 
 TEST(ForwardBatch, BadArgumentsLeaveEveryCacheUnchanged) {

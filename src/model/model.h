@@ -118,21 +118,25 @@ class Model {
                const VocabSubset* vocab = nullptr);
 
   // One sequence's part of a multi-sequence pass: its new tokens and their positions, its own
-  // cache, and which of its rows want logits (ascending indices into its tokens), written to
-  // logits_out like forward() writes them.
+  // cache, which of its rows want logits (ascending indices into its tokens), written to
+  // logits_out like forward() writes them, and the vocabulary subset its logits are over
+  // (nullptr: the whole vocabulary).
   struct SequenceRows {
     std::span<const int32_t> tokens;
     std::span<const int32_t> positions;
     KvCache* cache = nullptr;
     std::span<const int32_t> logit_rows;
     float* logits_out = nullptr;
+    const VocabSubset* vocab = nullptr;
   };
   // forward() for several sequences in one pass: every matmul runs once over all of their rows
-  // (the weights are read once), attention runs per sequence over its own cache. Each row's
-  // logits are bitwise what forward() gives that sequence alone (batch invariance, now across
-  // sequences). The caches must be distinct; every argument is checked before anything changes.
-  void forward_batch(std::span<const SequenceRows> sequences, ThreadPool& pool,
-                     const VocabSubset* vocab = nullptr);
+  // (the weights are read once), attention runs per sequence over its own cache, and the output
+  // head once per distinct vocabulary subset over its sequences' logit rows (a draft's subset
+  // is per prompt, so its body is shared and only the subset's head rows are per sequence).
+  // Each row's logits are bitwise what forward() gives that sequence alone (batch invariance,
+  // now across sequences). The caches must be distinct; every argument is checked before
+  // anything changes.
+  void forward_batch(std::span<const SequenceRows> sequences, ThreadPool& pool);
 
   struct Impl;  // weights and scratch, defined in model/model_impl.h
 

@@ -50,6 +50,7 @@ struct Scratch {
   // A multi-sequence pass: every row's token, position, sequence and cache slot; the logit rows
   // of all sequences (indices into the pass's rows) and their logits before they are handed out.
   std::vector<int32_t> row_tokens, row_positions, row_sequence, row_slot, logit_rows;
+  std::vector<int32_t> group_rows;  // one vocabulary subset's logit rows (forward_batch)
   std::vector<float> logits;
 };
 

@@ -105,8 +105,8 @@ void ModelDrafter::start(std::span<const int32_t> prompt, int32_t n_cached) {
   // (batch invariance), so where this happens changes timing only.
   const auto n = static_cast<int32_t>(prompt.size());
   if (kept < n - 1) {
-    draft_.forward_last(prompt.subspan(static_cast<size_t>(kept), static_cast<size_t>(n - 1 - kept)),
-                        nullptr);
+    draft_.forward_last(
+        prompt.subspan(static_cast<size_t>(kept), static_cast<size_t>(n - 1 - kept)), nullptr);
   }
   draft_len_ = std::max(kept, n - 1);
 }
