@@ -23,7 +23,7 @@ Usage:
       [--n-predict 64] [--requests-per-client 2] [--threads 2] [--ctx 2048]
       [--configs specdec,specdec-plain,llama,llama-spec] [--categories summary,code,opinion]
       [--llama-bin /opt/llama.cpp/build/bin]
-      [--llama-draft-max 8] [--json-out FILE]
+      [--llama-draft-max 8] [--temp 0] [--top-p P] [--seed S] [--repeats 1] [--json-out FILE]
 """
 from __future__ import annotations
 
@@ -186,6 +186,8 @@ def main() -> None:
     ap.add_argument("--top-p", type=float, default=None, help="top_p of every request")
     ap.add_argument("--seed", type=int, default=None,
                     help="seed of every request (sampled requests only)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs of every (configuration, client count); the tables show medians")
     ap.add_argument("--json-out")
     a = ap.parse_args()
 
@@ -206,8 +208,9 @@ def main() -> None:
         die(f"{llama_server} not found (scripts/oracle/README.md builds it)")
     logdir = Path(tempfile.mkdtemp(prefix="bench-serving-"))
     rows = []
-    for ci, n in enumerate(counts):
-        order = configs[ci % len(configs):] + configs[:ci % len(configs)]
+    for rep, (ci, n) in ((rep, x) for rep in range(a.repeats) for x in enumerate(counts)):
+        shift = (ci + rep) % len(configs)
+        order = configs[shift:] + configs[:shift]
         for cfg in order:
             port = free_port()
             extra: dict = {}
@@ -234,28 +237,39 @@ def main() -> None:
                              sampling)
             finally:
                 server.stop()
-            r.update({"config": cfg, "clients": n})
+            r.update({"config": cfg, "clients": n, "repeat": rep})
             rows.append(r)
             print(f"{cfg:14s} clients {n}: aggregate {r['aggregate_tps']:6.1f} tok/s, "
                   f"per request {r['per_request_tps']:5.1f} tok/s, TTFT p50 "
                   f"{r['ttft_p50_s']:.2f} s p95 {r['ttft_p95_s']:.2f} s", flush=True)
 
-    print("\n| config | " + " | ".join(f"{n} clients" for n in counts) + " |")
+    def median_of(cfg: str, n: int, key: str) -> float:
+        return statistics.median(x[key] for x in rows if x["config"] == cfg and x["clients"] == n)
+
+    print(f"\n(medians of {a.repeats} run{'s' if a.repeats > 1 else ''})")
+    print("| config | " + " | ".join(f"{n} clients" for n in counts) + " |")
     print("|---|" + "---|" * len(counts))
     for cfg in configs:
-        cells = []
-        for n in counts:
-            r = next(x for x in rows if x["config"] == cfg and x["clients"] == n)
-            cells.append(f"{r['aggregate_tps']:.1f} tok/s ({r['per_request_tps']:.1f}/req, "
-                         f"TTFT {r['ttft_p50_s']:.2f}/{r['ttft_p95_s']:.2f} s)")
+        cells = [f"{median_of(cfg, n, 'aggregate_tps'):.1f} tok/s "
+                 f"({median_of(cfg, n, 'per_request_tps'):.1f}/req, TTFT "
+                 f"{median_of(cfg, n, 'ttft_p50_s'):.2f}/{median_of(cfg, n, 'ttft_p95_s'):.2f} s)"
+                 for n in counts]
         print(f"| {cfg} | " + " | ".join(cells) + " |")
-    base = {cfg: next((x["aggregate_tps"] for x in rows if x["config"] == cfg
-                       and x["clients"] == counts[0]), None) for cfg in configs}
     print("\nScaling of aggregate tokens/s over " + f"{counts[0]} client(s):")
     for cfg in configs:
-        ratios = [next(x for x in rows if x["config"] == cfg and x["clients"] == n)
-                  ["aggregate_tps"] / base[cfg] for n in counts]
-        print(f"  {cfg:14s} " + "  ".join(f"{n}: {r:.2f}x" for n, r in zip(counts, ratios)))
+        base = median_of(cfg, counts[0], "aggregate_tps")
+        print(f"  {cfg:14s} " + "  ".join(f"{n}: {median_of(cfg, n, 'aggregate_tps') / base:.2f}x"
+                                          for n in counts))
+    if len(configs) > 1 and a.repeats > 1:
+        print("\nPaired ratios (same repeat and client count), median over repeats:")
+        for cfg in configs[1:]:
+            cells = []
+            for n in counts:
+                ratios = [x["aggregate_tps"] / y["aggregate_tps"] for x in rows for y in rows
+                          if x["config"] == configs[0] and y["config"] == cfg
+                          and x["clients"] == y["clients"] == n and x["repeat"] == y["repeat"]]
+                cells.append(f"{n}: {statistics.median(ratios):.2f}x")
+            print(f"  {configs[0]} / {cfg}: " + "  ".join(cells))
     if a.json_out:
         Path(a.json_out).write_text(json.dumps({"args": vars(a), "rows": rows}, indent=1))
     print(f"\nserver logs: {logdir}")
