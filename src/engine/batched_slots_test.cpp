@@ -56,6 +56,14 @@ void expect_same(const GenerationResult& a, const GenerationResult& b, size_t i)
   }
 }
 
+// An engine's options for these tests: a 256-token context per slot, n_slots slots.
+EngineOptions slot_options(int32_t n_slots) {
+  EngineOptions eo;
+  eo.n_ctx = 256;
+  eo.n_slots = n_slots;
+  return eo;
+}
+
 class BatchedSlots : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -73,8 +81,7 @@ class BatchedSlots : public ::testing::Test {
 
 TEST_F(BatchedSlots, EachRequestGetsWhatItGetsAloneAmongAnyNumberOfOthers) {
   const std::vector<Request> reqs = requests();
-  EngineOptions one;
-  one.n_ctx = 256;
+  EngineOptions one = slot_options(1);
   one.n_threads = 2;
   Engine alone_engine(*target_, draft_.get(), one);
   std::vector<GenerationResult> alone;
@@ -147,10 +154,7 @@ TEST_F(BatchedSlots, AFailingRequestFailsAloneAndOthersFinish) {
 }
 
 TEST_F(BatchedSlots, ASlotKeepsItsPromptCache) {
-  EngineOptions eo;
-  eo.n_ctx = 256;
-  eo.n_slots = 2;
-  Engine engine(*target_, draft_.get(), eo);
+  Engine engine(*target_, draft_.get(), slot_options(2));
   Request r = requests()[0];
   const GenerationResult first = engine.generate(r.prompt, r.options, {}, {}, 1);
   const std::vector<int32_t> history = engine.slot_history(1);
@@ -163,9 +167,7 @@ TEST_F(BatchedSlots, ASlotKeepsItsPromptCache) {
   Request f = r;
   f.prompt = follow;
   const GenerationResult cached = engine.generate(f.prompt, f.options, {}, {}, 1);
-  EngineOptions fresh_options;
-  fresh_options.n_ctx = 256;
-  Engine fresh(*target_, draft_.get(), fresh_options);
+  Engine fresh(*target_, draft_.get(), slot_options(1));
   expect_same(cached, fresh.generate(f.prompt, f.options, {}), 0);
 }
 
@@ -180,9 +182,7 @@ namespace {
 // Retries (at most 3 times) until at least 4 passes were shared: whether the threads overlap is
 // up to the scheduler.
 std::vector<int64_t> shared_target_rows(LoadedModel& target, LoadedModel& draft, bool fixed_seed) {
-  EngineOptions eo;
-  eo.n_ctx = 256;
-  eo.n_slots = 2;
+  EngineOptions eo = slot_options(2);
   eo.batch_row_cost = 10;  // rows dearer than any draft saves: γ 0 for the capped requests
   Engine engine(target, &draft, eo);
   std::mutex mu;
@@ -230,13 +230,8 @@ TEST_F(BatchedSlots, OnlyASeededSampledRequestKeepsItsGammaInABatch) {
 TEST_F(BatchedSlots, AlonePlainFirstTokenThenDrafts) {
   // A capped request alone on a multi-slot engine is not capped, but its first token is a plain
   // target step (its draft reads the prompt after it); a seeded one drafts from the first round.
-  EngineOptions eo;
-  eo.n_ctx = 256;
-  eo.n_slots = 2;
-  Engine engine(*target_, draft_.get(), eo);
-  EngineOptions one;
-  one.n_ctx = 256;
-  Engine alone(*target_, draft_.get(), one);
+  Engine engine(*target_, draft_.get(), slot_options(2));
+  Engine alone(*target_, draft_.get(), slot_options(1));
   Request g = requests()[0];  // greedy
   g.options.draft_max = 4;
   g.options.max_tokens = 24;
@@ -258,13 +253,8 @@ TEST_F(BatchedSlots, ALazyDraftSkipsALongPromptWithAShortAnswer) {
   // In a batch the draft reads a prompt only when it first drafts, and not at all when the
   // prompt outweighs what is left to generate (catch_up_pays): a 54-token prompt for 3 tokens
   // runs target-only, for 30 tokens it speculates; the text is the same as alone either way.
-  EngineOptions eo;
-  eo.n_ctx = 256;
-  eo.n_slots = 2;
-  Engine engine(*target_, draft_.get(), eo);
-  EngineOptions one;
-  one.n_ctx = 256;
-  Engine alone(*target_, draft_.get(), one);
+  Engine engine(*target_, draft_.get(), slot_options(2));
+  Engine alone(*target_, draft_.get(), slot_options(1));
   Request r = requests()[7];  // 54 tokens, greedy after the override
   r.options.sampling.temperature = 0;
   r.options.speculative = true;
@@ -283,10 +273,7 @@ TEST_F(BatchedSlots, ALazyDraftSkipsALongPromptWithAShortAnswer) {
 TEST_F(BatchedSlots, ATargetOnlyTurnLeavesTheTargetsPrefixForASpeculativeOne) {
   // The draft's cache may hold less than the target's: a speculative follow-up to a target-only
   // turn reuses the target's whole prefix and lets the draft read what it lacks.
-  EngineOptions eo;
-  eo.n_ctx = 256;
-  eo.n_slots = 2;
-  Engine engine(*target_, draft_.get(), eo);
+  Engine engine(*target_, draft_.get(), slot_options(2));
   Request r = requests()[0];
   r.options.speculative = false;
   engine.generate(r.prompt, r.options, {}, {}, 1);
@@ -296,9 +283,7 @@ TEST_F(BatchedSlots, ATargetOnlyTurnLeavesTheTargetsPrefixForASpeculativeOne) {
   const GenerationResult cached = engine.generate(follow, r.options, {}, {}, 1);
   EXPECT_EQ(cached.stats.cached_tokens, static_cast<int32_t>(follow.size()) - 2);
   EXPECT_GT(cached.stats.spec.rounds, 0);
-  EngineOptions one;
-  one.n_ctx = 256;
-  Engine fresh(*target_, draft_.get(), one);
+  Engine fresh(*target_, draft_.get(), slot_options(1));
   expect_same(cached, fresh.generate(follow, r.options, {}), 0);
 }
 

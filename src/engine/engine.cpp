@@ -208,12 +208,13 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   if (batch_gamma) {
     if (model_drafter) model_drafter->set_lazy_start(true);
     const BatchCost cost{options_.batch_row_cost, opts.draft_length.draft_cost};
-    decoder.set_gamma_limit([this, &decoder, model_drafter, budget, cost] {
+    const double prior = opts.draft_length.prior_accept;
+    decoder.set_gamma_limit([this, &decoder, model_drafter, budget, cost, prior] {
       if (model_drafter != nullptr && decoder.generated().empty()) return 0;
       const int32_t active = std::max(1, coordinator_->active());
-      // The acceptance so far, from a prior of 8 drafts at 0.7.
+      // The acceptance so far, from a prior of 8 drafts at the draft-length rule's prior.
       const DecodeStats& st = decoder.stats();
-      const double acceptance = (st.accepted + 0.7 * 8) / (st.drafted + 8.0);
+      const double acceptance = (st.accepted + prior * 8) / (st.drafted + 8.0);
       const int32_t cap = batch_gamma_cap(cost, active, acceptance);
       if (cap == 0 || model_drafter == nullptr) return cap;
       const auto n = static_cast<int32_t>(decoder.tokens().size());

@@ -332,13 +332,15 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
     if (earlier) continue;
     // The group's logit rows (as rows of the whole pass), in sequence order.
     s.group_rows.clear();
-    size_t members = 0, first = 0;  // first: where sequence r's rows start in s.logit_rows
+    size_t members = 0, member = q;  // member: the last sequence with rows in the group
+    size_t first = 0;                // where sequence r's rows start in s.logit_rows
     for (size_t r = 0; r < sequences.size(); ++r) {
       const size_t n_r = sequences[r].logit_rows.size();
       if (r >= q && sequences[r].vocab == vocab && n_r > 0) {
         const auto from = s.logit_rows.begin() + static_cast<std::ptrdiff_t>(first);
         s.group_rows.insert(s.group_rows.end(), from, from + static_cast<std::ptrdiff_t>(n_r));
         ++members;
+        member = r;
       }
       first += n_r;
     }
@@ -349,9 +351,7 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
     });
     const int64_t width = vocab == nullptr ? w.output.rows : vocab->width();
     if (members == 1) {
-      size_t r = q;
-      while (sequences[r].vocab != vocab || sequences[r].logit_rows.empty()) ++r;
-      output_head(w.output, vocab, n_out, sequences[r].logits_out, s, pool);
+      output_head(w.output, vocab, n_out, sequences[member].logits_out, s, pool);
       continue;
     }
     s.logits.resize(static_cast<size_t>(n_out * width));
