@@ -76,6 +76,9 @@ struct ModelLoadOptions {
   // range of rows (FR-Spec: a VocabSubset of them is cheap); or only some ids, which cuts the
   // head. The embedding keeps every token.
   std::vector<int32_t> output_ids;
+  // Threads that convert and pack the matrices at load (0: one per core, at most 8). The
+  // packed copies are the same bytes for any count.
+  int32_t load_threads = 0;
 };
 
 class Model {

@@ -175,6 +175,31 @@ TEST(WeightLayout, CutHeadGivesOnlyItsIdsColumns) {
                     o.output_ids, static_cast<size_t>(v));
 }
 
+// Packing runs on several threads at load, largest matrix first: the copies (converted,
+// requantized and cut ones too) must not depend on how many, nor on which thread took which.
+TEST(WeightLayout, LoadThreadsDoNotChangeTheModel) {
+  ThreadPool pool(2);
+  TinyModelSpec spec = q8_spec();
+  spec.n_vocab = 304;
+  testing::TinyModel plain(spec, "wl_plain_t.gguf");
+  ModelLoadOptions o;
+  o.matrix_type = GgmlType::Q4_0;
+  o.output_type = GgmlType::Q5_0;
+  for (int32_t id = 0; id < 300; id += 3) o.output_ids.push_back(id);  // 100: a tail of 4 rows
+  o.load_threads = 1;
+  auto one = Model::load(*plain.file, o);
+  const std::vector<float> want = logits_of(*one, kTokens, pool);
+  for (int32_t threads : {2, 3, 8, 64}) {
+    o.load_threads = threads;
+    auto many = Model::load(*plain.file, o);
+    EXPECT_EQ(many->packed_weight_bytes(), one->packed_weight_bytes()) << threads << " threads";
+    EXPECT_TRUE(testing::bitwise_equal(logits_of(*many, kTokens, pool), want))
+        << threads << " threads";
+  }
+  o.load_threads = 0;  // one per core
+  EXPECT_TRUE(testing::bitwise_equal(logits_of(*Model::load(*plain.file, o), kTokens, pool), want));
+}
+
 // Every id in id order is the plain head: no logit_ids.
 TEST(WeightLayout, IdentityOrderIsThePlainHead) {
   const TinyModelSpec spec = q8_spec();

@@ -2,10 +2,15 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "common/error.h"
 #include "model/model_impl.h"
@@ -76,7 +81,8 @@ std::vector<uint8_t> convert_rows(const WeightMatrix& m, const Conversion& cv) {
 
 size_t pack_model_weights(ModelWeights& w, PackedStore& store, const ModelLoadOptions& options,
                           const std::function<void(const WeightMatrix&)>& on_packed) {
-  store.packed.clear();
+  store.packed.reset();
+  store.packed_size = 0;
   store.converted.clear();
   check_packable(options.matrix_type);
   check_packable(options.output_type);
@@ -99,24 +105,45 @@ size_t pack_model_weights(ModelWeights& w, PackedStore& store, const ModelLoadOp
   };
 
   const bool pack = !packing_disabled();
-  // One allocation for all copies, so the pointers stay valid.
+  std::vector<std::optional<Conversion>> conversions;
+  std::vector<size_t> offsets;  // each matrix's place in the one allocation for all copies
   size_t total = 0;
   for (const WeightMatrix* m : mats) {
-    const std::optional<Conversion> cv = conversion(m);
+    conversions.push_back(conversion(m));
+    offsets.push_back(total);
+    const std::optional<Conversion>& cv = conversions.back();
     if (pack) total += packed_bytes(cv ? converted_shape(*m, *cv) : *m);
   }
   // Huge pages for the copies: the kernels stream them once per step, and with 4 KiB pages the
   // hardware prefetchers stop at every page and the TLB misses every 4 KiB. The advice must come
-  // before the first touch (resize zero-fills), so it goes on the reserved range. Qwen2.5-Coder
-  // 1.5B Q4_K_M decode step, 2 threads, 3 interleaved runs each: 75.2-76.4 ms with 4 KiB pages,
-  // 56.2-57.6 ms with this (mapped file, SPECDEC_NO_PACK=1: 66.5-67.7 ms).
-  std::vector<uint8_t>& dst = store.packed;
-  dst.reserve(total);
-  advise_huge_pages(dst.data(), total);
-  dst.resize(total);
-  size_t offset = 0;
-  for (WeightMatrix* m : mats) {
-    const std::optional<Conversion> cv = conversion(m);
+  // before the first touch, so it goes on the fresh, untouched allocation (new[] of this size
+  // is a fresh anonymous mapping, and is not zero-filled: every byte is written by packing).
+  // Qwen2.5-Coder 1.5B Q4_K_M decode step, 2 threads, 3 interleaved runs each: 75.2-76.4 ms
+  // with 4 KiB pages, 56.2-57.6 ms with this (mapped file, SPECDEC_NO_PACK=1: 66.5-67.7 ms).
+  store.packed.reset(total > 0 ? new uint8_t[total] : nullptr);
+  store.packed_size = total;
+  uint8_t* const dst = store.packed.get();
+  if (total > 0) advise_huge_pages(dst, total);
+
+  // Matrices are converted and packed on several threads, largest first. Most of a load's time
+  // is the first touch of the copies' pages, which the kernel fills one page fault at a time
+  // per thread (under a hypervisor each one can also fault on the host). Every byte a thread
+  // writes is its own matrix's, so the copies are the same whatever the thread count. What
+  // other matrices see of one (its binding, and the file pages on_packed releases, which
+  // depend on what the others still read from the file) changes under one lock.
+  std::vector<size_t> order(mats.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto bytes_of = [&](size_t i) {
+    const size_t next = i + 1 < offsets.size() ? offsets[i + 1] : total;
+    return next - offsets[i];
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return bytes_of(a) > bytes_of(b); });
+  std::mutex bind;
+  std::vector<std::vector<uint8_t>> kept(mats.size());  // converted rows still read
+  auto pack_one = [&](size_t i) {
+    WeightMatrix* m = mats[i];
+    const std::optional<Conversion>& cv = conversions[i];
     std::vector<uint8_t> rows;
     WeightMatrix t = *m;
     if (cv) {
@@ -126,24 +153,44 @@ size_t pack_model_weights(ModelWeights& w, PackedStore& store, const ModelLoadOp
     }
     const size_t n = pack ? packed_bytes(t) : 0;
     if (n > 0) {
-      pack_weights(t, dst.data() + offset);
-      t.packed = dst.data() + offset;
-      offset += n;
+      pack_weights(t, dst + offsets[i]);
+      t.packed = dst + offsets[i];
+    }
+    if (cv && !(n > 0 && t.rows % kPackRows == 0)) {
+      kept[i] = std::move(rows);  // the vector's buffer, and so t.data, stay where they are
+    } else if (cv) {
+      t.data = nullptr;  // every row is read from the packed copy
+    }
+    const std::lock_guard<std::mutex> lock(bind);
+    if (n > 0) {
       // Nothing reads the file's packed rows of m any more (nor any of them, once converted).
       m->packed = t.packed;
       if (on_packed) on_packed(*m);
     }
-    if (!cv) {
-      *m = t;
-      continue;
-    }
-    if (n > 0 && t.rows % kPackRows == 0) {
-      t.data = nullptr;  // every row is read from the packed copy
-    } else {
-      store.converted.push_back(std::move(rows));
-      t.data = store.converted.back().data();
-    }
     *m = t;
+  };
+  const unsigned hw = std::thread::hardware_concurrency();
+  const size_t wanted = options.load_threads > 0 ? static_cast<size_t>(options.load_threads)
+                                                 : std::min<size_t>(hw == 0 ? 1 : hw, 8);
+  const size_t n_threads = std::max<size_t>(1, std::min(wanted, mats.size()));
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  auto worker = [&] {
+    try {
+      for (size_t k; (k = next.fetch_add(1)) < order.size();) pack_one(order[k]);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(bind);
+      if (!error) error = std::current_exception();
+      next = order.size();  // the others stop at their next matrix
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < n_threads; ++t) helpers.emplace_back(worker);
+  worker();
+  for (std::thread& h : helpers) h.join();
+  if (error) std::rethrow_exception(error);
+  for (std::vector<uint8_t>& rows : kept) {
+    if (!rows.empty()) store.converted.push_back(std::move(rows));
   }
   return total;
 }

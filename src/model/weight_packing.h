@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "model/model.h"
@@ -22,7 +23,8 @@ struct ModelWeights;
 struct WeightMatrix;
 
 struct PackedStore {
-  std::vector<uint8_t> packed;  // every matrix's packed copy, back to back
+  std::unique_ptr<uint8_t[]> packed;  // every matrix's packed copy, back to back
+  size_t packed_size = 0;
   // Converted matrices' own rows, kept only where something still reads them: rows past the
   // last full group of 8, or every row when packing is disabled.
   std::vector<std::vector<uint8_t>> converted;
