@@ -50,7 +50,7 @@ std::string format_turn_stats(const GenerationResult& r) {
 
 int chat_command(const std::vector<std::string>& args) {
   std::string model, draft_model, system_prompt;
-  int32_t n_predict = -1, n_ctx = 4096, threads = 0, draft_max = kDefaultDraftMax, top_k = 40;
+  int32_t n_predict = -1, n_ctx = 4096, threads = 0, draft_max = 0, top_k = 40;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int64_t seed = -1;
   ArgParser p("specdec chat -m MODEL [-md DRAFT] [options]",
@@ -61,7 +61,8 @@ int chat_command(const std::vector<std::string>& args) {
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF)", model);
   p.add_string({"-md", "--model-draft"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", draft_model);
-  p.add_int({"--draft-max", "--draft"}, "N", "tokens drafted per round (gamma)", draft_max, 1, 64);
+  add_draft_max_option(p, draft_max,
+                       "tokens drafted per round (gamma; with the adaptive policy the most)");
   DraftModelOptions drafting;
   add_draft_model_options(p, drafting);
   p.add_string({"-sys", "--system-prompt"}, "TEXT", "system message", system_prompt);
@@ -141,7 +142,7 @@ int chat_command(const std::vector<std::string>& args) {
     go.sampling.top_p = top_p;
     go.sampling.min_p = min_p;
     go.sampling.seed = seeds();  // a fresh stream per turn, reproducible from -s
-    go.draft_max = draft_max;
+    go.draft_max = draft_max_for(draft_max, go.sampling.greedy(), true);
     go.draft_length = drafting.length;
     go.hybrid = hybrid;
 

@@ -46,6 +46,23 @@ std::unique_ptr<LoadedModel> load_draft(const std::string& path, const DraftMode
       }));
 }
 
+void add_draft_max_option(ArgParser& p, int32_t& draft_max, const std::string& help) {
+  p.add_value({"--draft-max", "--draft"}, "N",
+              help + " (default: " + std::to_string(kDefaultGreedyDraftMax) +
+                  " at temperature 0 with a draft model, " + std::to_string(kDefaultDraftMax) +
+                  " otherwise)",
+              [&draft_max](const std::string& v) {
+                const int64_t n = parse_int(v, "--draft-max");
+                if (n < 1 || n > 64) fail("--draft-max must be in [1, 64], got ", v);
+                draft_max = static_cast<int32_t>(n);
+              });
+}
+
+int32_t draft_max_for(int32_t given, bool greedy, bool model_draft) {
+  if (given > 0) return given;
+  return greedy && model_draft ? kDefaultGreedyDraftMax : kDefaultDraftMax;
+}
+
 void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab) {
   p.add_int({"--draft-vocab"}, "N",
             "the draft model scores only the N most frequent tokens plus the prompt's own and the "

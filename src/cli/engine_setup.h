@@ -26,7 +26,18 @@ inline constexpr int32_t kDefaultParallel = 4;
 // With the adaptive length rule (the default) this is a cap: on the Qwen2.5-Coder pair, 2
 // threads, a cap of 8 with the adaptive rule and hybrid lookup beat a fixed gamma of 5 by 1.33x
 // vs 1.12x over target-only at T = 0 and tied it (1.14-1.16x) at T = 0.7 (docs/benchmarks.md).
+// Greedy requests with a draft model stop at 4: in two runs of 12 prompts (summaries, code,
+// opinions; 200 tokens) a cap of 4 gave 1.42x where 8 gave 1.33x, while at T = 0.7 the cap of
+// 8 stayed ahead (1.28x against 1.24x). A verify pass over more than 5 rows is compute bound
+// here (the pass-cost line jumps after k = 5), which the adaptive rule's flat row cost does
+// not see, and greedy rounds, whose drafts look surest, ran into it most.
 inline constexpr int32_t kDefaultDraftMax = 8;
+inline constexpr int32_t kDefaultGreedyDraftMax = 4;
+// --draft-max N (alias --draft): draft_max stays 0 unless given (then 1..64).
+void add_draft_max_option(ArgParser& p, int32_t& draft_max, const std::string& help);
+// gamma for a generation: the given --draft-max, else the default for its temperature and
+// drafter (prompt lookup alone keeps kDefaultDraftMax: nothing was measured for it).
+int32_t draft_max_for(int32_t given, bool greedy, bool model_draft);
 
 // --draft-vocab N: the draft model's head is laid out in frequency order at load and each
 // generation scores its N most frequent tokens plus the prompt's own tokens and the control

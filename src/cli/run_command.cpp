@@ -24,7 +24,7 @@ struct RunOptions {
   std::string model, draft_model, prompt, prompt_file, system_prompt, stats_json;
   bool chat = false, ignore_eos = false, quiet = false, draft_ngram = false;
   std::vector<std::string> stop;
-  int32_t n_predict = 128, n_ctx = 4096, threads = 0, draft_max = kDefaultDraftMax;
+  int32_t n_predict = 128, n_ctx = 4096, threads = 0, draft_max = 0;
   DraftModelOptions drafting;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int32_t top_k = 40;
@@ -62,9 +62,8 @@ int run_command(const std::vector<std::string>& args) {
              o.draft_ngram);
   add_ngram_options(p, o.ngram, o.ngram_given);
   add_draft_model_options(p, o.drafting);
-  p.add_int({"--draft-max", "--draft"}, "N",
-            "tokens drafted per round (gamma; with --draft-ngram's adaptive policy the most)",
-            o.draft_max, 1, 64);
+  add_draft_max_option(p, o.draft_max,
+                       "tokens drafted per round (gamma; with the adaptive policies the most)");
   p.add_string({"-p", "--prompt"}, "TEXT", "prompt", o.prompt);
   p.add_string({"-f", "--file"}, "FILE", "read the prompt from a file", o.prompt_file);
   p.add_flag({"--chat", "-cnv"},
@@ -149,7 +148,7 @@ int run_command(const std::vector<std::string>& args) {
   go.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
   go.stop = o.stop;
   go.ignore_eos = o.ignore_eos;
-  go.draft_max = o.draft_max;
+  go.draft_max = draft_max_for(o.draft_max, go.sampling.greedy(), !o.draft_ngram);
   go.draft_length = o.drafting.length;
   go.hybrid = hybrid;
   if (hybrid) go.ngram = o.ngram;

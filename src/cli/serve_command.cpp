@@ -83,8 +83,7 @@ class SignalWatcher {
 int serve_command(const std::vector<std::string>& args) {
   std::string model, draft_model;
   server::ServerConfig config;
-  int32_t port = config.port, threads = 0, n_ctx = 4096, queue_size = 16,
-          draft_max = kDefaultDraftMax;
+  int32_t port = config.port, threads = 0, n_ctx = 4096, queue_size = 16, draft_max = 0;
   uint64_t max_body = config.max_body_bytes;
   int32_t max_connections = static_cast<int32_t>(config.max_connections);
   int32_t parallel = kDefaultParallel, prefill_chunk = 32;
@@ -102,8 +101,8 @@ int serve_command(const std::vector<std::string>& args) {
                model);
   p.add_string({"-md", "--model-draft"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", draft_model);
-  p.add_int({"--draft-max", "--draft"}, "N", "default tokens drafted per round (gamma)", draft_max,
-            1, 64);
+  add_draft_max_option(p, draft_max,
+                       "tokens drafted per round (gamma) when a request does not send draft_max");
   DraftModelOptions drafting;
   add_draft_model_options(p, drafting);
   p.add_string({"--host"}, "ADDR", "address to listen on (0.0.0.0: every interface)", config.host);
@@ -145,7 +144,8 @@ int serve_command(const std::vector<std::string>& args) {
   config.max_connections = static_cast<size_t>(max_connections);
   config.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(request_timeout_s * 1e3));
   const auto grace = std::chrono::milliseconds(static_cast<int64_t>(shutdown_grace_s * 1e3));
-  config.draft_max = draft_max;
+  config.draft_max = draft_max_for(draft_max, false, true);
+  config.greedy_draft_max = draft_max_for(draft_max, true, true);
   config.model_id = server::model_id_from_path(model);
 
   const sigset_t signals = stop_signals();

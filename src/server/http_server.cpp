@@ -232,7 +232,8 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   o.stop = r.stop;
   o.ignore_eos = r.ignore_eos;
   o.speculative = r.speculative;
-  o.draft_max = r.draft_max.value_or(config.draft_max);
+  o.draft_max =
+      r.draft_max.value_or(o.sampling.greedy() ? config.greedy_draft_max : config.draft_max);
   o.draft_length = config.draft_length;
   o.hybrid = config.hybrid;
   o.logprobs = r.logprobs;

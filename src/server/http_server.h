@@ -34,6 +34,7 @@ struct ServerConfig {
   std::chrono::milliseconds write_timeout{15'000};  // a client that stops reading
   std::string model_id;            // the target GGUF file's stem; "specdec" is always accepted too
   int32_t draft_max = 5;           // γ when a request does not say
+  int32_t greedy_draft_max = 5;    // the same for a greedy request (temperature 0)
   DraftLengthParams draft_length;  // fixed γ or the adaptive rule (engine.h)
   bool hybrid = false;             // prompt lookup first, the draft model otherwise (engine.h)
 };

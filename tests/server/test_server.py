@@ -138,6 +138,23 @@ def test_speculative_and_plain_give_identical_text_at_temperature_0(server):
             assert spec["specdec"]["draft_max"] == gamma
 
 
+def test_default_gamma_depends_on_the_temperature(cli, models):
+    """Without --draft-max, a greedy request drafts up to 4 tokens a round and a sampled one up to
+    8 (cli/engine_setup.h: measured on the Qwen pair); a request's draft_max still wins."""
+    s = Server(cli, ["-m", models["target"], "-md", models["draft"], "--draft-policy", "fixed",
+                     "--no-draft-hybrid", "-t", "2", "-c", "256"])
+    try:
+        assert greedy_completion(s, "hello", 12)["specdec"]["draft_max"] == 4
+        assert greedy_completion(s, "hello", 12, draft_max=6)["specdec"]["draft_max"] == 6
+        status, body = post_json(s.base, "/v1/completions",
+                                 {"prompt": "hello", "max_tokens": 12, "temperature": 0.7,
+                                  "seed": 3})
+        assert status == 200, body
+        assert body["specdec"]["draft_max"] == 8
+    finally:
+        assert s.stop() == 0, "".join(s.log[-30:])
+
+
 def test_stop_strings_and_seeds(server):
     text = greedy_completion(server, "Once upon a time", 40)["choices"][0]["text"]
     stop = text[10:13]
@@ -375,7 +392,7 @@ def test_chat_cli_multi_turn_commands_and_eof(cli, models, server):
         max_tokens=12, temperature=0)
     assert r.stdout.startswith(ref.choices[0].message.content + "\n"), r.stdout
     assert r.stdout.count("last turn:") == 1
-    assert "speculative: gamma 8" in r.stdout  # the CLI default cap (cli/engine_setup.h)
+    assert "speculative: gamma 4" in r.stdout  # the CLI default cap at T 0 (cli/engine_setup.h)
     assert "[conversation reset]" in r.stdout
     assert r.stdout.rstrip().endswith("no turn yet")  # /stats after /reset; "ignored" unread
 
