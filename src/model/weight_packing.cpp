@@ -10,6 +10,7 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include "common/error.h"
@@ -185,7 +186,13 @@ size_t pack_model_weights(ModelWeights& w, PackedStore& store, const ModelLoadOp
     }
   };
   std::vector<std::thread> helpers;
-  for (size_t t = 1; t < n_threads; ++t) helpers.emplace_back(worker);
+  for (size_t t = 1; t < n_threads; ++t) {
+    try {
+      helpers.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // no more threads to be had: the ones running (and this one) do the rest
+    }
+  }
   worker();
   for (std::thread& h : helpers) h.join();
   if (error) std::rethrow_exception(error);
