@@ -138,8 +138,11 @@ size_t pack_model_weights(ModelWeights& w, PackedStore& store, const ModelLoadOp
     const size_t next = i + 1 < offsets.size() ? offsets[i + 1] : total;
     return next - offsets[i];
   };
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return bytes_of(a) > bytes_of(b); });
+  // (std::sort with the index as tie-break: GCC 12's std::stable_sort frees its buffer in a
+  // way ASan reports as an allocation mismatch.)
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return bytes_of(a) != bytes_of(b) ? bytes_of(a) > bytes_of(b) : a < b;
+  });
   std::mutex bind;
   std::vector<std::vector<uint8_t>> kept(mats.size());  // converted rows still read
   auto pack_one = [&](size_t i) {
