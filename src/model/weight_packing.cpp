@@ -144,7 +144,6 @@ size_t pack_model_weights(ModelWeights& w, PackedStore& store, const ModelLoadOp
     return bytes_of(a) != bytes_of(b) ? bytes_of(a) > bytes_of(b) : a < b;
   });
   std::mutex bind;
-  std::vector<std::vector<uint8_t>> kept(mats.size());  // converted rows still read
   auto pack_one = [&](size_t i) {
     WeightMatrix* m = mats[i];
     const std::optional<Conversion>& cv = conversions[i];
@@ -160,12 +159,11 @@ size_t pack_model_weights(ModelWeights& w, PackedStore& store, const ModelLoadOp
       pack_weights(t, dst + offsets[i]);
       t.packed = dst + offsets[i];
     }
-    if (cv && !(n > 0 && t.rows % kPackRows == 0)) {
-      kept[i] = std::move(rows);  // the vector's buffer, and so t.data, stay where they are
-    } else if (cv) {
-      t.data = nullptr;  // every row is read from the packed copy
-    }
+    const bool rows_read = cv && !(n > 0 && t.rows % kPackRows == 0);
+    if (cv && !rows_read) t.data = nullptr;  // every row is read from the packed copy
     const std::lock_guard<std::mutex> lock(bind);
+    // Moving the vector (and store.converted growing) keeps its buffer, so t.data stays valid.
+    if (rows_read) store.converted.push_back(std::move(rows));
     if (n > 0) {
       // Nothing reads the file's packed rows of m any more (nor any of them, once converted).
       m->packed = t.packed;
@@ -199,9 +197,6 @@ size_t pack_model_weights(ModelWeights& w, PackedStore& store, const ModelLoadOp
   worker();
   for (std::thread& h : helpers) h.join();
   if (error) std::rethrow_exception(error);
-  for (std::vector<uint8_t>& rows : kept) {
-    if (!rows.empty()) store.converted.push_back(std::move(rows));
-  }
   return total;
 }
 
