@@ -59,5 +59,8 @@ const PackedKKernelTable& packed_k_kernels_scalar();  // packed_dot_k_scalar.cpp
 const PackedKKernelTable& packed_k_kernels_avx2();    // packed_dot_k_avx2.cpp; only with AVX2
 // packed_dot_k_avx512.cpp; only if cpu_has_avx512_vnni()
 const PackedKKernelTable& packed_k_kernels_avx512vnni();
+// Two adjacent 8-row groups per call (w: both groups back to back; out rows r < 16), the same
+// bits per row as the 8-row kernels; packed_dot_k16_avx512.cpp, only if cpu_has_avx512_vnni().
+const PackedKKernelTable& packed_k16_kernels_avx512vnni();
 
 }  // namespace specdec

@@ -99,12 +99,21 @@ void rows_times_tiles(const DotKernel& kern, const WeightMatrix& w, Activations 
   if (w.packed != nullptr && kern.packed != nullptr) {
     const int64_t packed_end = std::min(r1, w.rows / kPackRows * kPackRows);
     const size_t group_bytes = kPackRows * w.row_stride;
-    for (; r0 < packed_end; r0 += kPackRows) {
+    while (r0 < packed_end) {
+      // Two groups at once where the kernel has that form, both are in this range, and there
+      // are several activation rows: the 16-row kernels are faster where the multiply-adds
+      // bound the pass (1.4-1.5x on a 65536 x 1536 Q4_K matrix at 3-9 rows, one thread), but a
+      // matrix-vector product is bound by memory, and there the 8-row kernels stream better
+      // (Q6_K: 3.2-3.4 against 4.3-5.3 ms; docs/benchmarks.md).
+      const bool pair = kern.packed16 != nullptr && k >= kern.packed16_min_rows &&
+                        r0 + 2 * kPackRows <= packed_end;
+      const PackedDotFn fn = pair ? kern.packed16 : kern.packed;
       const uint8_t* wg = w.packed + static_cast<size_t>(r0 / kPackRows) * group_bytes;
       for (int64_t t0 = 0; t0 < k; t0 += tile) {
-        kern.packed(w.cols, wg, act.widened + static_cast<size_t>(t0) * act.widened_stride,
-                    act.widened_stride, std::min(tile, k - t0), out + t0 * w.rows + r0, w.rows);
+        fn(w.cols, wg, act.widened + static_cast<size_t>(t0) * act.widened_stride,
+           act.widened_stride, std::min(tile, k - t0), out + t0 * w.rows + r0, w.rows);
       }
+      r0 += pair ? 2 * kPackRows : kPackRows;
     }
     if (r0 >= r1) return;
   }

@@ -21,6 +21,10 @@ struct DotKernel {
   DotFn dot;
   DotRowsFn dot_rows = nullptr;  // optional matrix-vector form of dot (one activation row)
   PackedDotFn packed = nullptr;  // kernel for the packed layout, where the type has one
+  // Optional: `packed` for two adjacent 8-row groups at once, bitwise the same outputs, used
+  // from packed16_min_rows activation rows on (below that `packed` streams the weights faster).
+  PackedDotFn packed16 = nullptr;
+  int64_t packed16_min_rows = 2;
 };
 
 // The kernel pair for a weight type on one path. Throws for unsupported weight types; a path

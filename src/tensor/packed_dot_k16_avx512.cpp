@@ -1,0 +1,311 @@
+// The packed K-quant kernels on 512-bit vectors: two adjacent 8-row groups (16 weight rows) per
+// call, one zmm lane per weight row. The arithmetic per lane is the 8-row kernels' exactly
+// (packed_dot_k_avx512.cpp: the same integer sums, then the same float multiply and fused adds
+// in the same order), so a row's output is the same bits whichever kernel computed it.
+//
+// Why: a verify pass or a prefill runs these with 2-9 activation rows, and there they are
+// bound by the vpdpbusd issue rate, not by memory. On Zen 4 a 512-bit vpdpbusd is one macro-op
+// that does twice the work of a 256-bit one; a microbenchmark with 9 independent accumulator
+// chains (the shape of a 9-row pass) issued 3.5 G/s 512-bit against 4.8 G/s 256-bit ones on
+// one core, 1.45x the multiply-adds per second. The unpacking of the weights is shared by 16
+// rows instead of 8 as well.
+//
+// Compiled with AVX2/FMA/F16C plus AVX-512 F/BW/VL/VNNI; only reached after
+// cpu_has_avx512_vnni().
+#include <immintrin.h>
+
+#include "tensor/kernel_types.h"
+#include "tensor/packed_blocks.h"
+#include "tensor/packed_dot_k_x86.h"
+#include "tensor/simd_avx2.h"
+
+// GCC 12's 512-bit intrinsics without a mask start from _mm512_undefined_*(), which its
+// -Wmaybe-uninitialized then reports at every inlined use (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace specdec {
+namespace {
+
+// As in packed_dot_k_avx512.cpp: the activation bytes as the embedded broadcast ({1to16}),
+// which GCC 12 does not fold into vpdpbusd / vpdpwssd by itself.
+inline __m512i dpbusd_bcast(__m512i acc, __m512i q, const void* y) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(q), "m"(*static_cast<const int*>(y)));
+  return acc;
+}
+inline __m512i dpwssd_bcast(__m512i acc, __m512i a, const void* y) {
+  asm("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(a), "m"(*static_cast<const int*>(y)));
+  return acc;
+}
+// Keeps GCC from reassociating a row's running sum across sub-blocks (see the 8-row file).
+inline void pin_v(__m512i& v) { asm("" : "+v"(v)); }
+
+// Group a's 8 lanes, then group b's.
+inline __m512i join(__m256i a, __m256i b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+}
+inline __m512i load_pair(const void* a, const void* b) {
+  return join(_mm256_loadu_si256(static_cast<const __m256i*>(a)),
+              _mm256_loadu_si256(static_cast<const __m256i*>(b)));
+}
+// The 16 fp16 scales of both groups (a's 8, then b's) as floats.
+inline __m512 halfs_pair(const uint16_t* a, const uint16_t* b) {
+  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
+  const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+inline void unpack_nibbles_pair(const uint8_t* a, const uint8_t* b, __m512i& lo, __m512i& hi) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i raw = load_pair(a, b);
+  lo = _mm512_and_si512(raw, low4);
+  hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+}
+
+constexpr int chunk_offset(int k) { return k < 4 ? 4 * k : 16 + 4 * (k - 4); }
+
+// Independent accumulator chains per row so that about kInFlight are in flight (a 512-bit
+// vpdpbusd's latency over its issue interval), at most `chunks`.
+// (6 measured a little ahead of 4 and 8 on Zen 4, within this VM's noise.)
+template <int rows, int chunks>
+constexpr int chains_per_row() {
+  constexpr int kInFlight = 6;
+  const int c = (kInFlight + rows - 1) / rows;
+  return c < chunks ? c : chunks;
+}
+
+// Sum over chunks [k0, k0 + N) of q[k] . y, split into kParts chains, added exactly at the end.
+template <int N, int kParts>
+inline __m512i dot_chunks(const __m512i* q, const int8_t* y, int k0) {
+  __m512i part[kParts];
+#pragma GCC unroll 16
+  for (int p = 0; p < kParts; ++p) part[p] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+  for (int k = k0; k < k0 + N; ++k) {
+    part[(k - k0) % kParts] = dpbusd_bcast(part[(k - k0) % kParts], q[k], y + chunk_offset(k));
+  }
+  __m512i s = part[0];
+#pragma GCC unroll 16
+  for (int p = 1; p < kParts; ++p) s = _mm512_add_epi32(s, part[p]);
+  return s;
+}
+
+// A 256-bit pshufb pattern (the same in both 128-bit halves) repeated over 512 bits.
+inline __m512i pattern512(__m256i p) { return join(p, p); }
+
+// Byte a of each 32-bit lane, zero-extended to the lane.
+inline __m512i byte_to_dword(__m512i v, int a) {
+  const char z = static_cast<char>(0x80);
+  const char a0 = static_cast<char>(a);
+  const __m256i pat = _mm256_setr_epi8(
+      a0, z, z, z, static_cast<char>(a0 + 4), z, z, z, static_cast<char>(a0 + 8), z, z, z,
+      static_cast<char>(a0 + 12), z, z, z, a0, z, z, z, static_cast<char>(a0 + 4), z, z, z,
+      static_cast<char>(a0 + 8), z, z, z, static_cast<char>(a0 + 12), z, z, z);
+  return _mm512_shuffle_epi8(v, pattern512(pat));
+}
+
+// Both groups' Q4_K/Q5_K scales and mins (KScales of packed_dot_k_x86.h, a's lanes then b's).
+struct KScalesPair {
+  __m512i sc_lo, sc_hi, m_lo, m_hi;
+  KScalesPair(const uint32_t (&a)[3][kPackRows], const uint32_t (&b)[3][kPackRows]) {
+    const KScales sa(a), sb(b);
+    sc_lo = join(sa.sc_lo, sb.sc_lo);
+    sc_hi = join(sa.sc_hi, sb.sc_hi);
+    m_lo = join(sa.m_lo, sb.m_lo);
+    m_hi = join(sa.m_hi, sb.m_hi);
+  }
+};
+
+inline __m512i min_pair_words(const KScalesPair& s, int q) {
+  return _mm512_shuffle_epi8(q < 2 ? s.m_lo : s.m_hi, pattern512(byte_to_words(2 * (q % 2), true)));
+}
+
+template <typename P, bool kFive>
+inline void unpack_sub_block(const P& a, const P& b, int j, __m512i q[8]) {
+#pragma GCC unroll 16
+  for (int p = 0; p < 4; ++p) unpack_nibbles_pair(a.subs[j].qs[p], b.subs[j].qs[p], q[p], q[p + 4]);
+  if constexpr (kFive) {
+    const __m512i h = load_pair(a.subs[j].qh, b.subs[j].qh);
+    const __m512i bit4 = _mm512_set1_epi8(0x10);
+#pragma GCC unroll 16
+    for (int k = 0; k < 8; ++k) {
+      const __m512i moved = k < 4 ? _mm512_slli_epi16(h, 4 - k) : _mm512_srli_epi16(h, k - 4);
+      q[k] = _mm512_or_si512(q[k], _mm512_and_si512(moved, bit4));
+    }
+  }
+}
+
+inline void unpack_q6_group(const PackedQ6_Kx8& a, const PackedQ6_Kx8& b, int g, __m512i q[8]) {
+#pragma GCC unroll 16
+  for (int p = 0; p < 4; ++p) {
+    unpack_nibbles_pair(a.groups[g].ql[p], b.groups[g].ql[p], q[p], q[p + 4]);
+  }
+  const __m512i top = _mm512_set1_epi8(0x30);
+#pragma GCC unroll 16
+  for (int u = 0; u < 2; ++u) {
+    const __m512i h = load_pair(a.groups[g].qh[u], b.groups[g].qh[u]);
+    // Bits 2k, 2k + 1 -> bits 4, 5.
+    const __m512i moved[4] = {_mm512_slli_epi16(h, 4), _mm512_slli_epi16(h, 2), h,
+                              _mm512_srli_epi16(h, 2)};
+#pragma GCC unroll 16
+    for (int k = 0; k < 4; ++k) {
+      q[4 * u + k] = _mm512_or_si512(q[4 * u + k], _mm512_and_si512(moved[k], top));
+    }
+  }
+}
+
+inline __m512i q6_scale_pairs(const PackedQ6_Kx8& a, const PackedQ6_Kx8& b, int g) {
+  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a.groups[g].scales));
+  const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.groups[g].scales));
+  return _mm512_cvtepi8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+
+template <typename PackedBlock, bool kFive>
+struct KindQ45 {
+  using P = PackedBlock;
+  static constexpr bool kMin = true;
+  template <int NR>
+  static void block_sums(const P& a, const P& b, const PackedActBlockK* const* xb, int64_t i,
+                         __m512i* sumi, __m512i* summ) {
+    constexpr int kParts = chains_per_row<NR, 8>();
+    const KScalesPair s(a.scales, b.scales);
+#pragma GCC unroll 16
+    for (int t = 0; t < NR; ++t) sumi[t] = summ[t] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (int j = 0; j < 8; ++j) {
+      __m512i q[8];
+      unpack_sub_block<P, kFive>(a, b, j, q);
+      const __m512i sc = byte_to_dword(j < 4 ? s.sc_lo : s.sc_hi, j % 4);
+#pragma GCC unroll 16
+      for (int t = 0; t < NR; ++t) {
+        const __m512i d = dot_chunks<8, kParts>(q, xb[t][i].qs + 32 * j, 0);
+        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(d, sc));
+        pin_v(sumi[t]);
+      }
+    }
+#pragma GCC unroll 16
+    for (int qq = 0; qq < 4; ++qq) {
+      const __m512i m = min_pair_words(s, qq);
+#pragma GCC unroll 16
+      for (int t = 0; t < NR; ++t) {
+        summ[t] = dpwssd_bcast(summ[t], m, xb[t][i].bsums32 + 2 * qq);
+      }
+    }
+  }
+};
+
+struct KindQ6 {
+  using P = PackedQ6_Kx8;
+  static constexpr bool kMin = false;
+  template <int NR>
+  static void block_sums(const P& a, const P& b, const PackedActBlockK* const* xb, int64_t i,
+                         __m512i* sumi, __m512i*) {
+    constexpr int kParts = chains_per_row<2 * NR, 4>();  // two sub-blocks per row and group
+    __m512i off[NR];
+#pragma GCC unroll 16
+    for (int t = 0; t < NR; ++t) sumi[t] = off[t] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (int g = 0; g < 8; ++g) {
+      __m512i q[8];
+      unpack_q6_group(a, b, g, q);
+      const __m512i pair = q6_scale_pairs(a, b, g);
+      // The two int16 scales of each lane, sign-extended: sub-block 2g, then 2g + 1.
+      const __m512i sc0 = _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16);
+      const __m512i sc1 = _mm512_srai_epi32(pair, 16);
+#pragma GCC unroll 16
+      for (int t = 0; t < NR; ++t) {
+        const int8_t* y = xb[t][i].qs + 32 * g;
+        const __m512i d0 = dot_chunks<4, kParts>(q, y, 0);
+        const __m512i d1 = dot_chunks<4, kParts>(q, y, 4);
+        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(d0, sc0));
+        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(d1, sc1));
+        pin_v(sumi[t]);
+        off[t] = dpwssd_bcast(off[t], pair, xb[t][i].bsums + 2 * g);
+      }
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < NR; ++t) sumi[t] = _mm512_sub_epi32(sumi[t], _mm512_slli_epi32(off[t], 5));
+  }
+};
+
+// Prefetch for the two streams a pair reads (group a's blocks and group b's, nb blocks apart),
+// about 4 KiB ahead in each, where "ahead" past a group's last block is the same group of the
+// next pair (2 nb blocks on): a matrix is a run of pairs, and each group's first blocks must
+// already be on their way when the previous pair ends. (Prefetching 4 KiB past each current
+// block, as the 8-row kernels do, reaches the *other* group of the pair instead; every new
+// pair then started with demand misses, and a 65536 x 1536 Q4_K matvec ran at less than half
+// the 8-row kernel's speed.) Prefetching past the matrix's end is harmless.
+template <typename P>
+inline void prefetch_pair(const P* wa, const P* wb, int64_t nb, int64_t i) {
+  constexpr int64_t kAhead = (4096 + sizeof(P) - 1) / sizeof(P);
+  const int64_t j = i + kAhead, skip = j < nb ? 0 : nb;
+  const char* a = reinterpret_cast<const char*>(wa + j + skip);
+  const char* b = reinterpret_cast<const char*>(wb + j + skip);
+  for (size_t off = 0; off < sizeof(P); off += 64) {
+    _mm_prefetch(a + off, _MM_HINT_T1);
+    _mm_prefetch(b + off, _MM_HINT_T1);
+  }
+}
+
+// The 16-row driver: w is two consecutive 8-row groups of n / 256 packed blocks each; out[t *
+// os + r] for r < 16 is weight row r (group a's 8, then group b's) against activation row t.
+// The float steps are PackedK's (packed_dot_k_x86.h) lane for lane.
+template <typename K>
+struct PackedK16 {
+  template <int NR>
+  static void run(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, float* out,
+                  int64_t os) {
+    using P = typename K::P;
+    const int64_t nb = n / kQK_K;
+    const auto* wa = reinterpret_cast<const P*>(w);
+    const P* wb = wa + nb;
+    const PackedActBlockK* xb[NR];
+    __m512 acc[NR];
+#pragma GCC unroll 16
+    for (int t = 0; t < NR; ++t) {
+      xb[t] = reinterpret_cast<const PackedActBlockK*>(x + static_cast<size_t>(t) * xs);
+      acc[t] = _mm512_setzero_ps();
+    }
+    for (int64_t i = 0; i < nb; ++i) {
+      prefetch_pair(wa, wb, nb, i);
+      __m512i sumi[NR], summ[NR];
+      K::template block_sums<NR>(wa[i], wb[i], xb, i, sumi, summ);
+      const __m512 dw = halfs_pair(wa[i].d, wb[i].d);
+#pragma GCC unroll 16
+      for (int t = 0; t < NR; ++t) {
+        const __m512 yd = _mm512_set1_ps(xb[t][i].d);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[t]), _mm512_mul_ps(dw, yd), acc[t]);
+      }
+      if constexpr (K::kMin) {
+        const __m512 dm = halfs_pair(wa[i].dmin, wb[i].dmin);
+#pragma GCC unroll 16
+        for (int t = 0; t < NR; ++t) {
+          const __m512 yd = _mm512_set1_ps(xb[t][i].d);
+          acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ[t]), _mm512_mul_ps(dm, yd), acc[t]);
+        }
+      }
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < NR; ++t) _mm512_storeu_ps(out + t * os, acc[t]);
+  }
+};
+
+template <typename K, int kMaxGroup>
+void multi_packed_k16(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, int64_t nx,
+                      float* out, int64_t os) {
+  multi_packed_with<PackedK16<K>, kMaxGroup>(n, w, x, xs, nx, out, os);
+}
+
+}  // namespace
+
+const PackedKKernelTable& packed_k16_kernels_avx512vnni() {
+  constexpr int kMaxGroup = 9;
+  static constexpr PackedKKernelTable kTable = {
+      multi_packed_k16<KindQ45<PackedQ4_Kx8, false>, kMaxGroup>,
+      multi_packed_k16<KindQ45<PackedQ5_Kx8, true>, kMaxGroup>,
+      multi_packed_k16<KindQ6, kMaxGroup>,
+  };
+  return kTable;
+}
+
+}  // namespace specdec
