@@ -30,7 +30,10 @@ inline constexpr int32_t kDefaultParallel = 4;
 // opinions; 200 tokens) a cap of 4 gave 1.42x where 8 gave 1.33x, while at T = 0.7 the cap of
 // 8 stayed ahead (1.28x against 1.24x). A verify pass over more than 5 rows is compute bound
 // here (the pass-cost line jumps after k = 5), which the adaptive rule's flat row cost does
-// not see, and greedy rounds, whose drafts look surest, ran into it most.
+// not see, and greedy rounds, whose drafts look surest, ran into it most. Rechecked after the
+// 16-row K-quant kernels made wide passes cheaper (12 prompts, 128 tokens): T = 0, cap 4
+// 1.59x vs cap 8 1.48x; T = 0.7, cap 4 ahead at 128 tokens (1.49x vs 1.39x), mixed at 200
+// (1.45x vs 1.40x overall, cap 8 ahead on summaries and opinions), so sampling keeps 8.
 inline constexpr int32_t kDefaultDraftMax = 8;
 inline constexpr int32_t kDefaultGreedyDraftMax = 4;
 // --draft-max N (alias --draft): draft_max stays 0 unless given (then 1..64).
