@@ -62,17 +62,9 @@ inline void unpack_nibbles_pair(const uint8_t* a, const uint8_t* b, __m512i& lo,
   hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
 }
 
-constexpr int chunk_offset(int k) { return k < 4 ? 4 * k : 16 + 4 * (k - 4); }
-
-// Independent accumulator chains per row so that about kInFlight are in flight (a 512-bit
-// vpdpbusd's latency over its issue interval), at most `chunks`.
-// (6 measured a little ahead of 4 and 8 on Zen 4, within this VM's noise.)
-template <int rows, int chunks>
-constexpr int chains_per_row() {
-  constexpr int kInFlight = 6;
-  const int c = (kInFlight + rows - 1) / rows;
-  return c < chunks ? c : chunks;
-}
+// About 6 vpdpbusd in flight (a 512-bit one's latency over its issue interval; 6 measured a
+// little ahead of 4 and 8 on Zen 4, within this VM's noise).
+constexpr int kInFlight = 6;
 
 // Sum over chunks [k0, k0 + N) of q[k] . y, split into kParts chains, added exactly at the end.
 template <int N, int kParts>
@@ -95,13 +87,7 @@ inline __m512i pattern512(__m256i p) { return join(p, p); }
 
 // Byte a of each 32-bit lane, zero-extended to the lane.
 inline __m512i byte_to_dword(__m512i v, int a) {
-  const char z = static_cast<char>(0x80);
-  const char a0 = static_cast<char>(a);
-  const __m256i pat = _mm256_setr_epi8(
-      a0, z, z, z, static_cast<char>(a0 + 4), z, z, z, static_cast<char>(a0 + 8), z, z, z,
-      static_cast<char>(a0 + 12), z, z, z, a0, z, z, z, static_cast<char>(a0 + 4), z, z, z,
-      static_cast<char>(a0 + 8), z, z, z, static_cast<char>(a0 + 12), z, z, z);
-  return _mm512_shuffle_epi8(v, pattern512(pat));
+  return _mm512_shuffle_epi8(v, pattern512(byte_to_dword_pattern(a)));
 }
 
 // Both groups' Q4_K/Q5_K scales and mins (KScales of packed_dot_k_x86.h, a's lanes then b's).
@@ -167,7 +153,7 @@ struct KindQ45 {
   template <int NR>
   static void block_sums(const P& a, const P& b, const PackedActBlockK* const* xb, int64_t i,
                          __m512i* sumi, __m512i* summ) {
-    constexpr int kParts = chains_per_row<NR, 8>();
+    constexpr int kParts = chains_per_row<NR, 8, kInFlight>();
     const KScalesPair s(a.scales, b.scales);
 #pragma GCC unroll 16
     for (int t = 0; t < NR; ++t) sumi[t] = summ[t] = _mm512_setzero_si512();
@@ -200,7 +186,8 @@ struct KindQ6 {
   template <int NR>
   static void block_sums(const P& a, const P& b, const PackedActBlockK* const* xb, int64_t i,
                          __m512i* sumi, __m512i*) {
-    constexpr int kParts = chains_per_row<2 * NR, 4>();  // two sub-blocks per row and group
+    constexpr int kParts =
+        chains_per_row<2 * NR, 4, kInFlight>();  // two sub-blocks per row and group
     __m512i off[NR];
 #pragma GCC unroll 16
     for (int t = 0; t < NR; ++t) sumi[t] = off[t] = _mm512_setzero_si512();

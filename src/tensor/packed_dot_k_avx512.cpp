@@ -31,8 +31,6 @@ inline __m256i dpwssd_bcast(__m256i acc, __m256i a, const void* y) {
 // all 64 sub-block dot products of a super-block first, spills them, and multiplies afterwards.
 inline void pin_v(__m256i& v) { asm("" : "+v"(v)); }
 
-constexpr int chunk_offset(int k) { return k < 4 ? 4 * k : 16 + 4 * (k - 4); }
-
 // Sum over chunks [k0, k0 + N) of q[k] . y (4 products per lane), split into kParts chains
 // (vpdpbusd's latency is several cycles; with few activation rows one chain per row would bound
 // the loop), added exactly at the end.
@@ -51,23 +49,12 @@ inline __m256i dot_chunks(const __m256i* q, const int8_t* y, int k0) {
   return s;
 }
 
-// Independent vpdpbusd chains per row so that a pass over `chains` rows keeps about 8 in flight
-// (latency 4 x 2 per cycle on Zen 4), at most `chunks` (one chunk per chain).
-template <int chains, int chunks>
-constexpr int chains_per_row() {
-  const int c = (8 + chains - 1) / chains;
-  return c < chunks ? c : chunks;
-}
+// About 8 vpdpbusd in flight (latency 4 x 2 per cycle on Zen 4).
+constexpr int kInFlight = 8;
 
 // Byte a of each 32-bit lane, zero-extended to the lane.
 inline __m256i byte_to_dword(__m256i v, int a) {
-  const char z = static_cast<char>(0x80);
-  const char a0 = static_cast<char>(a);
-  const __m256i pat = _mm256_setr_epi8(
-      a0, z, z, z, static_cast<char>(a0 + 4), z, z, z, static_cast<char>(a0 + 8), z, z, z,
-      static_cast<char>(a0 + 12), z, z, z, a0, z, z, z, static_cast<char>(a0 + 4), z, z, z,
-      static_cast<char>(a0 + 8), z, z, z, static_cast<char>(a0 + 12), z, z, z);
-  return _mm256_shuffle_epi8(v, pat);
+  return _mm256_shuffle_epi8(v, byte_to_dword_pattern(a));
 }
 
 template <typename PackedBlock, bool kFive>
@@ -77,7 +64,7 @@ struct KindQ45 {
   template <int NR>
   static void block_sums(const P& b, const PackedActBlockK* const* xb, int64_t i, __m256i* sumi,
                          __m256i* summ) {
-    constexpr int kParts = chains_per_row<NR, 8>();
+    constexpr int kParts = chains_per_row<NR, 8, kInFlight>();
     const KScales s(b.scales);
 #pragma GCC unroll 16
     for (int t = 0; t < NR; ++t) sumi[t] = summ[t] = _mm256_setzero_si256();
@@ -110,7 +97,8 @@ struct KindQ6 {
   template <int NR>
   static void block_sums(const P& b, const PackedActBlockK* const* xb, int64_t i, __m256i* sumi,
                          __m256i*) {
-    constexpr int kParts = chains_per_row<2 * NR, 4>();  // two sub-blocks per row and group
+    constexpr int kParts =
+        chains_per_row<2 * NR, 4, kInFlight>();  // two sub-blocks per row and group
     __m256i off[NR];
 #pragma GCC unroll 16
     for (int t = 0; t < NR; ++t) sumi[t] = off[t] = _mm256_setzero_si256();

@@ -196,6 +196,33 @@ inline void unpack_q6_group_half(const PackedQ6_Kx8& b, int g, int h, __m256i q[
   }
 }
 
+// ---- Shared by the VNNI kernels (8-row packed_dot_k_avx512.cpp, 16-row
+// packed_dot_k16_avx512.cpp) ----
+
+// Column offset within a sub-block's 32 columns of chunk k (0..7) of an unpacked sub-block:
+// low-nibble chunks 0..3 are columns 0..15, high-nibble chunks 4..7 columns 16..31.
+constexpr int chunk_offset(int k) { return k < 4 ? 4 * k : 16 + 4 * (k - 4); }
+
+// Independent vpdpbusd chains per row so that a pass over `rows` rows keeps about kInFlight in
+// flight (the instruction's latency over its issue interval), at most `chunks` (one chunk per
+// chain).
+template <int rows, int chunks, int kInFlight>
+constexpr int chains_per_row() {
+  const int c = (kInFlight + rows - 1) / rows;
+  return c < chunks ? c : chunks;
+}
+
+// pshufb pattern (the same in both 128-bit halves) that puts byte a of each 32-bit lane,
+// zero-extended, into the lane.
+inline __m256i byte_to_dword_pattern(int a) {
+  const char z = static_cast<char>(0x80);
+  const char a0 = static_cast<char>(a);
+  return _mm256_setr_epi8(a0, z, z, z, static_cast<char>(a0 + 4), z, z, z,
+                          static_cast<char>(a0 + 8), z, z, z, static_cast<char>(a0 + 12), z, z, z,
+                          a0, z, z, z, static_cast<char>(a0 + 4), z, z, z,
+                          static_cast<char>(a0 + 8), z, z, z, static_cast<char>(a0 + 12), z, z, z);
+}
+
 // Q6_K scales of sub-blocks 2g and 2g + 1 of each row as the int16 pair of its 32-bit lane.
 inline __m256i q6_scale_pairs(const PackedQ6_Kx8& b, int g) {
   return _mm256_cvtepi8_epi16(
