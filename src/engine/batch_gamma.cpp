@@ -27,10 +27,16 @@ int32_t batch_gamma_cap(const BatchCost& cost, int32_t active, double acceptance
   return best;
 }
 
-bool catch_up_pays(int32_t lag, int32_t tokens_left, int32_t active) {
+bool catch_up_pays(const BatchCost& cost, int32_t lag, int32_t tokens_left, int32_t active,
+                   double gain) {
   if (lag <= 0) return true;
   if (tokens_left <= 0) return false;
-  return static_cast<int64_t>(lag) * std::max(1, active) <= 4 * static_cast<int64_t>(tokens_left);
+  if (active <= 1) return static_cast<int64_t>(lag) <= 4 * static_cast<int64_t>(tokens_left);
+  if (!(gain > 1.0)) return false;
+  const double n = active;
+  const double read = n * lag * cost.draft_read_cost;
+  const double saved = tokens_left * (1.0 + (n - 1.0) * cost.row_cost) * (1.0 - 1.0 / gain);
+  return read <= saved;
 }
 
 }  // namespace specdec

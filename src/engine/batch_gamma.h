@@ -1,8 +1,9 @@
 // How a request that shares its target passes with other slots' requests sizes its rounds.
 //
 // A target pass over k rows costs about one weight read plus k rows of integer work; on a
-// 2-core CPU the rows turn compute bound at once (verify-cost on the Qwen2.5-Coder 1.5B: each
-// row past the first adds 0.12 to 0.2 of a decode step), so with several slots drafting, their
+// 2-core CPU the rows turn compute bound at once (`verify-cost --k-max 36` on the Qwen2.5-Coder
+// 1.5B with the 16-row AVX-512 kernels: a pass over 4, 8, 16 or 32 rows costs 0.13-0.15 of a
+// decode step per row past the first, 0.1 up to 9 rows), so with several slots drafting, their
 // verify rows add up and speculation stops paying. These rules only change γ and when the draft
 // reads, never what a greedy request emits, and apply only where the caller lets γ follow the
 // batch (engine.h).
@@ -18,6 +19,9 @@ inline constexpr int32_t kNoGammaCap = std::numeric_limits<int32_t>::max();
 struct BatchCost {
   double row_cost = 0.15;    // one more row in a target pass, in decode steps alone
   double draft_cost = 0.25;  // one draft step alone, in target decode steps
+  // One prompt token read by the draft (its prefill), in target decode steps: on the
+  // Qwen2.5-Coder pair about 2 ms against a 24-34 ms target step.
+  double draft_read_cost = 0.07;
 };
 
 // What a slot gains per unit of time from γ drafts per round over plain batched steps, when
@@ -35,12 +39,18 @@ double batch_gamma_gain(const BatchCost& cost, int32_t active, double acceptance
 int32_t batch_gamma_cap(const BatchCost& cost, int32_t active, double acceptance);
 
 // Whether a draft model that has `lag` committed tokens still to read (a lazily started draft
-// that has not drafted yet) should read them now, with `tokens_left` tokens left to generate
-// and `active` slots sharing the passes. On the Qwen2.5-Coder pair the 0.5B draft reads a prompt
-// token in about 2 ms (a third of the target's prefill per token), and speculation saved 8 to
-// 15 ms per generated token for one client of `serve` (T 0.7 and 0; docs/benchmarks.md), less
-// per slot as the batch grows. So the draft catches up only while lag * active <= 4 *
-// tokens_left: a long prompt with a short answer in a full batch is not worth reading twice.
-bool catch_up_pays(int32_t lag, int32_t tokens_left, int32_t active);
+// that has not drafted yet) should read them now, with `tokens_left` tokens left to generate,
+// `active` slots sharing the passes and drafting expected to gain `gain` (batch_gamma_gain of the
+// cap's γ). Alone: while lag <= 4 * tokens_left (measured for one client of `serve`: the 0.5B
+// draft reads a prompt token in about 2 ms and speculation saved 8 to 15 ms per generated token,
+// T 0.7 and 0; docs/benchmarks.md). In a batch every slot waits while the draft reads, so the
+// read costs active * lag * draft_read_cost, against what drafting saves this slot over the
+// rest of its answer: tokens_left plain batched steps of 1 + (active - 1) row_cost, times
+// 1 - 1 / gain. The earlier rule, lag * active <= 4 * tokens_left, let 2 slots read a
+// 190-token prompt for a 96-token answer whose drafts (γ 1 at acceptance 0.7) save about a tenth
+// of its steps. (A paired A/B of the two rules at 2 clients of `serve` stayed inside the runs'
+// scatter: docs/benchmarks.md.)
+bool catch_up_pays(const BatchCost& cost, int32_t lag, int32_t tokens_left, int32_t active,
+                   double gain);
 
 }  // namespace specdec

@@ -40,20 +40,45 @@ TEST(BatchGammaCap, ASlotAloneIsNotCapped) {
 }
 
 TEST(CatchUpPays, ADraftWithNothingToReadAlwaysDrafts) {
-  EXPECT_TRUE(catch_up_pays(0, 0, 8));
-  EXPECT_TRUE(catch_up_pays(0, 5, 1));
+  const BatchCost cost{0.15, 0.26};
+  EXPECT_TRUE(catch_up_pays(cost, 0, 0, 8, 1.0));
+  EXPECT_TRUE(catch_up_pays(cost, 0, 5, 1, 0.0));
 }
 
-TEST(CatchUpPays, TheBacklogMustBeSmallAgainstWhatIsLeftAndShrinksWithTheBatch) {
-  // Alone: reading up to four times what is left to generate pays.
-  EXPECT_TRUE(catch_up_pays(800, 200, 1));
-  EXPECT_FALSE(catch_up_pays(801, 200, 1));
-  // Four slots: a quarter of that.
-  EXPECT_TRUE(catch_up_pays(200, 200, 4));
-  EXPECT_FALSE(catch_up_pays(201, 200, 4));
+TEST(CatchUpPays, AloneTheBacklogMayBeFourTimesWhatIsLeft) {
+  const BatchCost cost{0.15, 0.26};
+  EXPECT_TRUE(catch_up_pays(cost, 800, 200, 1, 0.0));
+  EXPECT_FALSE(catch_up_pays(cost, 801, 200, 1, 0.0));
   // Nothing left to generate: never.
-  EXPECT_FALSE(catch_up_pays(1, 0, 1));
-  EXPECT_FALSE(catch_up_pays(1, -3, 1));
+  EXPECT_FALSE(catch_up_pays(cost, 1, 0, 1, 0.0));
+  EXPECT_FALSE(catch_up_pays(cost, 1, -3, 1, 0.0));
+}
+
+TEST(CatchUpPays, InABatchTheReadMustCostLessThanTheDraftsSave) {
+  const BatchCost cost{0.15, 0.26, 0.07};
+  // 2 slots, drafts gaining 1.12 (acceptance 0.7, γ 1): 96 tokens of plain steps of 1.15 save
+  // 96 x 1.15 x (1 - 1 / 1.12) = 11.8 steps; reading costs 2 x 0.07 = 0.14 per token, so up to
+  // 84 tokens pay and a 190-token prompt does not.
+  EXPECT_TRUE(catch_up_pays(cost, 84, 96, 2, 1.12));
+  EXPECT_FALSE(catch_up_pays(cost, 85, 96, 2, 1.12));
+  EXPECT_FALSE(catch_up_pays(cost, 190, 96, 2, 1.12));
+  // The same prompt with a longer answer, or drafts that gain more, pays.
+  EXPECT_TRUE(catch_up_pays(cost, 190, 400, 2, 1.12));
+  EXPECT_TRUE(catch_up_pays(cost, 190, 96, 2, 1.5));
+  // More slots wait for the read: at 4 slots and gain 1.08 a short prompt (30 tokens against
+  // 96 x 1.45 x 0.074 / 0.28 = 36.9) pays, a longer one (40) does not.
+  EXPECT_TRUE(catch_up_pays(cost, 30, 96, 4, 1.08));
+  EXPECT_FALSE(catch_up_pays(cost, 40, 96, 4, 1.08));
+  // Drafts that gain nothing never pay for a read.
+  EXPECT_FALSE(catch_up_pays(cost, 1, 1000, 2, 1.0));
+  EXPECT_FALSE(catch_up_pays(cost, 1, 1000, 2, 0.9));
+  // Never more reading for more slots.
+  for (int32_t lag : {10, 50, 200}) {
+    for (int32_t n = 2; n < 16; ++n) {
+      EXPECT_LE(catch_up_pays(cost, lag, 96, n + 1, 1.1), catch_up_pays(cost, lag, 96, n, 1.1))
+          << lag << " " << n;
+    }
+  }
 }
 
 }  // namespace

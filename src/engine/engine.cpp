@@ -219,7 +219,9 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
       if (cap == 0 || model_drafter == nullptr) return cap;
       const auto n = static_cast<int32_t>(decoder.tokens().size());
       const auto left = budget - static_cast<int32_t>(decoder.generated().size());
-      return catch_up_pays(model_drafter->lag(n), left, active) ? cap : 0;
+      const double gain =
+          cap == kNoGammaCap ? 0.0 : batch_gamma_gain(cost, active, acceptance, cap);
+      return catch_up_pays(cost, model_drafter->lag(n), left, active, gain) ? cap : 0;
     });
   }
   decoder.set_logprobs(opts.logprobs);

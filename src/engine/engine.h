@@ -46,7 +46,8 @@ struct EngineOptions {
   // when it first drafts, and only while catch_up_pays. Greedy output does not depend on γ.
   // Seeded sampled requests keep their γ: their random stream, and so their text, would depend
   // on the batch otherwise. batch_row_cost is one more row of a target pass in decode steps
-  // (`specdec verify-cost`: 0.12-0.2 on the Qwen2.5-Coder 1.5B, 2 threads); 0 or less: no cap.
+  // (`specdec verify-cost`: 0.13-0.15 on the Qwen2.5-Coder 1.5B over 4-32 rows, 2 threads); 0 or
+  // less: no cap.
   float batch_row_cost = 0.15f;
 };
 

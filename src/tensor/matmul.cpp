@@ -102,9 +102,9 @@ void rows_times_tiles(const DotKernel& kern, const WeightMatrix& w, Activations 
     while (r0 < packed_end) {
       // Two groups at once where the kernel has that form, both are in this range, and there
       // are several activation rows: the 16-row kernels are faster where the multiply-adds
-      // bound the pass (1.4-1.5x on a 65536 x 1536 Q4_K matrix at 3-9 rows, one thread), but a
+      // bound the pass (1.4-1.6x on a 65536 x 1536 Q4_K matrix at 3-9 rows, one thread), but a
       // matrix-vector product is bound by memory, and there the 8-row kernels stream better
-      // (Q6_K: 3.2-3.4 against 4.3-5.3 ms; docs/benchmarks.md).
+      // (Q6_K, one row: 3.2-3.4 against 4.5-4.8 ms; docs/benchmarks.md).
       const bool pair = kern.packed16 != nullptr && k >= kern.packed16_min_rows &&
                         r0 + 2 * kPackRows <= packed_end;
       const PackedDotFn fn = pair ? kern.packed16 : kern.packed;
