@@ -4,13 +4,20 @@
 #include <cmath>
 
 namespace specdec {
+namespace {
+
+// A target pass over `rows` rows, in decode steps alone (BatchCost::row_cost per row past the
+// first).
+double pass_cost(const BatchCost& cost, double rows) { return 1.0 + (rows - 1.0) * cost.row_cost; }
+
+}  // namespace
 
 double batch_gamma_gain(const BatchCost& cost, int32_t active, double acceptance, int32_t gamma) {
   const double n = std::max(1, active);
   const double a = std::clamp(acceptance, 0.0, 0.999);
   const double tokens = (1.0 - std::pow(a, gamma + 1)) / (1.0 - a);
-  const double shared = 1.0 + (n - 1.0) * cost.row_cost;  // n rows in one pass
-  const double pass = 1.0 + (n * (gamma + 1) - 1.0) * cost.row_cost;
+  const double shared = pass_cost(cost, n);  // n rows in one pass
+  const double pass = pass_cost(cost, n * (gamma + 1));
   const double drafts = gamma * cost.draft_cost * shared;
   return tokens * shared / (pass + drafts);
 }
@@ -35,7 +42,7 @@ bool catch_up_pays(const BatchCost& cost, int32_t lag, int32_t tokens_left, int3
   if (!(gain > 1.0)) return false;
   const double n = active;
   const double read = n * lag * cost.draft_read_cost;
-  const double saved = tokens_left * (1.0 + (n - 1.0) * cost.row_cost) * (1.0 - 1.0 / gain);
+  const double saved = tokens_left * pass_cost(cost, n) * (1.0 - 1.0 / gain);
   return read <= saved;
 }
 
