@@ -70,19 +70,31 @@ def essence(reply):
     return c["text"], c["logprobs"]["tokens"], c["logprobs"]["token_logprobs"], c["finish_reason"]
 
 
+def shared_passes_since(server, before):
+    """Target passes since `before` (a metrics snapshot) that held more than one sequence."""
+    m = server.metrics()
+    count = "specdec_target_pass_sequences_count"
+    alone = 'specdec_target_pass_sequences_bucket{le="1"}'
+    return (m[count] - before.get(count, 0)) - (m[alone] - before.get(alone, 0))
+
+
 @pytest.mark.parametrize("kind", ["greedy", "seeded"])
 def test_output_is_the_same_alone_and_among_1_3_or_7_others(batch_server, kind):
-    before = batch_server.metrics()
     alone = essence(run_with_company(batch_server, probe(kind), 0))
-    for n in (1, 3, 7):
-        assert essence(run_with_company(batch_server, probe(kind), n)) == alone, n
-    m = batch_server.metrics()
-    # The passes really were shared: some target passes held several sequences.
-    shared = (m["specdec_target_pass_sequences_count"] - before.get(
-        "specdec_target_pass_sequences_count", 0)) - (m['specdec_target_pass_sequences_bucket{le="1"}']
-                                                       - before.get('specdec_target_pass_sequences_bucket{le="1"}', 0))
+    # The comparison means something only if the passes really were shared. The test models
+    # are tiny: a request can finish before the next one arrives, and under a loaded CI runner
+    # (ctest -j2) a whole round once ran one request at a time. So a round that shared no pass
+    # is run again, each time still comparing the outputs; never sharing in 4 rounds fails.
+    shared = 0
+    for _ in range(4):
+        before = batch_server.metrics()
+        for n in (1, 3, 7):
+            assert essence(run_with_company(batch_server, probe(kind), n)) == alone, n
+        shared = shared_passes_since(batch_server, before)
+        if shared > 0:
+            break
     assert shared > 0
-    assert m["specdec_slots_total"] == 8
+    assert batch_server.metrics()["specdec_slots_total"] == 8
 
 
 def test_streaming_and_non_streaming_agree_under_batching(batch_server):
