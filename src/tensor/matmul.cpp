@@ -101,10 +101,9 @@ void rows_times_tiles(const DotKernel& kern, const WeightMatrix& w, Activations 
     const size_t group_bytes = kPackRows * w.row_stride;
     while (r0 < packed_end) {
       // Two groups at once where the kernel has that form, both are in this range, and there
-      // are several activation rows: the 16-row kernels are faster where the multiply-adds
-      // bound the pass (1.4-1.6x on a 65536 x 1536 Q4_K matrix at 3-9 rows, one thread), but a
-      // matrix-vector product is bound by memory, and there the 8-row kernels stream better
-      // (Q6_K, one row: 3.2-3.4 against 4.5-4.8 ms; docs/benchmarks.md).
+      // are enough activation rows: the 16-row kernels are faster where the multiply-adds
+      // bound the pass, but with few rows the pass is bound by memory, and there the 8-row
+      // kernels stream better (per type, from packed16_min_rows on: vec_dot.cpp).
       const bool pair = kern.packed16 != nullptr && k >= kern.packed16_min_rows &&
                         r0 + 2 * kPackRows <= packed_end;
       const PackedDotFn fn = pair ? kern.packed16 : kern.packed;

@@ -1,8 +1,9 @@
 // Micro-benchmarks: matvec / small-k matmul per weight type at model-like shapes, and a
 // streaming-read bandwidth probe to compare the achieved weight bandwidth against.
-// Run e.g.: bench_tensor --benchmark_filter='Matmul/Q4_1' --benchmark_min_time=0.2s
+// Run e.g.: bench_tensor --benchmark_filter='Matmul/Q4_1' --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 #include <string>
@@ -22,10 +23,13 @@ struct Shape {
   int64_t rows, cols;
 };
 // SmolLM2 FFN up and down, a larger FFN, SmolLM2's tied vocabulary projection, Qwen2.5-Coder
-// 1.5B's FFN up and down, a matrix past the last-level cache (56 MiB at Q4_K), and one that
-// stays in a core's L2 (432 KiB at Q4_K: the kernels' compute speed without memory stalls).
+// 1.5B's FFN up and down, a matrix past the last-level cache (56 MiB at Q4_K), one that
+// stays in a core's L2 (432 KiB at Q4_K: the kernels' compute speed without memory stalls),
+// and the Qwen2.5-Coder 0.5B draft's FFN up, FFN down and attention q/o (a draft step is
+// almost all of these small matrices, where each call's fixed cost weighs more).
 const Shape kShapes[] = {{1536, 576},  {576, 1536},  {2048, 8192},  {49152, 576},
-                         {8960, 1536}, {1536, 8960}, {65536, 1536}, {512, 1536}};
+                         {8960, 1536}, {1536, 8960}, {65536, 1536}, {512, 1536},
+                         {4864, 896},  {896, 4864},  {896, 896}};
 const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
                            GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
                            GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
@@ -72,6 +76,37 @@ void matmul_args(benchmark::internal::Benchmark* b, bool pack) {
   b->ArgNames({"shape", "k", "threads", "packed"});
 }
 
+// A decode step or verify pass in miniature: k activation rows through a chain of distinct
+// matrices of one shape, about 300 MB in all, so every call streams its weights from memory
+// as a real step does (the single-matrix benchmark above partly runs from the last-level
+// cache). Small shapes show what each call's ramp-up costs (prefetchers that restart at every
+// matrix, the hand-off to the pool); k > 1 shows how well the kernels' integer work overlaps
+// the stream. args: shape index, k, threads.
+void BM_MatmulChain(benchmark::State& state, GgmlType type) {
+  const Shape s = kShapes[state.range(0)];
+  const int64_t k = state.range(1);
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  const std::vector<float> wf = random_floats(static_cast<size_t>(s.rows * s.cols), 1);
+  const std::vector<uint8_t> wq = quantize_matrix(type, wf.data(), s.rows, s.cols);
+  WeightMatrix w{type, s.rows, s.cols, wq.data(), row_bytes(type, s.cols)};
+  const size_t one = packed_bytes(w);
+  const size_t n_mats = std::max<size_t>(2, (300u << 20) / one);
+  std::vector<uint8_t> packed(one * n_mats);
+  for (size_t m = 0; m < n_mats; ++m) pack_weights(w, packed.data() + m * one);
+  const std::vector<float> x = random_floats(static_cast<size_t>(k * s.cols), 2);
+  std::vector<float> out(static_cast<size_t>(k * s.rows));
+  for (auto _ : state) {
+    for (size_t m = 0; m < n_mats; ++m) {
+      w.packed = packed.data() + m * one;
+      matmul(w, x.data(), k, out.data(), pool);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(wq.size() * n_mats));
+  state.SetLabel(std::string(type_name(type)) + " x" + std::to_string(n_mats));
+}
+
 // Sums a large buffer (well past the last-level cache) with wide loads: an upper bound for
 // what a memory-bound matvec can reach on one thread.
 void BM_StreamRead(benchmark::State& state) {
@@ -102,6 +137,11 @@ const bool kRegistered = [] {
           (std::string("MatmulPacked/") + std::string(type_name(t))).c_str(), BM_Matmul, t)
           ->Apply([](benchmark::internal::Benchmark* b) { matmul_args(b, true); })
           ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(
+          (std::string("MatmulChain/") + std::string(type_name(t))).c_str(), BM_MatmulChain, t)
+          ->ArgsProduct({{6, 8, 9, 10}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 36}, {1, 2}})
+          ->ArgNames({"shape", "k", "threads"})
+          ->Unit(benchmark::kMillisecond);
     }
   }
   return true;

@@ -291,6 +291,8 @@ TEST(Matmul, Avx512KQuantsHaveTheSixteenRowKernels) {
   for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     EXPECT_NE(dot_kernel(t, Isa::kAvx512Vnni).packed16, nullptr) << type_name(t);
     EXPECT_EQ(dot_kernel(t, Isa::kAvx2).packed16, nullptr) << type_name(t);
+    // PackedPathsBitwise's largest k (13) must reach the 16-row form.
+    EXPECT_LE(dot_kernel(t, Isa::kAvx512Vnni).packed16_min_rows, 13) << type_name(t);
   }
 }
 

@@ -69,9 +69,19 @@ void fill_path(Isa isa, std::array<DotKernel, 31>& by) {
     by[static_cast<size_t>(GgmlType::Q4_K)].packed16 = p16.q4_k;
     by[static_cast<size_t>(GgmlType::Q5_K)].packed16 = p16.q5_k;
     by[static_cast<size_t>(GgmlType::Q6_K)].packed16 = p16.q6_k;
-    // Q6_K's pair kernel streams a 2-row pass slower than the 8-row one (65536 x 1536, one
-    // thread: 4.4 against 3.0-3.8 ms), and is faster from 3 rows on.
-    by[static_cast<size_t>(GgmlType::Q6_K)].packed16_min_rows = 3;
+    // From how many activation rows the pair kernels beat the 8-row ones where it counts: two
+    // threads streaming weights that are not in any cache, as a verify pass does
+    // (bench_tensor MatmulChain, 300 MB of 65536 x 1536 matrices, the two forms alternated
+    // over 3-5 processes, medians). The pair kernels read two streams at once and keep up
+    // with memory less well, which the multiply-adds they save pay for only at more rows:
+    // Q4_K 2 rows 9.9 against 7.4 ms, 3: 10.5 / 8.7, 4-5 even, 6: 11.5 / 12.4, 9: 15.2 / 16.8;
+    // Q5_K 6 rows 11.8 / 9.8, 7: 10.8 / 12.8; Q6_K 2-9 rows 9.1-14.2 / 6.6-12.9, 16: 16.2 /
+    // 23.1. (One thread on one matrix partly in the last-level cache had put them at 2-3.)
+    // On the Qwen2.5-Coder 1.5B Q4_K_M this took a verify pass over 5 tokens from 1.37-1.51 to
+    // 1.30-1.31 decode steps and over 9 from 1.85-1.97 to 1.73-1.82 (docs/benchmarks.md).
+    by[static_cast<size_t>(GgmlType::Q4_K)].packed16_min_rows = 4;
+    by[static_cast<size_t>(GgmlType::Q5_K)].packed16_min_rows = 7;
+    by[static_cast<size_t>(GgmlType::Q6_K)].packed16_min_rows = 10;
   }
 }
 
