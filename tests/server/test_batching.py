@@ -82,9 +82,10 @@ def shared_passes_since(server, before):
 def test_output_is_the_same_alone_and_among_1_3_or_7_others(batch_server, kind):
     alone = essence(run_with_company(batch_server, probe(kind), 0))
     # The comparison means something only if the passes really were shared. The test models
-    # are tiny: a request can finish before the next one arrives, and under a loaded CI runner
-    # (ctest -j2) a whole round once ran one request at a time. So a round that shared no pass
-    # is run again, each time still comparing the outputs; never sharing in 4 rounds fails.
+    # are tiny, so a request can finish before the next one arrives, and once, on a loaded CI
+    # runner (ctest -j2), a whole round shared no pass (its outputs still matched; timing is
+    # the likely cause, not proven). So a round that shared no pass is run again, each time
+    # still comparing the outputs; never sharing in 4 rounds fails.
     shared = 0
     for _ in range(4):
         before = batch_server.metrics()
