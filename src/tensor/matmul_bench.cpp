@@ -36,15 +36,27 @@ const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlT
 
 using testing::random_floats;
 
+// A random matrix of one shape quantized to `type`; w points into bytes (hence no copies).
+struct RandomWeights {
+  RandomWeights(GgmlType type, Shape s)
+      : bytes(quantize_matrix(type, random_floats(static_cast<size_t>(s.rows * s.cols), 1).data(),
+                              s.rows, s.cols)),
+        w{type, s.rows, s.cols, bytes.data(), row_bytes(type, s.cols)} {}
+  RandomWeights(const RandomWeights&) = delete;
+  RandomWeights& operator=(const RandomWeights&) = delete;
+
+  std::vector<uint8_t> bytes;
+  WeightMatrix w;
+};
+
 // args: shape index, k, threads, packed (use the row-interleaved copy where the type has one).
 // Reports weight bytes/s (weights are read once per call).
 void BM_Matmul(benchmark::State& state, GgmlType type) {
   const Shape s = kShapes[state.range(0)];
   const int64_t k = state.range(1);
   ThreadPool pool(static_cast<int>(state.range(2)));
-  const std::vector<float> wf = random_floats(static_cast<size_t>(s.rows * s.cols), 1);
-  const std::vector<uint8_t> wq = quantize_matrix(type, wf.data(), s.rows, s.cols);
-  WeightMatrix w{type, s.rows, s.cols, wq.data(), row_bytes(type, s.cols)};
+  RandomWeights rw(type, s);
+  WeightMatrix& w = rw.w;
   std::vector<uint8_t> packed;
   if (state.range(3) != 0) {
     if (packed_bytes(w) == 0) {
@@ -62,7 +74,7 @@ void BM_Matmul(benchmark::State& state, GgmlType type) {
     benchmark::DoNotOptimize(out.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(wq.size()));
+                          static_cast<int64_t>(rw.bytes.size()));
   state.SetLabel(std::string(type_name(type)) + " " + std::string(isa_name(active_isa())) +
                  (w.packed != nullptr ? " packed" : ""));
 }
@@ -86,9 +98,8 @@ void BM_MatmulChain(benchmark::State& state, GgmlType type) {
   const Shape s = kShapes[state.range(0)];
   const int64_t k = state.range(1);
   ThreadPool pool(static_cast<int>(state.range(2)));
-  const std::vector<float> wf = random_floats(static_cast<size_t>(s.rows * s.cols), 1);
-  const std::vector<uint8_t> wq = quantize_matrix(type, wf.data(), s.rows, s.cols);
-  WeightMatrix w{type, s.rows, s.cols, wq.data(), row_bytes(type, s.cols)};
+  RandomWeights rw(type, s);
+  WeightMatrix& w = rw.w;
   const size_t one = packed_bytes(w);
   const size_t n_mats = std::max<size_t>(2, (300u << 20) / one);
   std::vector<uint8_t> packed(one * n_mats);
@@ -103,7 +114,7 @@ void BM_MatmulChain(benchmark::State& state, GgmlType type) {
     benchmark::DoNotOptimize(out.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(wq.size() * n_mats));
+                          static_cast<int64_t>(rw.bytes.size() * n_mats));
   state.SetLabel(std::string(type_name(type)) + " x" + std::to_string(n_mats));
 }
 
