@@ -179,6 +179,7 @@ int serve_command(const std::vector<std::string>& args) {
   eo.draft_vocab = drafting.vocab;
   eo.n_slots = parallel;
   eo.prefill_chunk = prefill_chunk;
+  eo.draft_after_first_token = true;  // engine.h: the first token without waiting for the draft
   Engine engine(target, draft.get(), eo);
   if (!watcher.signalled()) {
     server.attach(engine);

@@ -249,6 +249,46 @@ TEST_F(BatchedSlots, AlonePlainFirstTokenThenDrafts) {
   EXPECT_EQ(seeded.tokens, alone.generate(r.prompt, r.options, {}).tokens);
 }
 
+TEST_F(BatchedSlots, OneSlotWithDraftAfterFirstTokenReadsThePromptAfterTheFirstToken) {
+  // `serve --parallel 1` (EngineOptions::draft_after_first_token): greedy and unseeded requests
+  // take a plain first step, as batched slots do, and emit what `run` emits; a seeded one drafts
+  // from the first round; a long prompt with a short answer is never read by the draft.
+  EngineOptions serving = slot_options(1);
+  serving.draft_after_first_token = true;
+  Engine engine(*target_, draft_.get(), serving);
+  Engine run(*target_, draft_.get(), slot_options(1));
+  Request g = requests()[0];  // greedy
+  g.options.draft_max = 4;
+  g.options.max_tokens = 24;
+  const GenerationResult greedy = engine.generate(g.prompt, g.options, {});
+  ASSERT_GE(greedy.stats.spec.log.size(), 2u);
+  EXPECT_EQ(greedy.stats.spec.log[0].gamma, 0);
+  EXPECT_EQ(greedy.stats.spec.log[1].gamma, 4);
+  const GenerationResult greedy_run = run.generate(g.prompt, g.options, {});
+  EXPECT_EQ(greedy_run.stats.spec.log[0].gamma, 4);
+  expect_same(greedy, greedy_run, 0);
+
+  Request r = requests()[1];  // sampled
+  r.options.draft_max = 4;
+  r.options.fixed_seed = true;
+  const GenerationResult seeded = engine.generate(r.prompt, r.options, {});
+  ASSERT_FALSE(seeded.stats.spec.log.empty());
+  EXPECT_EQ(seeded.stats.spec.log[0].gamma, 4);
+  expect_same(seeded, run.generate(r.prompt, r.options, {}), 1);
+  r.options.fixed_seed = false;
+  const GenerationResult unseeded = engine.generate(r.prompt, r.options, {});
+  ASSERT_FALSE(unseeded.stats.spec.log.empty());
+  EXPECT_EQ(unseeded.stats.spec.log[0].gamma, 0);
+
+  Request longer = requests()[7];  // 54 tokens
+  longer.options.sampling.temperature = 0;
+  longer.options.speculative = true;
+  longer.options.max_tokens = 3;  // 54 > 4 x 2 tokens left after the first: never read
+  const GenerationResult skipped = engine.generate(longer.prompt, longer.options, {});
+  EXPECT_EQ(skipped.stats.spec.rounds, 0);
+  EXPECT_EQ(skipped.tokens, run.generate(longer.prompt, longer.options, {}).tokens);
+}
+
 TEST_F(BatchedSlots, ALazyDraftSkipsALongPromptWithAShortAnswer) {
   // In a batch the draft reads a prompt only when it first drafts, and not at all when the
   // prompt outweighs what is left to generate (catch_up_pays): a 54-token prompt for 3 tokens

@@ -203,8 +203,8 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   ModelDrafter* model_drafter = hybrid_model ? hybrid_model.get()
                                 : use_model  ? static_cast<ModelDrafter*>(drafter.get())
                                              : nullptr;
-  const bool batch_gamma =
-      coordinator_ && options_.batch_row_cost > 0 && (opts.sampling.greedy() || !opts.fixed_seed);
+  const bool gamma_may_vary = opts.sampling.greedy() || !opts.fixed_seed;
+  const bool batch_gamma = coordinator_ && options_.batch_row_cost > 0 && gamma_may_vary;
   if (batch_gamma) {
     if (model_drafter) model_drafter->set_lazy_start(true);
     const BatchCost cost{options_.batch_row_cost, opts.draft_length.draft_cost};
@@ -222,6 +222,15 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
       const double gain =
           cap == kNoGammaCap ? 0.0 : batch_gamma_gain(cost, active, acceptance, cap);
       return catch_up_pays(cost, model_drafter->lag(n), left, active, gain) ? cap : 0;
+    });
+  }
+  if (!coordinator_ && options_.draft_after_first_token && gamma_may_vary && model_drafter) {
+    model_drafter->set_lazy_start(true);
+    decoder.set_gamma_limit([&decoder, model_drafter, budget] {
+      if (decoder.generated().empty()) return 0;
+      const auto n = static_cast<int32_t>(decoder.tokens().size());
+      const auto left = budget - static_cast<int32_t>(decoder.generated().size());
+      return catch_up_pays(BatchCost{}, model_drafter->lag(n), left, 1, 0.0) ? kNoGammaCap : 0;
     });
   }
   decoder.set_logprobs(opts.logprobs);

@@ -49,6 +49,14 @@ struct EngineOptions {
   // (`specdec verify-cost`: 0.13-0.15 on the Qwen2.5-Coder 1.5B over 4-32 rows, 2 threads); 0 or
   // less: no cap.
   float batch_row_cost = 0.15f;
+  // With one slot (no batching): greedy requests and sampled ones without a fixed seed take
+  // their first token as a plain target step, and their draft model reads the prompt after it,
+  // and only while catch_up_pays (alone: lag <= 4 x tokens left), as batched slots always do.
+  // The time to first token is then the target's prefill alone. `serve` sets it; `run` and
+  // `bench` do not, so that their decode rates do not carry the draft's prompt read. Seeded
+  // sampled requests draft from the first round either way, so that their text equals `run
+  // --seed`'s. Greedy output does not depend on it.
+  bool draft_after_first_token = false;
 };
 
 // Where a request's drafts come from. The choice is per request (not per Engine) so that one
