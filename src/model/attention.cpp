@@ -33,7 +33,9 @@ constexpr int64_t kColumnBlock = 32;
 // sum of V, again for the heads sharing the values at once. Every score, probability and output
 // element is computed by the same operations in the same order whatever the block, the parts or
 // the threads (the kernels' multi-query forms equal their one-query forms bit for bit), so the
-// results do not depend on k or the thread count.
+// results do not depend on k or the thread count. When the threads divide the KV heads (the
+// Qwen2.5 pair's 2 on 2 threads), head() runs the three phases for one KV head at a time
+// instead, one hand-off per block rather than three.
 struct Block {
   const ModelConfig& c;
   const KvCache& cache;
@@ -75,6 +77,43 @@ struct Block {
   void softmax(int64_t ti, int32_t h) const {
     const int32_t a = first(ti), b = last(ti) + 1;
     inv_sums[ti * c.n_head + h] = 1.0f / softmax_exp_f32(score_row(ti, h) + a, b - a, scale);
+  }
+
+  // All three phases for KV head g, every token of the block, on one thread: keys and values
+  // are read in chunks that stay in L1 while every token and query head uses them, and the
+  // weighted sums run over whole rows (all columns), so the thread streams its head's cache
+  // once, front to back. Each value is computed by the same operations in the same order as in
+  // the phase-by-phase split: a sum over several chunks continues from where the last chunk left
+  // it in `out`, exactly as one call over all the rows would.
+  void head(int32_t g, int64_t chunk_rows) const {
+    const int32_t lo = first(0), hi = last(nt - 1) + 1;
+    for (int32_t s0 = lo; s0 < hi; s0 += static_cast<int32_t>(chunk_rows)) {
+      score_chunk(g, s0, static_cast<int32_t>(std::min<int64_t>(hi, s0 + chunk_rows)));
+    }
+    const int32_t h0 = g * group;
+    for (int64_t ti = 0; ti < nt; ++ti) {
+      for (int32_t h = h0; h < h0 + group; ++h) {
+        softmax(ti, h);
+        std::fill_n(out_row(ti, h), c.head_dim, 0.0f);
+      }
+    }
+    for (int32_t s0 = lo; s0 < hi; s0 += static_cast<int32_t>(chunk_rows)) {
+      const auto s1 = static_cast<int32_t>(std::min<int64_t>(hi, s0 + chunk_rows));
+      for (int64_t ti = 0; ti < nt; ++ti) {
+        const int32_t a = std::max(s0, first(ti)), b = std::min(s1, last(ti) + 1);
+        if (a >= b) continue;
+        weighted_sum_rows_multi_f32(score_row(ti, h0) + a, score_stride, group,
+                                    cache.v(layer, g, a), c.head_dim, b - a, c.head_dim,
+                                    out_row(ti, h0), c.head_dim);
+      }
+    }
+    for (int64_t ti = 0; ti < nt; ++ti) {
+      for (int32_t h = h0; h < h0 + group; ++h) {
+        const float inv_sum = inv_sums[ti * c.n_head + h];
+        float* o = out_row(ti, h);
+        for (int64_t d = 0; d < c.head_dim; ++d) o[d] *= inv_sum;
+      }
+    }
   }
 
   // Phase 3: columns [d0, d0 + nd) of the heads sharing KV head g, for token ti: the weighted
@@ -149,13 +188,19 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
     const int64_t n_score = n_kv * n_chunks, n_soft = blk.nt * c.n_head,
                   n_values = blk.nt * n_kv * n_col_blocks;
 
-    // Short contexts are cheaper on the calling thread than handed out (three hand-offs);
-    // the split never changes what a part computes.
+    // Short contexts are cheaper on the calling thread than handed out; one thread, or a
+    // thread count that divides the KV heads, takes whole heads (one hand-off, each head's
+    // cache streamed once); otherwise the three phases are split finer (three hand-offs). The
+    // split never changes what a part computes.
     const int64_t work = blk.nt * c.n_head * static_cast<int64_t>(hi - lo) * c.head_dim;
     if (work < kMinParallelWork || pool.size() == 1) {
-      for (int64_t p = 0; p < n_score; ++p) score_part(p);
-      for (int64_t p = 0; p < n_soft; ++p) softmax_part(p);
-      for (int64_t p = 0; p < n_values; ++p) values_part(p);
+      for (int32_t g = 0; g < n_kv; ++g) blk.head(g, chunk_rows);
+      continue;
+    }
+    if (n_kv % pool.size() == 0) {
+      pool.parallel_for(n_kv, [&](int64_t b, int64_t e) {
+        for (int64_t g = b; g < e; ++g) blk.head(static_cast<int32_t>(g), chunk_rows);
+      });
       continue;
     }
     pool.parallel_for(n_score, [&](int64_t b, int64_t e) {

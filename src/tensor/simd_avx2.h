@@ -18,6 +18,22 @@ inline __m128 hsum8(__m256 v) {
   return _mm_add_ss(s, _mm_movehdup_ps(s));
 }
 
+// reduce8 of four accumulators at once, as [reduce8(a), reduce8(b), reduce8(c), reduce8(d)]:
+// the same additions in the same order, two vectors wide.
+// (vec_ops_avx2.cpp's reduce8 is the one-accumulator form.)
+inline __m128 reduce8_x4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  // [a.lo + a.hi, b.lo + b.hi] and the same for c, d: lanes j and j + 4 first.
+  const __m256 ab =
+      _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+  const __m256 cd =
+      _mm256_add_ps(_mm256_permute2f128_ps(c, d, 0x20), _mm256_permute2f128_ps(c, d, 0x31));
+  // Per 128-bit half: [a01, a23, c01, c23] | [b01, b23, d01, d23], then [a, c, a, c] | [b, d, b,
+  // d].
+  const __m256 pairs = _mm256_hadd_ps(ab, cd);
+  const __m256 sums = _mm256_hadd_ps(pairs, pairs);
+  return _mm_unpacklo_ps(_mm256_castps256_ps128(sums), _mm256_extractf128_ps(sums, 1));
+}
+
 // 32 bits -> 32 bytes, byte j = 0x10 if bit j is set.
 inline __m256i bits_to_0x10(uint32_t bits) {
   const __m256i b = _mm256_set1_epi32(static_cast<int>(bits));

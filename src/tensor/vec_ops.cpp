@@ -99,7 +99,12 @@ void weighted_sum_rows_f32(const float* p, const float* rows, int64_t stride, in
 void dot_rows_multi_f32(const float* q, int64_t q_stride, int64_t nq, const float* rows,
                         int64_t stride, int64_t n_rows, int64_t dim, float* out,
                         int64_t out_stride) {
-  if (uses_avx2(active_isa())) {
+  const Isa isa = active_isa();
+  if (isa == Isa::kAvx512Vnni) {
+    dot_rows_multi_f32_avx512(q, q_stride, nq, rows, stride, n_rows, dim, out, out_stride);
+    return;
+  }
+  if (uses_avx2(isa)) {
     dot_rows_multi_f32_avx2(q, q_stride, nq, rows, stride, n_rows, dim, out, out_stride);
     return;
   }
@@ -111,7 +116,12 @@ void dot_rows_multi_f32(const float* q, int64_t q_stride, int64_t nq, const floa
 void weighted_sum_rows_multi_f32(const float* p, int64_t p_stride, int64_t nq, const float* rows,
                                  int64_t stride, int64_t n_rows, int64_t dim, float* out,
                                  int64_t out_stride) {
-  if (uses_avx2(active_isa())) {
+  const Isa isa = active_isa();
+  if (isa == Isa::kAvx512Vnni) {
+    weighted_sum_rows_multi_f32_avx512(p, p_stride, nq, rows, stride, n_rows, dim, out, out_stride);
+    return;
+  }
+  if (uses_avx2(isa)) {
     weighted_sum_rows_multi_f32_avx2(p, p_stride, nq, rows, stride, n_rows, dim, out, out_stride);
     return;
   }

@@ -98,5 +98,13 @@ void dot_rows_multi_f32_avx2(const float* q, int64_t q_stride, int64_t nq, const
 void weighted_sum_rows_multi_f32_avx2(const float* p, int64_t p_stride, int64_t nq,
                                       const float* rows, int64_t stride, int64_t n_rows,
                                       int64_t dim, float* out, int64_t out_stride);
+// The AVX-512 forms (only when cpu_has_avx512_vnni()): the same bits, each cache row read once
+// per 6 queries (scores) or per 3 queries and 128 columns (weighted sums).
+void dot_rows_multi_f32_avx512(const float* q, int64_t q_stride, int64_t nq, const float* rows,
+                               int64_t stride, int64_t n_rows, int64_t dim, float* out,
+                               int64_t out_stride);
+void weighted_sum_rows_multi_f32_avx512(const float* p, int64_t p_stride, int64_t nq,
+                                        const float* rows, int64_t stride, int64_t n_rows,
+                                        int64_t dim, float* out, int64_t out_stride);
 
 }  // namespace specdec

@@ -8,6 +8,7 @@
 // runs, and the oracle tolerances, which are tight for deep models, hold on both.
 #include <immintrin.h>
 
+#include "tensor/simd_avx2.h"
 #include "tensor/vec_ops.h"
 
 namespace specdec {
@@ -19,21 +20,6 @@ inline float reduce8(__m256 acc) {
   const __m128 quad = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
   const __m128 pairs = _mm_hadd_ps(quad, quad);  // [q0 + q1, q2 + q3, ...]
   return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
-}
-
-// reduce8 of four accumulators at once, as [reduce8(a), reduce8(b), reduce8(c), reduce8(d)]:
-// the same additions in the same order, two vectors wide.
-inline __m128 reduce8_x4(__m256 a, __m256 b, __m256 c, __m256 d) {
-  // [a.lo + a.hi, b.lo + b.hi] and the same for c, d: lanes j and j + 4 first.
-  const __m256 ab =
-      _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
-  const __m256 cd =
-      _mm256_add_ps(_mm256_permute2f128_ps(c, d, 0x20), _mm256_permute2f128_ps(c, d, 0x31));
-  // Per 128-bit half: [a01, a23, c01, c23] | [b01, b23, d01, d23], then [a, c, a, c] | [b, d, b,
-  // d].
-  const __m256 pairs = _mm256_hadd_ps(ab, cd);
-  const __m256 sums = _mm256_hadd_ps(pairs, pairs);
-  return _mm_unpacklo_ps(_mm256_castps256_ps128(sums), _mm256_extractf128_ps(sums, 1));
 }
 
 inline float dot_one(const float* a, const float* b, int64_t n) {
@@ -180,6 +166,11 @@ inline __attribute__((always_inline)) void dot_tile(const float* q, int64_t q_st
     for (int r = 0; r < 4; ++r) acc[j][r] = _mm256_setzero_ps();
   }
   for (int64_t i = 0; i < dim; i += 8) {
+    if (i % 16 == 0) {  // the rows a few tiles on (vec_ops_avx512.cpp, kPrefetchRows)
+      for (int r = 0; r < 4; ++r) {
+        _mm_prefetch(reinterpret_cast<const char*>(rows + (r + 8) * stride + i), _MM_HINT_T0);
+      }
+    }
     __m256 qv[NQ];
     for (int j = 0; j < NQ; ++j) qv[j] = _mm256_loadu_ps(q + j * q_stride + i);
     for (int r = 0; r < 4; ++r) {
@@ -217,6 +208,7 @@ inline __attribute__((always_inline)) void weighted_tile(const float* p, int64_t
     for (int v = 0; v < NV; ++v) acc[j][v] = _mm256_loadu_ps(out + j * out_stride + 8 * v);
   }
   for (int64_t s = 0; s < n_rows; ++s) {
+    _mm_prefetch(reinterpret_cast<const char*>(rows + (s + 8) * stride), _MM_HINT_T0);
     __m256 vv[NV];
     for (int v = 0; v < NV; ++v) vv[v] = _mm256_loadu_ps(rows + s * stride + 8 * v);
     for (int j = 0; j < NQ; ++j) {

@@ -160,11 +160,13 @@ TEST(VecOps, DotIsIndependentOfAlignment) {
 }
 
 }  // namespace
-// The several-query forms equal one-query calls per query bit for bit, for every query count
-// (tiles of 3, 2 + 2, leftovers), row counts around the 4-row tile and dims with tails.
+// The several-query forms equal one-query calls on the scalar path, bit for bit, on every path:
+// every query count (AVX2 tiles of 3, 2 + 2 and leftovers; AVX-512 tiles of 6 for scores and 6
+// or 3 per 64 or 128 columns for sums), row counts around the 4-row tile, and dims whose
+// columns fall into every AVX-512 block (128, 64, 32, 16) and tail (8-wide and scalar).
 TEST(VecOps, MultiQueryFormsEqualOneQueryCalls) {
-  for (int64_t dim : {5, 8, 24, 64, 72, 256}) {
-    for (int64_t nq : {1, 2, 3, 4, 5, 7, 9}) {
+  for (int64_t dim : {5, 8, 24, 64, 72, 128, 200, 256}) {
+    for (int64_t nq : {1, 2, 3, 4, 5, 6, 7, 9, 12, 13}) {
       for (int64_t n_rows : {0, 1, 4, 6, 13}) {
         const int64_t stride = dim + 3, q_stride = dim + 1, out_stride = n_rows + 2;
         const std::vector<float> rows =
@@ -173,8 +175,8 @@ TEST(VecOps, MultiQueryFormsEqualOneQueryCalls) {
         const std::vector<float> p = random_floats(static_cast<size_t>(nq * out_stride), 43);
         const int64_t sum_stride = dim + 2;
         const std::vector<float> out0 = random_floats(static_cast<size_t>(nq * sum_stride), 44);
-        for (Isa isa : {Isa::kScalar, Isa::kAvx2}) {
-          if (isa == Isa::kAvx2 && !cpu_has_avx2()) continue;
+        for (Isa isa : kAllIsas) {
+          if (!cpu_supports(isa)) continue;
           const Isa saved = active_isa();
           set_active_isa(isa);
           std::vector<float> scores(static_cast<size_t>(nq * out_stride), -1.0f),
@@ -184,6 +186,7 @@ TEST(VecOps, MultiQueryFormsEqualOneQueryCalls) {
           std::vector<float> sum = out0, want_sum = out0;
           weighted_sum_rows_multi_f32(p.data(), out_stride, nq, rows.data(), stride, n_rows, dim,
                                       sum.data(), sum_stride);
+          set_active_isa(Isa::kScalar);
           for (int64_t j = 0; j < nq; ++j) {
             dot_rows_f32(q.data() + j * q_stride, rows.data(), stride, n_rows, dim,
                          want_scores.data() + j * out_stride);
@@ -196,6 +199,15 @@ TEST(VecOps, MultiQueryFormsEqualOneQueryCalls) {
                                     std::to_string(static_cast<int>(isa));
           EXPECT_TRUE(same_bits(scores, want_scores)) << where;
           EXPECT_TRUE(same_bits(sum, want_sum)) << where;
+          if (isa == Isa::kAvx512Vnni) {  // the AVX-512 kernels themselves, not only the dispatch
+            std::vector<float> direct_scores(scores.size(), -1.0f), direct_sum = out0;
+            dot_rows_multi_f32_avx512(q.data(), q_stride, nq, rows.data(), stride, n_rows, dim,
+                                      direct_scores.data(), out_stride);
+            weighted_sum_rows_multi_f32_avx512(p.data(), out_stride, nq, rows.data(), stride,
+                                               n_rows, dim, direct_sum.data(), sum_stride);
+            EXPECT_TRUE(same_bits(direct_scores, want_scores)) << where;
+            EXPECT_TRUE(same_bits(direct_sum, want_sum)) << where;
+          }
         }
       }
     }

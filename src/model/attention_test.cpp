@@ -1,0 +1,121 @@
+// causal_attention against a plain loop with the same roundings (scalar dot with 8 partial
+// sums, std::exp softmax, multiply-then-add weighted sums): bit for bit on every kernel path,
+// every way of splitting the work (one thread, whole KV heads per thread, the three-phase split
+// when the thread count does not divide the KV heads), new-token counts that cross the 16-token
+// block, grouped and ungrouped heads, and sliding windows.
+#include "model/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "model/model_impl.h"
+#include "support/random_floats.h"
+#include "tensor/cpu_features.h"
+#include "tensor/thread_pool.h"
+#include "tensor/vec_ops.h"
+
+namespace specdec {
+namespace {
+
+ModelConfig attention_config(int32_t n_head, int32_t n_head_kv, int32_t head_dim) {
+  ModelConfig c;
+  c.arch = "qwen2";
+  c.n_vocab = 16;
+  c.n_layer = 2;
+  c.n_head = n_head;
+  c.n_head_kv = n_head_kv;
+  c.head_dim = head_dim;
+  c.rope_dim = head_dim;
+  c.n_embd = n_head * head_dim;
+  c.n_ff = 4;
+  return c;
+}
+
+// Token i of the k new ones (slot first_slot + i), query head h: the same operations in the same
+// order as the kernels, one value at a time.
+std::vector<float> reference(const ModelConfig& c, const KvCache& cache, int32_t layer,
+                             int32_t first_slot, const std::vector<float>& q, int64_t k,
+                             float scale, int32_t window) {
+  const int32_t group = c.n_head / c.n_head_kv;
+  std::vector<float> out(q.size(), 0.0f);
+  for (int64_t i = 0; i < k; ++i) {
+    const auto last = static_cast<int32_t>(first_slot + i);
+    const int32_t first = window > 0 ? std::max(0, last - window + 1) : 0;
+    for (int32_t h = 0; h < c.n_head; ++h) {
+      const int32_t g = h / group;
+      const float* qh = q.data() + i * c.q_dim() + static_cast<int64_t>(h) * c.head_dim;
+      std::vector<float> p;
+      for (int32_t s = first; s <= last; ++s) {
+        p.push_back(dot_f32_scalar(qh, cache.k(layer, g, s), c.head_dim));
+      }
+      const float inv_sum = 1.0f / softmax_exp_f32_scalar(p.data(), std::ssize(p), scale);
+      float* o = out.data() + i * c.q_dim() + static_cast<int64_t>(h) * c.head_dim;
+      for (int32_t s = first; s <= last; ++s) {
+        axpy_f32_scalar(p[static_cast<size_t>(s - first)], cache.v(layer, g, s), o, c.head_dim);
+      }
+      for (int32_t d = 0; d < c.head_dim; ++d) o[d] *= inv_sum;
+    }
+  }
+  return out;
+}
+
+TEST(Attention, EqualsThePlainLoopOnEveryPathAndSplit) {
+  struct Shape {
+    int32_t n_head, n_head_kv, head_dim;
+  };
+  // Qwen2.5-1.5B's grouping (6 per KV head, 128 wide), the 0.5B's (7, 64), SmolLM2's (3 of 3),
+  // one KV head (Gemma 3 270M), and a width with AVX tails.
+  for (const Shape sh :
+       {Shape{12, 2, 128}, Shape{14, 2, 64}, Shape{9, 3, 64}, Shape{4, 1, 256}, Shape{4, 4, 40}}) {
+    const ModelConfig c = attention_config(sh.n_head, sh.n_head_kv, sh.head_dim);
+    const int32_t depth = 300;
+    KvCache cache(c, depth + 40);
+    const std::vector<float> kv =
+        testing::random_floats(static_cast<size_t>(2) * c.n_layer * (depth + 40) * c.kv_dim(), 5);
+    size_t at = 0;
+    for (int32_t l = 0; l < c.n_layer; ++l) {
+      for (int32_t g = 0; g < c.n_head_kv; ++g) {
+        for (int32_t s = 0; s < depth + 40; ++s) {
+          std::memcpy(cache.k(l, g, s), &kv[at], sizeof(float) * c.head_dim);
+          std::memcpy(cache.v(l, g, s), &kv[at + c.head_dim], sizeof(float) * c.head_dim);
+          at += 2 * static_cast<size_t>(c.head_dim);
+        }
+      }
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    for (int64_t k : {1, 5, 17}) {
+      const std::vector<float> q =
+          testing::random_floats(static_cast<size_t>(k * c.q_dim()), static_cast<uint32_t>(k));
+      for (int32_t window : {0, 24}) {
+        for (int32_t first_slot : {3, depth}) {
+          const std::vector<float> want = reference(c, cache, 1, first_slot, q, k, scale, window);
+          for (Isa isa : kAllIsas) {
+            if (!cpu_supports(isa)) continue;
+            for (int threads : {1, 2, 3, 4}) {
+              const Isa saved = active_isa();
+              set_active_isa(isa);
+              ThreadPool pool(threads);
+              Scratch scratch;
+              std::vector<float> out(q.size(), -7.0f);
+              causal_attention(c, cache, 1, first_slot, q.data(), k, out.data(), scratch, pool,
+                               scale, window);
+              set_active_isa(saved);
+              ASSERT_EQ(std::memcmp(out.data(), want.data(), sizeof(float) * out.size()), 0)
+                  << "heads " << sh.n_head << "/" << sh.n_head_kv << " x " << sh.head_dim << ", k "
+                  << k << ", window " << window << ", first slot " << first_slot << ", "
+                  << isa_name(isa) << ", " << threads << " threads";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace specdec
