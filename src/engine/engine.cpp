@@ -199,19 +199,21 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // reads the prompt only once it drafts, and not at all while the batch leaves no room for
   // drafts or while what it would have to read outweighs what is left to generate. Their first
   // token is a plain target step, so that the draft's reading of the prompt comes after it, not
-  // before (the time to first token is then the target's prefill alone).
+  // before (the time to first token is then the target's prefill alone). A lone slot with
+  // draft_after_first_token takes the same rule as a batch of one: no cap, the alone read rule.
   ModelDrafter* model_drafter = hybrid_model ? hybrid_model.get()
                                 : use_model  ? static_cast<ModelDrafter*>(drafter.get())
                                              : nullptr;
-  const bool gamma_may_vary = opts.sampling.greedy() || !opts.fixed_seed;
-  const bool batch_gamma = coordinator_ && options_.batch_row_cost > 0 && gamma_may_vary;
+  const bool batched = coordinator_ && options_.batch_row_cost > 0;
+  const bool lone_lazy = !coordinator_ && options_.draft_after_first_token && model_drafter;
+  const bool batch_gamma = (batched || lone_lazy) && (opts.sampling.greedy() || !opts.fixed_seed);
   if (batch_gamma) {
     if (model_drafter) model_drafter->set_lazy_start(true);
     const BatchCost cost{options_.batch_row_cost, opts.draft_length.draft_cost};
     const double prior = opts.draft_length.prior_accept;
     decoder.set_gamma_limit([this, &decoder, model_drafter, budget, cost, prior] {
       if (model_drafter != nullptr && decoder.generated().empty()) return 0;
-      const int32_t active = std::max(1, coordinator_->active());
+      const int32_t active = coordinator_ ? std::max(1, coordinator_->active()) : 1;
       // The acceptance so far, from a prior of 8 drafts at the draft-length rule's prior.
       const DecodeStats& st = decoder.stats();
       const double acceptance = (st.accepted + prior * 8) / (st.drafted + 8.0);
@@ -222,15 +224,6 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
       const double gain =
           cap == kNoGammaCap ? 0.0 : batch_gamma_gain(cost, active, acceptance, cap);
       return catch_up_pays(cost, model_drafter->lag(n), left, active, gain) ? cap : 0;
-    });
-  }
-  if (!coordinator_ && options_.draft_after_first_token && gamma_may_vary && model_drafter) {
-    model_drafter->set_lazy_start(true);
-    decoder.set_gamma_limit([&decoder, model_drafter, budget] {
-      if (decoder.generated().empty()) return 0;
-      const auto n = static_cast<int32_t>(decoder.tokens().size());
-      const auto left = budget - static_cast<int32_t>(decoder.generated().size());
-      return catch_up_pays(BatchCost{}, model_drafter->lag(n), left, 1, 0.0) ? kNoGammaCap : 0;
     });
   }
   decoder.set_logprobs(opts.logprobs);
