@@ -8,7 +8,7 @@
 // runs, and the oracle tolerances, which are tight for deep models, hold on both.
 #include <immintrin.h>
 
-#include "tensor/simd_avx2.h"
+#include "tensor/score_tiles_x86.h"
 #include "tensor/vec_ops.h"
 
 namespace specdec {
@@ -155,47 +155,6 @@ void axpy_f32_avx2(float alpha, const float* x, float* y, int64_t n) {
 
 namespace {
 
-// NQ queries x 4 rows of scores with one load of each row chunk: 4 * NQ accumulators, each the
-// 8 partial sums dot_one keeps for its (query, row), updated chunk by chunk in the same order.
-template <int NQ>
-inline __attribute__((always_inline)) void dot_tile(const float* q, int64_t q_stride,
-                                                    const float* rows, int64_t stride, int64_t dim,
-                                                    float* out, int64_t out_stride) {
-  __m256 acc[NQ][4];
-  for (int j = 0; j < NQ; ++j) {
-    for (int r = 0; r < 4; ++r) acc[j][r] = _mm256_setzero_ps();
-  }
-  for (int64_t i = 0; i < dim; i += 8) {
-    if (i % 16 == 0) {  // the rows a few tiles on (vec_ops_avx512.cpp, kPrefetchRows)
-      for (int r = 0; r < 4; ++r) {
-        _mm_prefetch(reinterpret_cast<const char*>(rows + (r + 8) * stride + i), _MM_HINT_T0);
-      }
-    }
-    __m256 qv[NQ];
-    for (int j = 0; j < NQ; ++j) qv[j] = _mm256_loadu_ps(q + j * q_stride + i);
-    for (int r = 0; r < 4; ++r) {
-      const __m256 kv = _mm256_loadu_ps(rows + r * stride + i);
-      for (int j = 0; j < NQ; ++j) acc[j][r] = _mm256_add_ps(acc[j][r], _mm256_mul_ps(qv[j], kv));
-    }
-  }
-  for (int j = 0; j < NQ; ++j) {
-    _mm_storeu_ps(out + j * out_stride, reduce8_x4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
-  }
-}
-
-template <int NQ>
-void dot_multi_rows(const float* q, int64_t q_stride, const float* rows, int64_t stride,
-                    int64_t n_rows, int64_t dim, float* out, int64_t out_stride) {
-  int64_t s = 0;
-  for (; s + 4 <= n_rows; s += 4) {
-    dot_tile<NQ>(q, q_stride, rows + s * stride, stride, dim, out + s, out_stride);
-  }
-  for (; s < n_rows; ++s) {
-    for (int j = 0; j < NQ; ++j)
-      out[j * out_stride + s] = dot_one(q + j * q_stride, rows + s * stride, dim);
-  }
-}
-
 // NQ queries x NV vectors of columns: per element the multiply-then-add over rows in order that
 // weighted_sum_rows_f32_avx2 does, with each row chunk loaded once for all NQ queries.
 template <int NQ, int NV>
@@ -208,7 +167,7 @@ inline __attribute__((always_inline)) void weighted_tile(const float* p, int64_t
     for (int v = 0; v < NV; ++v) acc[j][v] = _mm256_loadu_ps(out + j * out_stride + 8 * v);
   }
   for (int64_t s = 0; s < n_rows; ++s) {
-    _mm_prefetch(reinterpret_cast<const char*>(rows + (s + 8) * stride), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(rows + (s + kPrefetchRows) * stride), _MM_HINT_T0);
     __m256 vv[NV];
     for (int v = 0; v < NV; ++v) vv[v] = _mm256_loadu_ps(rows + s * stride + 8 * v);
     for (int j = 0; j < NQ; ++j) {
@@ -254,17 +213,17 @@ void dot_rows_multi_f32_avx2(const float* q, int64_t q_stride, int64_t nq, const
     }
     return;
   }
-  // Tiles of 2 queries x 4 rows: 8 accumulators, 2 query chunks and the row chunk in registers,
-  // each row chunk loaded once. (3 x 4 needed 19 registers: the compiler then reloaded every
-  // row chunk once per query, and the tile ran at the speed of three one-query calls.)
+  // Tiles of 2 queries x 4 rows (score_tiles_x86.h): 8 accumulators, the 4 row chunks and a
+  // query chunk in 13 of the 16 registers, each row chunk loaded once. (3 x 4 needs 17: the
+  // compiler then reloads row chunks, and such a tile ran at the speed of three one-query calls.)
   int64_t j = 0;
   for (; nq - j >= 2; j += 2) {
-    dot_multi_rows<2>(q + j * q_stride, q_stride, rows, stride, n_rows, dim, out + j * out_stride,
-                      out_stride);
+    dot_queries<2>(q + j * q_stride, q_stride, rows, stride, n_rows, dim, out + j * out_stride,
+                   out_stride);
   }
   if (j < nq) {
-    dot_multi_rows<1>(q + j * q_stride, q_stride, rows, stride, n_rows, dim, out + j * out_stride,
-                      out_stride);
+    dot_queries<1>(q + j * q_stride, q_stride, rows, stride, n_rows, dim, out + j * out_stride,
+                   out_stride);
   }
 }
 

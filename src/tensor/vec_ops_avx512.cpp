@@ -14,60 +14,11 @@
 // core (src/model/attention_bench.cpp), waiting for rows far more than computing.
 #include <immintrin.h>
 
-#include "tensor/simd_avx2.h"
+#include "tensor/score_tiles_x86.h"
 #include "tensor/vec_ops.h"
 
 namespace specdec {
 namespace {
-
-// How far ahead, in cache rows, both kernels ask for the rows they will read: without it the
-// first touch of each row stalled (at a 1,024-token depth attention took 13 ms per 28 layers on
-// one thread, 9 ms with it, before the whole-row value tiles; 8 rows ahead measured a little
-// faster than 16).
-constexpr int64_t kPrefetchRows = 8;
-
-// NQ queries x 4 rows of scores, each row chunk loaded once for all NQ queries.
-template <int NQ>
-inline __attribute__((always_inline)) void dot_tile(const float* q, int64_t q_stride,
-                                                    const float* rows, int64_t stride, int64_t dim,
-                                                    float* out, int64_t out_stride) {
-  __m256 acc[NQ][4];
-  for (int j = 0; j < NQ; ++j) {
-    for (int r = 0; r < 4; ++r) acc[j][r] = _mm256_setzero_ps();
-  }
-  for (int64_t i = 0; i < dim; i += 8) {
-    if (i % 16 == 0) {
-      for (int r = 0; r < 4; ++r) {
-        _mm_prefetch(reinterpret_cast<const char*>(rows + (r + kPrefetchRows) * stride + i),
-                     _MM_HINT_T0);
-      }
-    }
-    __m256 kv[4];
-    for (int r = 0; r < 4; ++r) kv[r] = _mm256_loadu_ps(rows + r * stride + i);
-    for (int j = 0; j < NQ; ++j) {
-      const __m256 qv = _mm256_loadu_ps(q + j * q_stride + i);
-      for (int r = 0; r < 4; ++r) acc[j][r] = _mm256_add_ps(acc[j][r], _mm256_mul_ps(qv, kv[r]));
-    }
-  }
-  for (int j = 0; j < NQ; ++j) {
-    _mm_storeu_ps(out + j * out_stride, reduce8_x4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
-  }
-}
-
-template <int NQ>
-void dot_queries(const float* q, int64_t q_stride, const float* rows, int64_t stride,
-                 int64_t n_rows, int64_t dim, float* out, int64_t out_stride) {
-  int64_t s = 0;
-  for (; s + 4 <= n_rows; s += 4) {
-    dot_tile<NQ>(q, q_stride, rows + s * stride, stride, dim, out + s, out_stride);
-  }
-  for (; s < n_rows; ++s) {  // the last rows one at a time: the one-query dot
-    for (int j = 0; j < NQ; ++j) {
-      dot_rows_f32_avx2(q + j * q_stride, rows + s * stride, stride, 1, dim,
-                        out + j * out_stride + s);
-    }
-  }
-}
 
 // NQ queries x NV zmm of columns over all rows: acc = acc + p * v per element, rows in order.
 template <int NQ, int NV>
@@ -126,26 +77,13 @@ void dot_rows_multi_f32_avx512(const float* q, int64_t q_stride, int64_t nq, con
     dot_queries<6>(q + j * q_stride, q_stride, rows, stride, n_rows, dim, out + j * out_stride,
                    out_stride);
   }
-  const float* qj = q + j * q_stride;
-  float* oj = out + j * out_stride;
-  switch (nq - j) {
-    case 5:
-      dot_queries<5>(qj, q_stride, rows, stride, n_rows, dim, oj, out_stride);
-      break;
-    case 4:
-      dot_queries<4>(qj, q_stride, rows, stride, n_rows, dim, oj, out_stride);
-      break;
-    case 3:
-      dot_queries<3>(qj, q_stride, rows, stride, n_rows, dim, oj, out_stride);
-      break;
-    case 2:
-      dot_queries<2>(qj, q_stride, rows, stride, n_rows, dim, oj, out_stride);
-      break;
-    case 1:
-      dot_queries<1>(qj, q_stride, rows, stride, n_rows, dim, oj, out_stride);
-      break;
-    default:
-      break;
+  using DotQueries =
+      void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t, float*, int64_t);
+  static constexpr DotQueries kFewer[] = {nullptr,        dot_queries<1>, dot_queries<2>,
+                                          dot_queries<3>, dot_queries<4>, dot_queries<5>};
+  if (j < nq) {
+    kFewer[nq - j](q + j * q_stride, q_stride, rows, stride, n_rows, dim, out + j * out_stride,
+                   out_stride);
   }
 }
 
