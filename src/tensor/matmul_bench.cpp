@@ -49,10 +49,21 @@ struct RandomWeights {
   WeightMatrix w;
 };
 
+// Whether the shape's rows are whole blocks of the type; skips the benchmark (with the reason)
+// if not, as quantizing them would throw (576 columns are no whole number of K-quant blocks).
+bool shape_fits(benchmark::State& state, GgmlType type, Shape s) {
+  if (s.cols % traits(type).block_size == 0) return true;
+  state.SkipWithError((std::to_string(s.cols) + " columns are not whole " +
+                       std::string(type_name(type)) + " blocks")
+                          .c_str());
+  return false;
+}
+
 // args: shape index, k, threads, packed (use the row-interleaved copy where the type has one).
 // Reports weight bytes/s (weights are read once per call).
 void BM_Matmul(benchmark::State& state, GgmlType type) {
   const Shape s = kShapes[state.range(0)];
+  if (!shape_fits(state, type, s)) return;
   const int64_t k = state.range(1);
   ThreadPool pool(static_cast<int>(state.range(2)));
   RandomWeights rw(type, s);
@@ -96,6 +107,7 @@ void matmul_args(benchmark::internal::Benchmark* b, bool pack) {
 // the stream. args: shape index, k, threads.
 void BM_MatmulChain(benchmark::State& state, GgmlType type) {
   const Shape s = kShapes[state.range(0)];
+  if (!shape_fits(state, type, s)) return;
   const int64_t k = state.range(1);
   ThreadPool pool(static_cast<int>(state.range(2)));
   RandomWeights rw(type, s);
