@@ -1,5 +1,7 @@
 #include "engine/draft_vocab.h"
 
+#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "engine/token_ranking.h"
@@ -12,19 +14,22 @@ std::vector<int32_t> draft_head_order(const Tokenizer& tok, int32_t head_rows) {
   return ids;
 }
 
-std::optional<VocabSubset> draft_vocab_for_prompt(const Tokenizer& tok,
-                                                  std::span<const int32_t> head_ids,
-                                                  int32_t head_rows, int32_t n,
-                                                  std::span<const int32_t> prompt) {
-  const int32_t v = tok.n_vocab();
-  const int32_t rows = head_rows;  // VocabSubset::from_rows checks head_ids against it
-  if (n <= 0 || n >= rows) return std::nullopt;
-  // The head row of each id (-1: the head does not hold it).
+namespace {
+
+// The head row of each of the v ids (-1: the head does not hold it).
+std::vector<int32_t> head_rows_of_ids(std::span<const int32_t> head_ids, int32_t rows, int32_t v) {
   std::vector<int32_t> row_of(static_cast<size_t>(v), -1);
   for (int32_t r = 0; r < rows; ++r) {
     const int32_t id = head_ids.empty() ? r : head_ids[static_cast<size_t>(r)];
     if (id >= 0 && id < v) row_of[static_cast<size_t>(id)] = r;
   }
+  return row_of;
+}
+
+// The rows draft_vocab_for_prompt asks for (before VocabSubset rounds them out to groups).
+std::vector<int32_t> prompt_rows(const Tokenizer& tok, std::span<const int32_t> row_of, int32_t n,
+                                 std::span<const int32_t> prompt) {
+  const int32_t v = tok.n_vocab();
   std::vector<int32_t> wanted;
   wanted.reserve(static_cast<size_t>(n) + prompt.size());
   for (int32_t r = 0; r < n; ++r) wanted.push_back(r);
@@ -38,9 +43,59 @@ std::optional<VocabSubset> draft_vocab_for_prompt(const Tokenizer& tok,
     const int32_t type = tok.token_type(id);
     if (type == kTokenControl || type == kTokenUserDefined || tok.is_eog(id)) add_id(id);
   }
-  VocabSubset s = VocabSubset::from_rows(wanted, head_ids, rows);
+  return wanted;
+}
+
+}  // namespace
+
+std::optional<VocabSubset> draft_vocab_for_prompt(const Tokenizer& tok,
+                                                  std::span<const int32_t> head_ids,
+                                                  int32_t head_rows, int32_t n,
+                                                  std::span<const int32_t> prompt) {
+  const int32_t rows = head_rows;  // VocabSubset::from_rows checks head_ids against it
+  if (n <= 0 || n >= rows) return std::nullopt;
+  const std::vector<int32_t> row_of = head_rows_of_ids(head_ids, rows, tok.n_vocab());
+  VocabSubset s = VocabSubset::from_rows(prompt_rows(tok, row_of, n, prompt), head_ids, rows);
   if (s.width() >= rows) return std::nullopt;
   return s;
+}
+
+GrowingDraftVocab::GrowingDraftVocab(const Tokenizer& tok, std::span<const int32_t> head_ids,
+                                     int32_t head_rows, int32_t n, std::span<const int32_t> prompt)
+    : head_ids_(head_ids.begin(), head_ids.end()), head_rows_(head_rows) {
+  if (n <= 0 || n >= head_rows) return;
+  row_of_ = head_rows_of_ids(head_ids, head_rows, tok.n_vocab());
+  wanted_ = prompt_rows(tok, row_of_, n, prompt);
+  VocabSubset s = VocabSubset::from_rows(wanted_, head_ids_, head_rows_);
+  if (s.width() >= head_rows_) return;
+  covered_.assign(static_cast<size_t>(head_rows_), 0);
+  for (const auto& [begin, end] : s.ranges()) {
+    std::fill(covered_.begin() + begin, covered_.begin() + end, uint8_t{1});
+  }
+  subset_ = std::move(s);
+}
+
+bool GrowingDraftVocab::add(std::span<const int32_t> ids) {
+  if (!subset_) return false;  // inactive, or already the whole head
+  bool grew = false;
+  for (int32_t id : ids) {
+    if (id < 0 || static_cast<size_t>(id) >= row_of_.size()) continue;
+    const int32_t r = row_of_[static_cast<size_t>(id)];
+    if (r < 0 || covered_[static_cast<size_t>(r)]) continue;
+    wanted_.push_back(r);
+    grew = true;
+  }
+  if (!grew) return false;
+  VocabSubset s = VocabSubset::from_rows(wanted_, head_ids_, head_rows_);
+  if (s.width() >= head_rows_) {
+    subset_.reset();
+    return true;
+  }
+  for (const auto& [begin, end] : s.ranges()) {
+    std::fill(covered_.begin() + begin, covered_.begin() + end, uint8_t{1});
+  }
+  subset_ = std::move(s);
+  return true;
 }
 
 }  // namespace specdec

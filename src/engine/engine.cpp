@@ -166,12 +166,14 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // An unused draft cache must still hold only a prefix of the history recorded below.
   if (!use_model && s.draft) s.draft->truncate(std::min(s.draft->length(), n_cached));
 
-  // The draft scores the most frequent tokens and this prompt's own (changing which rows of its
-  // head it computes never touches its cache).
+  // The draft scores the most frequent tokens, this prompt's own and, as the answer goes on,
+  // the answer's own (changing which rows of its head it computes never touches its cache).
+  std::optional<GrowingDraftVocab> draft_vocab;
   if (use_model && options_.draft_vocab > 0) {
     const Model& dm = *draft_->model;
-    s.draft->set_vocab_subset(draft_vocab_for_prompt(*draft_->tokenizer, dm.logit_ids(),
-                                                     dm.head_rows(), options_.draft_vocab, prompt));
+    draft_vocab.emplace(*draft_->tokenizer, dm.logit_ids(), dm.head_rows(), options_.draft_vocab,
+                        prompt);
+    s.draft->set_vocab_subset(draft_vocab->subset());
   }
 
   std::unique_ptr<Drafter> drafter;
@@ -272,6 +274,9 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
     decoder.step();
     std::span<const int32_t> generated = decoder.generated();
     std::span<const TokenOrigin> origins = decoder.origins();
+    if (draft_vocab && draft_vocab->add(generated.subspan(seen))) {
+      s.draft->set_vocab_subset(draft_vocab->subset());
+    }
     for (; seen < generated.size() && !stop.stopped() && !cancelled; ++seen) {
       const int32_t id = generated[seen];
       result.tokens.push_back(id);
