@@ -65,8 +65,9 @@ int32_t draft_max_for(int32_t given, bool greedy, bool model_draft) {
 
 void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab) {
   p.add_int({"--draft-vocab"}, "N",
-            "the draft model scores only the N most frequent tokens plus the prompt's own and the "
-            "control tokens (0: all). Lossless: changes speed, never the output",
+            "the draft model scores only the N most frequent tokens plus the control tokens, the "
+            "prompt's own and, as it appears, every token of the answer (0: all). Lossless: "
+            "changes speed, never the output",
             draft_vocab, 0, 1 << 24);
 }
 
