@@ -52,12 +52,7 @@ std::optional<VocabSubset> draft_vocab_for_prompt(const Tokenizer& tok,
                                                   std::span<const int32_t> head_ids,
                                                   int32_t head_rows, int32_t n,
                                                   std::span<const int32_t> prompt) {
-  const int32_t rows = head_rows;  // VocabSubset::from_rows checks head_ids against it
-  if (n <= 0 || n >= rows) return std::nullopt;
-  const std::vector<int32_t> row_of = head_rows_of_ids(head_ids, rows, tok.n_vocab());
-  VocabSubset s = VocabSubset::from_rows(prompt_rows(tok, row_of, n, prompt), head_ids, rows);
-  if (s.width() >= rows) return std::nullopt;
-  return s;
+  return GrowingDraftVocab(tok, head_ids, head_rows, n, prompt).subset();
 }
 
 GrowingDraftVocab::GrowingDraftVocab(const Tokenizer& tok, std::span<const int32_t> head_ids,
@@ -66,13 +61,8 @@ GrowingDraftVocab::GrowingDraftVocab(const Tokenizer& tok, std::span<const int32
   if (n <= 0 || n >= head_rows) return;
   row_of_ = head_rows_of_ids(head_ids, head_rows, tok.n_vocab());
   wanted_ = prompt_rows(tok, row_of_, n, prompt);
-  VocabSubset s = VocabSubset::from_rows(wanted_, head_ids_, head_rows_);
-  if (s.width() >= head_rows_) return;
   covered_.assign(static_cast<size_t>(head_rows_), 0);
-  for (const auto& [begin, end] : s.ranges()) {
-    std::fill(covered_.begin() + begin, covered_.begin() + end, uint8_t{1});
-  }
-  subset_ = std::move(s);
+  rebuild();
 }
 
 bool GrowingDraftVocab::add(std::span<const int32_t> ids) {
@@ -85,17 +75,21 @@ bool GrowingDraftVocab::add(std::span<const int32_t> ids) {
     wanted_.push_back(r);
     grew = true;
   }
-  if (!grew) return false;
+  if (grew) rebuild();
+  return grew;
+}
+
+void GrowingDraftVocab::rebuild() {
+  // VocabSubset::from_rows checks head_ids_ against head_rows_.
   VocabSubset s = VocabSubset::from_rows(wanted_, head_ids_, head_rows_);
-  if (s.width() >= head_rows_) {
+  if (s.width() >= head_rows_) {  // the whole head: no subset
     subset_.reset();
-    return true;
+    return;
   }
   for (const auto& [begin, end] : s.ranges()) {
     std::fill(covered_.begin() + begin, covered_.begin() + end, uint8_t{1});
   }
   subset_ = std::move(s);
-  return true;
 }
 
 }  // namespace specdec

@@ -33,16 +33,17 @@ std::optional<VocabSubset> draft_vocab_for_prompt(const Tokenizer& tok,
                                                   int32_t head_rows, int32_t n,
                                                   std::span<const int32_t> prompt);
 
-// draft_vocab_for_prompt's subset, grown during a generation by every token the answer uses that
-// it lacked. A token the draft cannot score is a draft that cannot pass at that position; an
-// answer reuses its own rare words (names, identifiers, numbers that are in neither the corpus
-// ranking nor the prompt), so after the first use the draft can propose them. Measured on the
-// Qwen pair over 500-token summaries at T 0 (fixed γ 4, no lookup): the prompt-only subset
+// draft_vocab_for_prompt's subset (which it computes), grown during a generation by every token the
+// answer uses that it lacked. A token the draft cannot score is a draft that cannot pass at that
+// position; an answer reuses its own rare words (names, identifiers, numbers that are in neither
+// the corpus ranking nor the prompt), so after the first use the draft can propose them. Measured
+// on the Qwen pair over 500-token summaries at T 0 (fixed γ 4, no lookup): the prompt-only subset
 // accepted 2-7 points fewer drafts than the whole head (docs/benchmarks.md). Lossless like the
 // subset itself: which rows the draft scores never changes its cache or the output distribution.
 class GrowingDraftVocab {
  public:
-  // Inactive (subset() is nullopt and stays so) when draft_vocab_for_prompt would return nullopt.
+  // Inactive (subset() is nullopt and stays so) when n <= 0, n >= head_rows or the prompt's
+  // subset would span the whole head.
   GrowingDraftVocab(const Tokenizer& tok, std::span<const int32_t> head_ids, int32_t head_rows,
                     int32_t n, std::span<const int32_t> prompt);
 
@@ -54,6 +55,9 @@ class GrowingDraftVocab {
   bool add(std::span<const int32_t> ids);
 
  private:
+  // subset_ from wanted_ (nullopt when it spans the whole head), covered_ marked to match.
+  void rebuild();
+
   std::vector<int32_t> head_ids_;  // row -> id (empty: row r is id r)
   std::vector<int32_t> row_of_;    // id -> head row, -1 when the head lacks it
   std::vector<int32_t> wanted_;    // the rows asked for so far (VocabSubset rounds them out)
