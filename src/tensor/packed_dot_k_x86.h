@@ -41,8 +41,17 @@ struct PackedK {
     for (int64_t i = 0; i < nb; ++i) {
       // 4 KiB ahead, not the legacy kernels' 2 KiB: on the 2-core EPYC VM a Qwen2.5-Coder 1.5B
       // decode step took 43-47 ms of caller CPU time instead of 57-59 (3 interleaved runs each;
-      // 8 KiB: 44-51).
-      prefetch_ahead<4096>(wb + i, sizeof(P));
+      // 8 KiB: 44-51). With several activation rows the lines are asked into L2 only: the
+      // integer work then bounds the pass, and with the lines asked into L1 the Q6_K kernel's
+      // loads did not overlap it (its time was the stream's plus the arithmetic's). Measured
+      // (bench_tensor MatmulChain, 65536 x 1536 Q6_K, two threads, 3-4 alternations, medians):
+      // 5 rows 11.4 -> 8.3 ms, 7 rows 13.2 -> 9.9, 9 rows 17.3 -> 11.6; Q4_K's 2-3 rows even.
+      // A verify pass of the Qwen2.5-Coder 1.5B over 5 tokens: 1.37 -> 1.19 decode steps.
+      if constexpr (NR == 1) {
+        prefetch_ahead<4096>(wb + i, sizeof(P));
+      } else {
+        prefetch_ahead_l2<4096>(wb + i, sizeof(P));
+      }
       __m256i sumi[NR], summ[NR];
       K::template block_sums<NR>(wb[i], xb, i, sumi, summ);
       const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[i].d)));
