@@ -86,9 +86,10 @@ inline void prefetch_ahead(const void* p, size_t n) {
   for (size_t off = 0; off < n; off += 64) _mm_prefetch(a + off, _MM_HINT_T0);
 }
 
-// The same into L2 only (_MM_HINT_T1), for kernels that multiply each weight block by several
-// activation rows: there the integer work, not the stream, bounds the pass, and asking for
-// the lines in L1 as well stopped the loads from overlapping that work on Zen 4.
+// The same into L2 only (_MM_HINT_T1), for the packed K-quant kernels when they multiply each
+// weight block by several activation rows: there the integer work bounds the call, and with
+// the lines asked into L1 the Q6_K kernel's loads stopped overlapping it on Zen 4. (The
+// 32-column kernels measured slower with this hint and keep prefetch_ahead.)
 template <size_t kAhead = 2048>
 inline void prefetch_ahead_l2(const void* p, size_t n) {
   const char* a = static_cast<const char*>(p) + kAhead;
