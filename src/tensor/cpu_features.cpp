@@ -78,6 +78,41 @@ Isa best_supported(Isa cap) {
   return Isa::kScalar;
 }
 
+DecodePrefetch choose_decode_prefetch(const char* env, bool intel, bool* unknown) {
+  if (env != nullptr && *env != '\0') {
+    if (std::strcmp(env, "l1") == 0) return DecodePrefetch::kL1Near;
+    if (std::strcmp(env, "l2") == 0) return DecodePrefetch::kL2Far;
+    if (unknown != nullptr) *unknown = true;
+  }
+  return intel ? DecodePrefetch::kL2Far : DecodePrefetch::kL1Near;
+}
+
+bool cpu_is_intel() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool intel = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("intel") != 0;
+  }();
+  return intel;
+#else
+  return false;
+#endif
+}
+
+DecodePrefetch decode_prefetch() {
+  static const DecodePrefetch choice = [] {
+    const char* env = std::getenv("SPECDEC_DECODE_PREFETCH");
+    bool unknown = false;
+    const DecodePrefetch c = choose_decode_prefetch(env, cpu_is_intel(), &unknown);
+    if (unknown) {
+      std::fprintf(stderr, "specdec: ignoring SPECDEC_DECODE_PREFETCH=%s (expected l1 or l2)\n",
+                   env);
+    }
+    return c;
+  }();
+  return choice;
+}
+
 namespace {
 
 std::atomic<int>& isa_override() {

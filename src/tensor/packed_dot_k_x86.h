@@ -16,6 +16,7 @@
 
 #include <immintrin.h>
 
+#include "tensor/cpu_features.h"
 #include "tensor/packed_blocks.h"
 #include "tensor/packed_dot_x86.h"
 #include "tensor/simd_avx2.h"
@@ -38,6 +39,7 @@ struct PackedK {
       acc[t] = _mm256_setzero_ps();
     }
     const int64_t nb = n / kQK_K;
+    const bool far = NR == 1 && decode_prefetch() == DecodePrefetch::kL2Far;
     for (int64_t i = 0; i < nb; ++i) {
       // 4 KiB ahead, not the legacy kernels' 2 KiB: on the 2-core EPYC VM a Qwen2.5-Coder 1.5B
       // decode step took 43-47 ms of caller CPU time instead of 57-59 (3 interleaved runs each;
@@ -47,7 +49,11 @@ struct PackedK {
       // (bench_tensor MatmulChain, 65536 x 1536 Q6_K, two threads, 3-4 alternations, medians):
       // 5 rows 11.4 -> 8.3 ms, 7 rows 13.2 -> 9.9, 9 rows 17.3 -> 11.6; Q4_K's 2-3 rows even.
       // A verify pass of the Qwen2.5-Coder 1.5B over 5 tokens: 1.37 -> 1.19 decode steps.
-      if constexpr (NR == 1) {
+      // Decode asks 8 KiB ahead into L2 instead where the CPU streams faster so
+      // (decode_prefetch(), cpu_features.h: Intel server cores).
+      if (far) {
+        prefetch_ahead_l2<8192>(wb + i, sizeof(P));
+      } else if constexpr (NR == 1) {
         prefetch_ahead<4096>(wb + i, sizeof(P));
       } else {
         prefetch_ahead_l2<4096>(wb + i, sizeof(P));
