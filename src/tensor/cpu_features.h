@@ -39,9 +39,9 @@ Isa default_isa();
 // How the one-activation-row (decode) K-quant kernels ask for the weight stream ahead of use:
 // 4 KiB ahead into L1, or 8 KiB ahead into L2 only. Which is faster depends on the core: on the
 // 2-core AMD EPYC Zen 4 VM the L1 form was tuned (packed_dot_k_x86.h), while on a 2-core Intel
-// Xeon (Emerald Rapids) VM the L2 form made a Qwen2.5-Coder 1.5B decode step 10-20 % cheaper
-// (docs/benchmarks.md): there each core's misses into L1 are few, and lines asked into L2
-// keep more of the stream in flight. Only speed depends on it, never a bit of the output.
+// Xeon (Emerald Rapids) VM the L2 form made a Qwen2.5-Coder 1.5B decode step 6-14 % cheaper
+// (docs/benchmarks.md; why was not traced). Only speed depends on it, never a bit of the
+// output.
 enum class DecodePrefetch { kL1Near, kL2Far };
 
 // The choice for a CPU: `env` (SPECDEC_DECODE_PREFETCH) "l1" or "l2" wins; otherwise L2 on
