@@ -42,9 +42,9 @@ volatile uint64_t g_stream_sink = 0;
 // bandwidth a memory-bound matrix-vector pass could at best reach. Median of `repeats`, GB/s,
 // of plain reads or, with `prefetch`, of reads that also ask for the line 8 KiB ahead into L2
 // (prefetcht1), as the decode kernels do on Intel (cpu_features.h: decode_prefetch).
-double stream_read_gbs(ThreadPool& pool, int32_t repeats, bool prefetch) {
-  const size_t n = (512u << 20) / sizeof(uint64_t);
-  std::vector<uint64_t> buf(n, 1);
+double stream_read_gbs(const std::vector<uint64_t>& buf, ThreadPool& pool, int32_t repeats,
+                       bool prefetch) {
+  const size_t n = buf.size();
   std::atomic<uint64_t> total{0};  // one relaxed add per chunk: no race, no measurable cost
   std::vector<double> gbs;
   constexpr size_t kAhead = 8192 / sizeof(uint64_t), kLine = 64 / sizeof(uint64_t);
@@ -74,11 +74,13 @@ double stream_read_gbs(ThreadPool& pool, int32_t repeats, bool prefetch) {
   return median(gbs);
 }
 
-// The better of plain and prefetched streaming reads: on a 2-core Intel Xeon (Emerald Rapids)
-// VM plain reads measured 14.3 GB/s while a decode step moved 22.9 GB/s of weights, so a probe
-// without prefetching understated what the machine streams.
+// The better of plain and prefetched streaming reads over one 512 MiB buffer: on a 2-core
+// Intel Xeon (Emerald Rapids) VM plain reads measured 14.3 GB/s while a decode step moved
+// 22.9 GB/s of weights, so a probe without prefetching understated what the machine streams.
 double best_stream_read_gbs(ThreadPool& pool, int32_t repeats) {
-  return std::max(stream_read_gbs(pool, repeats, false), stream_read_gbs(pool, repeats, true));
+  const std::vector<uint64_t> buf((512u << 20) / sizeof(uint64_t), 1);
+  return std::max(stream_read_gbs(buf, pool, repeats, false),
+                  stream_read_gbs(buf, pool, repeats, true));
 }
 
 // One way of laying out and scoring the draft (a row of the draft table).
