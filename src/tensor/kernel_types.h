@@ -50,6 +50,9 @@ const PackedKernelTable& packed_kernels_scalar();  // packed_dot_scalar.cpp
 const PackedKernelTable& packed_kernels_avx2();    // packed_dot_avx2.cpp; only if cpu_has_avx2()
 // packed_dot_avx512.cpp; only if cpu_has_avx512_vnni()
 const PackedKernelTable& packed_kernels_avx512vnni();
+// Two adjacent 8-row groups per call (w: both groups back to back; out rows r < 16), the same
+// bits per row as the 8-row kernels; packed_dot16_avx512.cpp, only if cpu_has_avx512_vnni().
+const PackedKernelTable& packed16_kernels_avx512vnni();
 
 // The same for the packed K-quants (PackedQ4_Kx8 ...; x holds PackedActBlockK rows).
 struct PackedKKernelTable {

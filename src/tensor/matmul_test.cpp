@@ -260,7 +260,7 @@ TEST(Matmul, PackedPathsBitwise) {
     for (int64_t cols :
          k_quant ? std::vector<int64_t>{256, 768, 1536} : std::vector<int64_t>{32, 96, 576}) {
       for (int64_t k : {1, 2, 3, 4, 5, 7, 8, 9, 13}) {
-        // 16 rows: one pair of groups (the AVX-512 K-quant kernels' 16-row form in one call);
+        // 16 rows: one pair of groups (the AVX-512 kernels' 16-row form in one call);
         // 24: a pair and a single group, or single groups where the threads split them.
         const int64_t rows = k % 2 == 0 ? 16 : 24;
         const Matrix m = make_weights(t, rows, cols, static_cast<uint32_t>(cols), true);
@@ -281,18 +281,23 @@ TEST(Matmul, PackedPathsBitwise) {
   }
 }
 
-// The K-quants' 16-row kernels are what a pass over two adjacent groups runs on AVX-512 VNNI;
-// their outputs must be the 8-row kernels' bits (checked through PackedPathsBitwise and
-// BatchInvariant, which would not notice if the path were never taken).
-TEST(Matmul, Avx512KQuantsHaveTheSixteenRowKernels) {
+// The 16-row kernels (K-quants and the 32-column formats) are what a pass over two adjacent
+// groups runs on AVX-512 VNNI; their outputs must be the 8-row kernels' bits (checked through
+// PackedPathsBitwise and BatchInvariant, which would not notice if the path were never taken).
+TEST(Matmul, Avx512PackedTypesHaveTheSixteenRowKernels) {
   if (!cpu_supports(Isa::kAvx512Vnni)) {
     GTEST_SKIP() << "this CPU has no AVX-512 VNNI; its kernels cannot run here";
   }
-  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K,
+                     GgmlType::Q5_K, GgmlType::Q6_K}) {
     EXPECT_NE(dot_kernel(t, Isa::kAvx512Vnni).packed16, nullptr) << type_name(t);
     EXPECT_EQ(dot_kernel(t, Isa::kAvx2).packed16, nullptr) << type_name(t);
-    // PackedPathsBitwise's largest k (13) must reach the 16-row form.
+    // PackedPathsBitwise's largest k (13) must reach the 16-row form, and BatchInvariant's (9)
+    // for the 32-column formats, whose thresholds are lower.
     EXPECT_LE(dot_kernel(t, Isa::kAvx512Vnni).packed16_min_rows, 13) << type_name(t);
+    if (traits(t).block_size == kQK) {
+      EXPECT_LE(dot_kernel(t, Isa::kAvx512Vnni).packed16_min_rows, 9) << type_name(t);
+    }
   }
 }
 

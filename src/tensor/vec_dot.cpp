@@ -56,6 +56,25 @@ void fill_path(Isa isa, std::array<DotKernel, 31>& by) {
   by[static_cast<size_t>(GgmlType::Q4_1)].packed = pk.q4_1;
   by[static_cast<size_t>(GgmlType::Q5_0)].packed = pk.q5_0;
   by[static_cast<size_t>(GgmlType::Q8_0)].packed = pk.q8_0;
+  if (isa == Isa::kAvx512Vnni) {
+    const PackedKernelTable& p16 = packed16_kernels_avx512vnni();
+    by[static_cast<size_t>(GgmlType::Q4_0)].packed16 = p16.q4_0;
+    by[static_cast<size_t>(GgmlType::Q4_1)].packed16 = p16.q4_1;
+    by[static_cast<size_t>(GgmlType::Q5_0)].packed16 = p16.q5_0;
+    by[static_cast<size_t>(GgmlType::Q8_0)].packed16 = p16.q8_0;
+    // On the 2-core Intel Xeon (Emerald Rapids) VM the pair kernels were ahead from 2 rows on
+    // where it counts (bench_tensor MatmulChain, two threads, 300 MB of the Qwen2.5-Coder 0.5B
+    // draft's FFN shapes 4864 x 896 and 896 x 4864, the two forms alternated twice, medians):
+    // 2-5 rows 0.77-0.92 of the 8-row kernels' time (Q5_0 4864 x 896 at 2 rows even), 8 rows
+    // 0.68-0.85, 9 rows 0.50-0.65; one thread on an L2-sized matrix, 8 rows: Q4_0 315 -> 190 us,
+    // Q5_0 333 -> 208, Q8_0 311 -> 202. The draft's prefill of a 559-token prompt went from 402
+    // to 518 tokens/s (5 alternations, medians). Not measured on AMD, where the K-quants' pair
+    // kernels paid only from more rows: there they start at Q4_K's 4.
+    const int64_t min_rows = cpu_is_intel() ? 2 : 4;
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0}) {
+      by[static_cast<size_t>(t)].packed16_min_rows = min_rows;
+    }
+  }
   set(GgmlType::Q4_K, GgmlType::Q8_K, q8_k, k.q4_k);
   set(GgmlType::Q5_K, GgmlType::Q8_K, q8_k, k.q5_k);
   set(GgmlType::Q6_K, GgmlType::Q8_K, q8_k, k.q6_k);
