@@ -66,7 +66,7 @@ void fill_path(Isa isa, std::array<DotKernel, 31>& by) {
     // where it counts (bench_tensor MatmulChain, two threads, 300 MB of the Qwen2.5-Coder 0.5B
     // draft's FFN shapes 4864 x 896 and 896 x 4864, the two forms alternated twice, medians):
     // 2-5 rows 0.77-0.92 of the 8-row kernels' time (Q5_0 4864 x 896 at 2 rows even), 8 rows
-    // 0.68-0.85, 9 rows 0.50-0.65; one thread on an L2-sized matrix, 8 rows: Q4_0 315 -> 190 us,
+    // 0.68-0.85, 9 rows 0.50-0.65; one thread on one 4864 x 896 matrix, 8 rows: Q4_0 315 -> 190 us,
     // Q5_0 333 -> 208, Q8_0 311 -> 202. The draft's prefill of a 559-token prompt went from 402
     // to 518 tokens/s (5 alternations, medians). Not measured on AMD, where the K-quants' pair
     // kernels paid only from more rows: there they start at Q4_K's 4.
