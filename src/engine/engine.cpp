@@ -201,7 +201,8 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // reads the prompt only once it drafts, and not at all while the batch leaves no room for
   // drafts or while what it would have to read outweighs what is left to generate. Their first
   // token is a plain target step, so that the draft's reading of the prompt comes after it, not
-  // before (the time to first token is then the target's prefill alone). A lone slot with
+  // before (the time to first token is then the target's prefill alone). While the draft model
+  // does not pay, a hybrid drafter drafts by prompt lookup alone. A lone slot with
   // draft_after_first_token takes the same rule as a batch of one: no cap, the alone read rule.
   ModelDrafter* model_drafter = hybrid_model ? hybrid_model.get()
                                 : use_model  ? static_cast<ModelDrafter*>(drafter.get())
@@ -213,19 +214,29 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
     if (model_drafter) model_drafter->set_lazy_start(true);
     const BatchCost cost{options_.batch_row_cost, opts.draft_length.draft_cost};
     const double prior = opts.draft_length.prior_accept;
-    decoder.set_gamma_limit([this, &decoder, model_drafter, budget, cost, prior] {
+    auto* hybrid = hybrid_model ? static_cast<HybridDrafter*>(drafter.get()) : nullptr;
+    decoder.set_gamma_limit([this, &decoder, model_drafter, hybrid, budget, cost, prior] {
       if (model_drafter != nullptr && decoder.generated().empty()) return 0;
       const int32_t active = coordinator_ ? std::max(1, coordinator_->active()) : 1;
       // The acceptance so far, from a prior of 8 drafts at the draft-length rule's prior.
       const DecodeStats& st = decoder.stats();
       const double acceptance = (st.accepted + prior * 8) / (st.drafted + 8.0);
       const int32_t cap = batch_gamma_cap(cost, active, acceptance);
-      if (cap == 0 || model_drafter == nullptr) return cap;
+      if (model_drafter == nullptr) return cap;
       const auto n = static_cast<int32_t>(decoder.tokens().size());
       const auto left = budget - static_cast<int32_t>(decoder.generated().size());
       const double gain =
-          cap == kNoGammaCap ? 0.0 : batch_gamma_gain(cost, active, acceptance, cap);
-      return catch_up_pays(cost, model_drafter->lag(n), left, active, gain) ? cap : 0;
+          cap == kNoGammaCap || cap == 0 ? 0.0 : batch_gamma_gain(cost, active, acceptance, cap);
+      const bool model_pays =
+          cap > 0 && catch_up_pays(cost, model_drafter->lag(n), left, active, gain);
+      if (hybrid == nullptr) return model_pays ? cap : 0;
+      // Where the draft model does not pay, prompt lookup still drafts what it matches: its
+      // drafts cost no draft pass, only their verify rows, so its cap counts no draft cost.
+      hybrid->set_model_allowed(model_pays);
+      if (model_pays) return cap;
+      BatchCost lookup_cost = cost;
+      lookup_cost.draft_cost = 0.0;
+      return batch_gamma_cap(lookup_cost, active, acceptance);
     });
   }
   decoder.set_logprobs(opts.logprobs);

@@ -34,6 +34,10 @@ int32_t HybridDrafter::propose(std::span<const int32_t> committed, int32_t gamma
     ++lookup_rounds_;
     return m;
   }
+  if (!model_allowed_) {  // a plain target step (the decoder's m == 0)
+    last_ = nullptr;
+    return 0;
+  }
   last_ = &model_;
   ++model_rounds_;
   return model_.propose(committed, gamma, params, rng, drafts, q);

@@ -30,6 +30,13 @@ class HybridDrafter : public Drafter {
   void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
                     int32_t accepted) override;
 
+  // Whether a round the lookup does not take may fall to the model (default true). A caller
+  // that finds the draft model's work not worth it (a batched server whose draft has a long
+  // prompt still to read, engine.cpp) turns it off: the lookup's drafts cost no draft pass, so
+  // rounds it proposes enough for still draft, and the others draft nothing. Lossless either way
+  // (a round's drafts only change speed).
+  void set_model_allowed(bool allowed) { model_allowed_ = allowed; }
+
   // Rounds each drafter proposed since construction (across sequences).
   int64_t lookup_rounds() const { return lookup_rounds_; }
   int64_t model_rounds() const { return model_rounds_; }
@@ -38,6 +45,7 @@ class HybridDrafter : public Drafter {
   ModelDrafter& model_;
   NgramDrafter& lookup_;
   int32_t min_lookup_;
+  bool model_allowed_ = true;
   Drafter* last_ = nullptr;  // who proposed the current round
   int64_t lookup_rounds_ = 0, model_rounds_ = 0;
 };

@@ -80,6 +80,36 @@ TEST(HybridDrafter, GreedyEqualsTargetGreedyAndMixesRounds) {
   EXPECT_GT(model, 0);
 }
 
+// With the model not allowed, rounds the lookup proposes enough for still draft, the others
+// draft nothing (plain steps), a lazily started draft model never runs, and greedy output stays
+// the target's.
+TEST(HybridDrafter, WithoutTheModelOnlyLookupDrafts) {
+  FakeLM target(7, 1, 2.0f);
+  target.set_rounding(true);
+  target.set_successor_bias(2.0f);
+  FakeLM draft(7, 2, 0.0f, 1 << 20, &target, 1.5f);
+  int64_t lookup = 0;
+  for (int trial = 0; trial < 10; ++trial) {
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 8; ++i) prompt.push_back((trial + i) % 7);
+    const std::vector<int32_t> want = greedy_reference(target, prompt, 24);
+    Hybrid h(draft, 7);
+    h.model.set_lazy_start(true);  // as the engine runs it: the prompt is read when it drafts
+    h.hybrid.set_model_allowed(false);
+    const int64_t draft_forwards = draft.forwards();
+    Rng rng(1);
+    SpeculativeDecoder dec(target, h.hybrid, params(0.0f), 4, rng);
+    dec.start(prompt, 24);
+    dec.run();
+    ASSERT_EQ(std::vector<int32_t>(dec.generated().begin(), dec.generated().end()), want)
+        << "trial " << trial;
+    EXPECT_EQ(h.hybrid.model_rounds(), 0);
+    EXPECT_EQ(draft.forwards(), draft_forwards) << "the draft model ran";
+    lookup += h.hybrid.lookup_rounds();
+  }
+  EXPECT_GT(lookup, 0);
+}
+
 TEST(HybridDrafter, RejectsAZeroLookupMinimum) {
   FakeLM draft(5, 2, 1.0f);
   ModelDrafter m(draft);
