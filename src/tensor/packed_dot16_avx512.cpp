@@ -15,44 +15,22 @@
 //
 // Compiled with AVX2/FMA/F16C plus AVX-512 F/BW/VL/VNNI; only reached after
 // cpu_has_avx512_vnni().
-#include <immintrin.h>
-
-#include "tensor/kernel_types.h"
-#include "tensor/packed_blocks.h"
-#include "tensor/packed_dot_k_x86.h"
-#include "tensor/simd_avx2.h"
-
 // GCC 12's 512-bit intrinsics without a mask start from _mm512_undefined_*(), which its
 // -Wmaybe-uninitialized then reports at every inlined use (GCC bug 105593, fixed in GCC 13).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include <immintrin.h>
+
+#include "tensor/kernel_types.h"
+#include "tensor/packed_blocks.h"
+#include "tensor/packed_dot_k_x86.h"
+#include "tensor/packed_pair_avx512.h"
+#include "tensor/simd_avx2.h"
+
 namespace specdec {
 namespace {
-
-// The activation row's 4 bytes as the embedded broadcast ({1to16}), which GCC 12 does not fold
-// into vpdpbusd by itself (as in packed_dot_k16_avx512.cpp).
-inline __m512i dpbusd_bcast(__m512i acc, __m512i q, const void* y) {
-  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(q), "m"(*static_cast<const int*>(y)));
-  return acc;
-}
-
-// Group a's 32 bytes (its 8 lanes), then group b's.
-inline __m512i load_pair(const void* a, const void* b) {
-  return _mm512_inserti64x4(
-      _mm512_castsi256_si512(_mm256_loadu_si256(static_cast<const __m256i*>(a))),
-      _mm256_loadu_si256(static_cast<const __m256i*>(b)), 1);
-}
-// The 16 fp16 values of both groups (a's 8, then b's) as floats.
-inline __m512 halfs_pair(const uint16_t* a, const uint16_t* b) {
-  const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a));
-  const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
-  return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
-}
-
-// About 6 vpdpbusd in flight, as in the K-quants' 16-row kernels.
-constexpr int kInFlight = 6;
 
 // The integer block sums of 16 weight rows against NR activation rows: chunk c (columns 4c ..
 // 4c + 3) goes into chain c % kParts; a row's first chain starts from -offset * sum(y), the
@@ -98,13 +76,11 @@ struct KindNibbles16 {
   template <int NR>
   static void block_sums(const P& a, const P& b, const PackedActBlock* const* xb, int64_t i,
                          __m512i* sum) {
-    const __m512i low4 = _mm512_set1_epi8(0x0f);
     BlockSums16<NR> bs(xb, i, kOffset);
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
-      const __m512i raw = load_pair(a.qs + 32 * p, b.qs + 32 * p);
-      __m512i lo = _mm512_and_si512(raw, low4);
-      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+      __m512i lo, hi;
+      unpack_nibbles_pair(a.qs + 32 * p, b.qs + 32 * p, lo, hi);
       if constexpr (kFive) {
         const __m512i bit4 = _mm512_set1_epi8(0x10);
         const auto mask = [&](int s) {
@@ -136,22 +112,6 @@ struct KindQ8_016 {
     bs.finish(sum);
   }
 };
-
-// Prefetch for the pair's two streams (group a's blocks and group b's, nb blocks apart), about
-// 4 KiB ahead in each, where "ahead" past a group's last block is the same group of the next
-// pair, into L2: these kernels run where the multiply-adds bound the call, as the K-quants'
-// 16-row kernels do (see prefetch_pair there). Prefetching past the matrix's end is harmless.
-template <typename P>
-inline void prefetch_pair(const P* wa, const P* wb, int64_t nb, int64_t i) {
-  constexpr int64_t kAhead = (4096 + sizeof(P) - 1) / sizeof(P);
-  const int64_t j = i + kAhead, skip = j < nb ? 0 : nb;
-  const char* pa = reinterpret_cast<const char*>(wa + j + skip);
-  const char* pb = reinterpret_cast<const char*>(wb + j + skip);
-  for (size_t off = 0; off < sizeof(P); off += 64) {
-    _mm_prefetch(pa + off, _MM_HINT_T1);
-    _mm_prefetch(pb + off, _MM_HINT_T1);
-  }
-}
 
 // The 16-row driver: w is two consecutive 8-row groups of n / 32 packed blocks each; out[t * os
 // + r] for r < 16 is weight row r (group a's 8, then group b's) against activation row t. The
