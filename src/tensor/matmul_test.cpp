@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/random_floats.h"
@@ -356,36 +357,43 @@ void set_extreme_codes(GgmlType t, std::vector<uint8_t>& bytes) {
 
 // Extreme weights (set_extreme_codes) and extreme activations (alternating signs, all +1, all
 // -1: quantized to +-127, so every chunk's products reach the int16 bounds of the packed
-// kinds): the sign and offset handling and those bounds must still hold.
+// kinds, and the 16-row Q4_K kernel's half sub-block sums their int16 bound): the sign and
+// offset handling and those bounds must still hold. 8 rows run the 8-row kernels; 16 rows over
+// 10 activation rows the AVX-512 16-row ones (every type's threshold is at most 10).
 TEST(Matmul, PackedExtremeValues) {
   ThreadPool pool(1);
-  const int64_t rows = 8;
-  for (GgmlType t : kWeightTypes) {
-    if (!packable(t)) continue;
-    const int64_t cols = traits(t).block_size == kQK_K ? 512 : 64;
-    for (Isa isa : paths()) {
-      IsaScope scope(isa);
-      Matrix m = make_weights(t, rows, cols, 3);
-      set_extreme_codes(t, m.bytes);
-      const int64_t k = 3;
-      std::vector<float> x(static_cast<size_t>(k * cols));
-      for (int64_t c = 0; c < cols; ++c) {
-        x[static_cast<size_t>(c)] = c % 2 ? -1.0f : 1.0f;
-        x[static_cast<size_t>(cols + c)] = 1.0f;
-        x[static_cast<size_t>(2 * cols + c)] = -1.0f;
-      }
-      x[0] = -1.0f;
-      std::vector<float> plain(static_cast<size_t>(k * rows)), packed(plain.size());
-      matmul(m.w, x.data(), k, plain.data(), pool);
-      m.packed.resize(packed_bytes(m.w));
-      pack_weights(m.w, m.packed.data());
-      m.w.packed = m.packed.data();
-      matmul(m.w, x.data(), k, packed.data(), pool);
-      std::vector<double> ref, abs_sum;
-      reference(m.w, x.data(), k, &ref, &abs_sum);
-      for (size_t i = 0; i < plain.size(); ++i) {
-        EXPECT_NEAR(packed[i], ref[i], 2e-6 * abs_sum[i] + 1e-6) << type_name(t) << " " << i;
-        EXPECT_NEAR(plain[i], ref[i], 2e-6 * abs_sum[i] + 1e-6) << type_name(t) << " " << i;
+  for (const auto& [rows, k] : {std::pair<int64_t, int64_t>{8, 3}, {16, 10}}) {
+    for (GgmlType t : kWeightTypes) {
+      if (!packable(t)) continue;
+      const int64_t cols = traits(t).block_size == kQK_K ? 512 : 64;
+      for (Isa isa : paths()) {
+        IsaScope scope(isa);
+        Matrix m = make_weights(t, rows, cols, 3);
+        set_extreme_codes(t, m.bytes);
+        std::vector<float> x(static_cast<size_t>(k * cols));
+        for (int64_t r = 0; r < k; ++r) {
+          for (int64_t c = 0; c < cols; ++c) {
+            const float alternating = c % 2 ? -1.0f : 1.0f;
+            x[static_cast<size_t>(r * cols + c)] = r % 3 == 0   ? alternating
+                                                   : r % 3 == 1 ? 1.0f
+                                                                : -1.0f;
+          }
+        }
+        x[0] = -1.0f;
+        std::vector<float> plain(static_cast<size_t>(k * rows)), packed(plain.size());
+        matmul(m.w, x.data(), k, plain.data(), pool);
+        m.packed.resize(packed_bytes(m.w));
+        pack_weights(m.w, m.packed.data());
+        m.w.packed = m.packed.data();
+        matmul(m.w, x.data(), k, packed.data(), pool);
+        std::vector<double> ref, abs_sum;
+        reference(m.w, x.data(), k, &ref, &abs_sum);
+        for (size_t i = 0; i < plain.size(); ++i) {
+          EXPECT_NEAR(packed[i], ref[i], 2e-6 * abs_sum[i] + 1e-6)
+              << type_name(t) << " rows " << rows << " " << i;
+          EXPECT_NEAR(plain[i], ref[i], 2e-6 * abs_sum[i] + 1e-6)
+              << type_name(t) << " rows " << rows << " " << i;
+        }
       }
     }
   }

@@ -56,6 +56,14 @@ inline __m512i dot_chunks(const __m512i* q, const int8_t* y, int k0) {
 // A 256-bit pshufb pattern (the same in both 128-bit halves) repeated over 512 bits.
 inline __m512i pattern512(__m256i p) { return join(p, p); }
 
+// Each 32-bit lane of lo and hi holds a value that fits an int16: the lane's int16 pair
+// (lo's, hi's), for vpdpwssd. One merge-masked vpshufb (port 5): hi's low word moves into the
+// high word over lo's sign bits.
+inline __m512i words_pair(__m512i lo, __m512i hi) {
+  const __m512i low_word_up = _mm512_set4_epi32(0x0d0c0000, 0x09080000, 0x05040000, 0x01000000);
+  return _mm512_mask_shuffle_epi8(lo, 0xccccccccccccccccULL, hi, low_word_up);
+}
+
 // Byte a of each 32-bit lane, zero-extended to the lane.
 inline __m512i byte_to_dword(__m512i v, int a) {
   return _mm512_shuffle_epi8(v, pattern512(byte_to_dword_pattern(a)));
@@ -132,12 +140,30 @@ struct KindQ45 {
     for (int j = 0; j < 8; ++j) {
       __m512i q[8];
       unpack_sub_block<P, kFive>(a, b, j, q);
-      const __m512i sc = byte_to_dword(j < 4 ? s.sc_lo : s.sc_hi, j % 4);
+      if constexpr (kFive) {
+        const __m512i sc = byte_to_dword(j < 4 ? s.sc_lo : s.sc_hi, j % 4);
 #pragma GCC unroll 16
-      for (int t = 0; t < NR; ++t) {
-        const __m512i d = dot_chunks<8, kParts>(q, xb[t][i].qs + 32 * j, 0);
-        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(d, sc));
-        pin_v(sumi[t]);
+        for (int t = 0; t < NR; ++t) {
+          const __m512i d = dot_chunks<8, kParts>(q, xb[t][i].qs + 32 * j, 0);
+          sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(d, sc));
+          pin_v(sumi[t]);
+        }
+      } else {
+        // A Q4_K sub-block's two 16-value halves each fit an int16 (|sum| <= 16 x 15 x 128 =
+        // 30720), so one vpdpwssd applies the scale to both and adds them to the row's sum:
+        // the same integers as vpmulld + vpaddd on their int32 total, one port-0 uop where
+        // vpmulld takes two (a prefill is bound by port 0's vpdpbusd).
+        constexpr int kHalfParts = chains_per_row<2 * NR, 4, kInFlight>();
+        const __m512i sc2 =
+            _mm512_shuffle_epi8(j < 4 ? s.sc_lo : s.sc_hi, pattern512(byte_to_words(j % 4, false)));
+#pragma GCC unroll 16
+        for (int t = 0; t < NR; ++t) {
+          const int8_t* y = xb[t][i].qs + 32 * j;
+          const __m512i h0 = dot_chunks<4, kHalfParts>(q, y, 0);
+          const __m512i h1 = dot_chunks<4, kHalfParts>(q, y, 4);
+          sumi[t] = _mm512_dpwssd_epi32(sumi[t], words_pair(h0, h1), sc2);
+          pin_v(sumi[t]);
+        }
       }
     }
 #pragma GCC unroll 16
