@@ -29,10 +29,7 @@ int32_t HybridDrafter::propose(std::span<const int32_t> committed, int32_t gamma
   // The lookup draws nothing from rng (its q is one-hot), so trying it first leaves the random
   // stream as it was when the model drafts instead.
   const int32_t m = lookup_.propose(committed, gamma, params, rng, drafts, q);
-  // Where the model would draft no more than the lookup can offer (a batch capping γ at 1), or
-  // may not draft at all, any lookup proposal beats it: it costs no draft pass.
-  const int32_t need = model_allowed_ ? std::min(min_lookup_, std::max(gamma, 1)) : 1;
-  if (m >= need) {
+  if (m >= min_lookup_) {
     last_ = &lookup_;
     ++lookup_rounds_;
     return m;

@@ -18,9 +18,8 @@ namespace specdec {
 class HybridDrafter : public Drafter {
  public:
   // A round takes the lookup's proposal when it has at least min_lookup tokens (its adaptive
-  // policy already dropped the ones unlikely to pay), or at least one where the round's γ is
-  // below min_lookup or the model may not draft (set_model_allowed); otherwise the model
-  // drafts. Both drafters must outlive this one.
+  // policy already dropped the ones unlikely to pay); otherwise the model drafts. Both drafters
+  // must outlive this one.
   HybridDrafter(ModelDrafter& model, NgramDrafter& lookup, int32_t min_lookup = 2);
 
   const char* kind() const override { return "hybrid"; }
@@ -34,8 +33,8 @@ class HybridDrafter : public Drafter {
   // Whether a round the lookup does not take may fall to the model (default true). A caller
   // that finds the draft model's work not worth it (a batched server whose draft has a long
   // prompt still to read, engine.cpp) turns it off: the lookup's drafts cost no draft pass, so
-  // rounds it proposes anything for still draft, and the others draft nothing. Lossless either
-  // way (a round's drafts only change speed).
+  // rounds it proposes enough for still draft, and the others draft nothing. Lossless either way
+  // (a round's drafts only change speed).
   void set_model_allowed(bool allowed) { model_allowed_ = allowed; }
 
   // Rounds each drafter proposed since construction (across sequences).

@@ -5,8 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <array>
-
 #include "common/error.h"
 #include "sampling/chi_square.h"
 #include "speculative/exactness_harness_test_util.h"
@@ -42,10 +40,7 @@ TEST(HybridDrafter, JointDistributionIsTheTargets) {
   for (int gamma : {2, 4}) {
     for (const SamplingParams& sp : {params(1.0f), params(0.7f, 0.9f)}) {
       Hybrid h(draft, 5);
-      // Token 4 ends the prompt unseen, so the lookup proposes nothing and the model drafts the
-      // first round (the lookup takes even a one-token proposal where γ is 1: the last rounds).
-      const int32_t last = std::array<int32_t, 4>{0, 4, 2, 4}[static_cast<size_t>(config)];
-      const std::vector<int32_t> prompt{0, 1, 2, 3, 0, 1, 2, 3, last};
+      const std::vector<int32_t> prompt{0, 1, 2, 3, 0, 1, 2, 3, config % 3};
       Rng rng(700 + config);
       SpeculativeDecoder dec(target, h.hybrid, sp, gamma, rng);
       const std::vector<int64_t> counts = joint_counts(dec, 5, prompt, 3, 40000);
@@ -53,7 +48,7 @@ TEST(HybridDrafter, JointDistributionIsTheTargets) {
       EXPECT_EQ(r.impossible, 0);
       EXPECT_GT(r.p_value, 1e-4) << "gamma " << gamma << " stat " << r.stat << " dof " << r.dof;
       EXPECT_GT(h.hybrid.lookup_rounds(), 0) << "config " << config;
-      EXPECT_GT(h.hybrid.model_rounds(), 0) << "config " << config;
+      EXPECT_GT(h.hybrid.model_rounds(), 0);
       ++config;
     }
   }
@@ -113,41 +108,6 @@ TEST(HybridDrafter, WithoutTheModelOnlyLookupDrafts) {
     lookup += h.hybrid.lookup_rounds();
   }
   EXPECT_GT(lookup, 0);
-}
-
-// A batch that caps γ at 1 leaves the lookup no room for its usual 2 tokens; a one-token
-// lookup proposal then replaces the model's draft (with or without the model allowed), and
-// greedy output stays the target's.
-TEST(HybridDrafter, TakesOneTokenLookupsWhenGammaIsOne) {
-  FakeLM target(7, 1, 2.0f);
-  target.set_rounding(true);
-  target.set_successor_bias(2.0f);
-  FakeLM draft(7, 2, 0.0f, 1 << 20, &target, 1.5f);
-  for (bool model_allowed : {true, false}) {
-    int64_t lookup = 0, model = 0;
-    for (int trial = 0; trial < 10; ++trial) {
-      std::vector<int32_t> prompt;  // ends in the unseen 6: the first round is the model's
-      for (int i = 0; i < 8; ++i) prompt.push_back((trial + i) % 6);
-      prompt.push_back(6);
-      const std::vector<int32_t> want = greedy_reference(target, prompt, 24);
-      Hybrid h(draft, 7);
-      h.hybrid.set_model_allowed(model_allowed);
-      Rng rng(1);
-      SpeculativeDecoder dec(target, h.hybrid, params(0.0f), 1, rng);
-      dec.start(prompt, 24);
-      dec.run();
-      ASSERT_EQ(std::vector<int32_t>(dec.generated().begin(), dec.generated().end()), want)
-          << "trial " << trial << " model allowed " << model_allowed;
-      lookup += h.hybrid.lookup_rounds();
-      model += h.hybrid.model_rounds();
-    }
-    EXPECT_GT(lookup, 0) << "model allowed " << model_allowed;
-    if (model_allowed) {
-      EXPECT_GT(model, 0);
-    } else {
-      EXPECT_EQ(model, 0);
-    }
-  }
 }
 
 TEST(HybridDrafter, RejectsAZeroLookupMinimum) {
