@@ -15,7 +15,9 @@ temperature 0 (or --temp, --top-p, --seed) and end-of-text ignored so that every
 Reported per configuration and N: aggregate tokens/s (all completion tokens over the wall time
 from the first request sent to the last token received), median per-request decode tokens/s
 (tokens after the first over the time from the first to the last token), and p50/p95 time to
-first token. Each server is stopped before the next starts; the order of configurations rotates
+first token; for specdec, also its /metrics counters after the run (target passes and rows,
+drafted and accepted tokens, the warm-up request included; each /metrics page is saved beside
+the server logs), which do not drift with the machine as the wall clock does. Each server is stopped before the next starts; the order of configurations rotates
 with the client count so that none always runs first.
 
 Usage:
@@ -165,6 +167,29 @@ def run_load(port: int, model: str, clients: int, per_client: int, prompts: list
             "ttft_p50_s": statistics.median(ttft), "ttft_p95_s": p95}
 
 
+def specdec_counters(port: int, save: Path) -> dict:
+    """specdec's /metrics after a run (saved whole to `save`): how many target passes and rows
+    it took and what the drafts did, the warm-up request included. Unlike the wall clock these
+    do not drift with the machine, so a change to the scheduler or the drafting shows in them
+    even where its speed effect is inside the run-to-run spread."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    save.write_text(text)
+    values: dict = {}
+    for line in text.splitlines():
+        if line.startswith("#") or " " not in line:
+            continue
+        name, value = line.rsplit(" ", 1)
+        values[name] = float(value)
+    keys = {"target_passes": "specdec_target_pass_rows_count",
+            "target_rows": "specdec_target_pass_rows_sum",
+            "rounds": "specdec_speculative_rounds_total",
+            "drafted": "specdec_draft_tokens_total",
+            "accepted": "specdec_draft_accepted_total",
+            "generated": "specdec_generated_tokens_total"}
+    return {k: int(values[v]) for k, v in keys.items() if v in values}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--target", default="qwen2.5-coder-1.5b")
@@ -235,13 +260,17 @@ def main() -> None:
                 run_load(port, model, 1, 1, ["Say hello."], 8, extra, sampling)
                 r = run_load(port, model, n, a.requests_per_client, prompts, a.n_predict, extra,
                              sampling)
+                if cfg.startswith("specdec"):
+                    r.update(specdec_counters(port, logdir / f"{cfg}-{n}-{rep}.metrics"))
             finally:
                 server.stop()
             r.update({"config": cfg, "clients": n, "repeat": rep})
             rows.append(r)
+            counters = "".join(f", {k} {r[k]}" for k in ("target_passes", "target_rows",
+                                                           "drafted", "accepted") if k in r)
             print(f"{cfg:14s} clients {n}: aggregate {r['aggregate_tps']:6.1f} tok/s, "
                   f"per request {r['per_request_tps']:5.1f} tok/s, TTFT p50 "
-                  f"{r['ttft_p50_s']:.2f} s p95 {r['ttft_p95_s']:.2f} s", flush=True)
+                  f"{r['ttft_p50_s']:.2f} s p95 {r['ttft_p95_s']:.2f} s{counters}", flush=True)
 
     def median_of(cfg: str, n: int, key: str) -> float:
         return statistics.median(x[key] for x in rows if x["config"] == cfg and x["clients"] == n)
