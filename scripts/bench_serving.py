@@ -17,8 +17,9 @@ from the first request sent to the last token received), median per-request deco
 (tokens after the first over the time from the first to the last token), and p50/p95 time to
 first token; for specdec, also its /metrics counters after the run (target passes and rows,
 drafted and accepted tokens, the warm-up request included; each /metrics page is saved beside
-the server logs), which do not drift with the machine as the wall clock does. Each server is stopped before the next starts; the order of configurations rotates
-with the client count so that none always runs first.
+the server logs), which do not drift with the machine as the wall clock does. Each server is
+stopped before the next starts; the order of configurations rotates with the client count so
+that none always runs first.
 
 Usage:
   python3 scripts/bench_serving.py [--target NAME|PATH] [--draft NAME|PATH] [--clients 1,2,4,8]
