@@ -132,7 +132,6 @@ struct KindQ45 {
   template <int NR>
   static void block_sums(const P& a, const P& b, const PackedActBlockK* const* xb, int64_t i,
                          __m512i* sumi, __m512i* summ) {
-    constexpr int kParts = chains_per_row<NR, 8, kInFlight>();
     const KScalesPair s(a.scales, b.scales);
 #pragma GCC unroll 16
     for (int t = 0; t < NR; ++t) sumi[t] = summ[t] = _mm512_setzero_si512();
@@ -141,6 +140,7 @@ struct KindQ45 {
       __m512i q[8];
       unpack_sub_block<P, kFive>(a, b, j, q);
       if constexpr (kFive) {
+        constexpr int kParts = chains_per_row<NR, 8, kInFlight>();
         const __m512i sc = byte_to_dword(j < 4 ? s.sc_lo : s.sc_hi, j % 4);
 #pragma GCC unroll 16
         for (int t = 0; t < NR; ++t) {
