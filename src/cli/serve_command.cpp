@@ -87,6 +87,7 @@ int serve_command(const std::vector<std::string>& args) {
   uint64_t max_body = config.max_body_bytes;
   int32_t max_connections = static_cast<int32_t>(config.max_connections);
   int32_t parallel = kDefaultParallel, prefill_chunk = 32;
+  bool no_prefix_sharing = false;
   float request_timeout_s = 20, shutdown_grace_s = 30;
   ArgParser p("specdec serve -m MODEL [-md DRAFT] [--host ADDR] [--port N] [options]",
               "Serves the model over an OpenAI-compatible HTTP API: POST /v1/completions and\n"
@@ -119,6 +120,10 @@ int serve_command(const std::vector<std::string>& args) {
   p.add_int({"--prefill-chunk"}, "N",
             "with --parallel > 1: prompt tokens per batched pass while others decode",
             prefill_chunk, 1, 4096);
+  p.add_flag({"--no-prefix-sharing"},
+             "with --parallel > 1: recompute a prompt prefix that another slot's cache holds "
+             "instead of copying its K/V (the output is the same bits either way)",
+             no_prefix_sharing);
   p.add_int({"--queue-size"}, "N", "requests that may wait for a free slot", queue_size, 1, 4096);
   p.add_u64({"--max-body-bytes"}, "N", "largest request body accepted (413 above)", max_body);
   p.add_int({"--max-connections"}, "N", "connections served at once (more get 503)",
@@ -179,6 +184,7 @@ int serve_command(const std::vector<std::string>& args) {
   eo.draft_vocab = drafting.vocab;
   eo.n_slots = parallel;
   eo.prefill_chunk = prefill_chunk;
+  eo.share_prefixes = !no_prefix_sharing;
   eo.draft_after_first_token = true;  // engine.h: the first token without waiting for the draft
   Engine engine(target, draft.get(), eo);
   if (!watcher.signalled()) {

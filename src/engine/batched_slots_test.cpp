@@ -329,3 +329,108 @@ TEST_F(BatchedSlots, ATargetOnlyTurnLeavesTheTargetsPrefixForASpeculativeOne) {
 
 }  // namespace
 }  // namespace specdec
+
+namespace specdec {
+namespace {
+
+// A prompt of a shared 20-token "system prompt" and a tail of its own.
+std::vector<int32_t> with_system_prompt(int32_t tail_start, int32_t tail_len) {
+  std::vector<int32_t> p;
+  for (int32_t t = 0; t < 20; ++t) p.push_back(50 + (t * 7) % 90);
+  for (int32_t t = 0; t < tail_len; ++t) p.push_back(tail_start + t);
+  return p;
+}
+
+GenerationOptions greedy_spec(int32_t max_tokens) {
+  GenerationOptions o;
+  o.max_tokens = max_tokens;
+  o.ignore_eos = true;
+  o.draft_max = 3;
+  o.logprobs = 2;
+  o.sampling.temperature = 0;
+  return o;
+}
+
+TEST_F(BatchedSlots, APrefixAnotherSlotHoldsIsCopiedAndChangesNoBit) {
+  Engine engine(*target_, draft_.get(), slot_options(3));
+  Engine alone(*target_, draft_.get(), slot_options(1));
+  const std::vector<int32_t> a = with_system_prompt(150, 6), b = with_system_prompt(170, 4);
+  const GenerationResult ga = engine.generate(a, greedy_spec(12), {}, {}, 0);
+  EXPECT_EQ(ga.stats.shared_tokens, 0);
+  expect_same(ga, alone.generate(a, greedy_spec(12), {}), 0);
+
+  // Slot 1 has never run: the system prompt comes from slot 0.
+  const GenerationResult gb = engine.generate(b, greedy_spec(12), {}, {}, 1);
+  EXPECT_EQ(gb.stats.cached_tokens, 20);
+  EXPECT_EQ(gb.stats.shared_tokens, 20);
+  EXPECT_GT(gb.stats.spec.rounds, 0);
+  expect_same(gb, alone.generate(b, greedy_spec(12), {}), 1);
+
+  // A follow-up turn to slot 0's conversation on slot 2: slot 0's whole history (prompt and
+  // answer, all but the pending last token) is copied, the draft's entries with it, and a
+  // sampled request gets the same text too.
+  std::vector<int32_t> follow = engine.slot_history(0);
+  follow.insert(follow.end(), {60, 61, 62});
+  GenerationOptions sampled = greedy_spec(16);
+  sampled.sampling.temperature = 0.9f;
+  sampled.sampling.seed = 11;
+  const GenerationResult gf = engine.generate(follow, sampled, {}, {}, 2);
+  EXPECT_EQ(gf.stats.shared_tokens, static_cast<int32_t>(a.size() + ga.tokens.size()) - 1);
+  EXPECT_EQ(gf.stats.cached_tokens, gf.stats.shared_tokens);
+  expect_same(gf, alone.generate(follow, sampled, {}), 2);
+
+  // Slot 1's own prefix (its history) is longer than what the others offer: nothing is copied.
+  std::vector<int32_t> again = engine.slot_history(1);
+  again.push_back(61);
+  const GenerationResult gg = engine.generate(again, greedy_spec(8), {}, {}, 1);
+  EXPECT_EQ(gg.stats.shared_tokens, 0);
+  EXPECT_EQ(gg.stats.cached_tokens, static_cast<int32_t>(again.size()) - 2);
+  expect_same(gg, alone.generate(again, greedy_spec(8), {}), 3);
+}
+
+TEST_F(BatchedSlots, PrefixSharingCanBeTurnedOff) {
+  EngineOptions eo = slot_options(2);
+  eo.share_prefixes = false;
+  Engine engine(*target_, draft_.get(), eo);
+  engine.generate(with_system_prompt(150, 6), greedy_spec(6), {}, {}, 0);
+  const GenerationResult gb =
+      engine.generate(with_system_prompt(170, 4), greedy_spec(6), {}, {}, 1);
+  EXPECT_EQ(gb.stats.cached_tokens, 0);
+  EXPECT_EQ(gb.stats.shared_tokens, 0);
+}
+
+TEST_F(BatchedSlots, ARunningSlotOffersItsPromptWhileItGenerates) {
+  // Slot 1 starts while slot 0 is still generating (or just after: the threads decide), and
+  // copies the prompt slot 0 read, with both generations batched together from then on.
+  Engine engine(*target_, draft_.get(), slot_options(2));
+  Engine alone(*target_, draft_.get(), slot_options(1));
+  const std::vector<int32_t> a = with_system_prompt(150, 6), b = with_system_prompt(170, 4);
+  std::latch first_text(1);
+  bool signalled = false;
+  GenerationResult ga, gb;
+  std::thread ta([&] {
+    ga = engine.generate(
+        a, greedy_spec(60),
+        [&](std::string_view) {
+          if (!signalled) {
+            signalled = true;
+            first_text.count_down();
+          }
+          return true;
+        },
+        {}, 0);
+    if (!signalled) first_text.count_down();
+  });
+  std::thread tb([&] {
+    first_text.wait();
+    gb = engine.generate(b, greedy_spec(20), {}, {}, 1);
+  });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(gb.stats.shared_tokens, 20);
+  expect_same(ga, alone.generate(a, greedy_spec(60), {}), 0);
+  expect_same(gb, alone.generate(b, greedy_spec(20), {}), 1);
+}
+
+}  // namespace
+}  // namespace specdec

@@ -48,6 +48,12 @@ struct Engine::Sequences {
   ModelLM target;
   std::unique_ptr<ModelLM> draft;
   std::vector<int32_t> history;  // tokens whose K/V may still be in the caches
+  // What other slots may copy (Engine::share_prefix; under Engine::share_mu_): the tokens whose
+  // target K/V entries stay as they are until this slot's next request starts, and how many of
+  // them the draft's cache holds too. Only a prefix of history: rows a slot has committed (its
+  // prompt once read; all it holds once it is idle), never rows a rollback may rewrite.
+  std::vector<int32_t> shared;
+  int32_t shared_draft = 0;
   Sequences(Model& t, Model* d, int32_t n_ctx, ThreadPool& pool)
       : target(t, n_ctx, pool), draft(d ? std::make_unique<ModelLM>(*d, n_ctx, pool) : nullptr) {}
 };
@@ -165,6 +171,13 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   s.history.resize(static_cast<size_t>(n_cached));
   // An unused draft cache must still hold only a prefix of the history recorded below.
   if (!use_model && s.draft) s.draft->truncate(std::min(s.draft->length(), n_cached));
+  const bool sharing = coordinator_ && options_.share_prefixes;
+  int32_t n_shared = 0;
+  if (sharing) {
+    const int32_t own = n_cached;
+    n_cached = share_prefix(s, prompt, n_cached);
+    n_shared = n_cached - own;
+  }
 
   // The draft scores the most frequent tokens, this prompt's own and, as the answer goes on,
   // the answer's own (changing which rows of its head it computes never touches its cache).
@@ -246,6 +259,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   GenerationResult result;
   result.stats.prompt_tokens = n_prompt;
   result.stats.cached_tokens = n_cached;
+  result.stats.shared_tokens = n_shared;
   result.stats.speculative = speculative;
   result.stats.drafter = drafter ? drafter->kind() : "";
   if (use_ngram || (use_model && opts.hybrid)) result.stats.ngram = opts.ngram;
@@ -253,6 +267,10 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
 
   const auto t0 = Clock::now();
   decoder.start(prompt, budget, is_end, n_cached);
+  // The prompt's entries (all but its last token's) stay as they are for the whole generation:
+  // rollbacks never go behind it. The draft's: only those it had before (it may read the prompt
+  // later, lazily, and the slot's history does not cover those yet).
+  if (sharing) offer_prefix(s, prompt, n_prompt - 1, s.shared_draft);
   const auto t1 = Clock::now();
   result.stats.prefill_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
 
@@ -321,7 +339,57 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   result.stats.decode_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
   result.stats.spec = decoder.stats();
   s.history = decoder.tokens();
+  if (sharing) {
+    // Idle until its next request, the slot offers all its caches hold: each holds a prefix of
+    // the history (the target's one token short of it: the last token is still pending).
+    const int32_t n_target = std::min(static_cast<int32_t>(s.history.size()), s.target.length());
+    offer_prefix(s, s.history, n_target, s.draft ? std::min(n_target, s.draft->length()) : 0);
+  }
   return result;
+}
+
+int32_t Engine::share_prefix(Sequences& s, std::span<const int32_t> prompt, int32_t n_cached) {
+  std::lock_guard lock(share_mu_);
+  // From here this slot's caches change past n_cached (the draft's may hold less of it).
+  s.shared.resize(std::min(s.shared.size(), static_cast<size_t>(n_cached)));
+  s.shared_draft = std::min({s.shared_draft, n_cached, s.draft ? s.draft->length() : 0});
+  const auto limit = static_cast<int32_t>(prompt.size()) - 1;
+  Sequences* best = nullptr;
+  int32_t best_len = n_cached;
+  for (const auto& other : slots_) {
+    if (other.get() == &s) continue;
+    const int32_t n = std::min(limit, static_cast<int32_t>(other->shared.size()));
+    int32_t len = 0;
+    while (len < n && other->shared[static_cast<size_t>(len)] == prompt[static_cast<size_t>(len)])
+      ++len;
+    if (len > best_len) {
+      best = other.get();
+      best_len = len;
+    }
+  }
+  if (best == nullptr) return n_cached;
+  // The target's entries up to best_len; the draft's as far as the other's draft cache offers
+  // them, from where this one's ends (it may hold less than its target).
+  s.target.truncate(n_cached);
+  s.target.extend_from(best->target, best_len);
+  int32_t n_draft = s.shared_draft;
+  if (s.draft) {
+    const int32_t upto = std::min(best_len, best->shared_draft);
+    s.draft->truncate(std::min(s.draft->length(), n_cached));
+    if (upto > s.draft->length()) s.draft->extend_from(*best->draft, upto);
+    n_draft = std::min(s.draft->length(), best_len);
+  }
+  s.history.assign(prompt.begin(), prompt.begin() + best_len);
+  s.shared = s.history;
+  s.shared_draft = n_draft;
+  return best_len;
+}
+
+void Engine::offer_prefix(Sequences& s, std::span<const int32_t> tokens, int32_t n_target,
+                          int32_t n_draft) {
+  std::lock_guard lock(share_mu_);
+  s.shared.assign(tokens.begin(), tokens.begin() + n_target);
+  s.shared_draft = std::min(n_draft, n_target);
 }
 
 }  // namespace specdec

@@ -57,6 +57,11 @@ struct EngineOptions {
   // sampled requests draft from the first round either way, so that their text equals `run
   // --seed`'s. Greedy output does not depend on it.
   bool draft_after_first_token = false;
+  // With several slots: a request whose prompt shares a longer prefix with what another slot's
+  // caches hold (a system prompt in use elsewhere) than with its own slot's copies those K/V
+  // entries instead of recomputing them. They are the same bits (same tokens, same positions,
+  // a batch-invariant forward pass), so only the time to first token changes.
+  bool share_prefixes = true;
 };
 
 // Where a request's drafts come from. The choice is per request (not per Engine) so that one
@@ -95,6 +100,8 @@ const char* finish_reason_name(FinishReason r);
 struct GenerationStats {
   int32_t prompt_tokens = 0;
   int32_t cached_tokens = 0;  // of the prompt, reused from the slot's cache (not recomputed)
+  // Of cached_tokens, those copied from another slot's cache (EngineOptions::share_prefixes).
+  int32_t shared_tokens = 0;
   int32_t generated_tokens = 0;
   double prefill_ms = 0;
   double decode_ms = 0;
@@ -173,6 +180,17 @@ class Engine {
   std::mutex pool_guard_;  // slots take turns using the pool for distributions
   struct Sequences;
   std::vector<std::unique_ptr<Sequences>> slots_;
+  // Guards every slot's Sequences::shared and shared_draft, and is held while one slot copies
+  // entries from another's caches (share_prefix).
+  std::mutex share_mu_;
+  // Before slot s changes its caches past n_cached: withdraws what it offered past that, then
+  // copies the longest prefix of prompt (at most its n_prompt - 1 tokens) that another slot
+  // offers beyond n_cached. Returns the prefix length now cached.
+  int32_t share_prefix(Sequences& s, std::span<const int32_t> prompt, int32_t n_cached);
+  // Offers s's first n_target tokens (their target K/V entries; the first n_draft of them in the
+  // draft's cache too) to other slots until s's next request starts.
+  void offer_prefix(Sequences& s, std::span<const int32_t> tokens, int32_t n_target,
+                    int32_t n_draft);
 };
 
 }  // namespace specdec

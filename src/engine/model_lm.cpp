@@ -35,6 +35,11 @@ void ModelLM::set_coordinator(BatchCoordinator* coordinator, int32_t prefill_chu
   prefill_chunk_ = static_cast<size_t>(prefill_chunk);
 }
 
+void ModelLM::extend_from(const ModelLM& src, int32_t end) {
+  if (&src.model_ != &model_) fail("a KV cache can only be copied between sequences of one model");
+  cache_.extend_from(src.cache_, end);
+}
+
 void ModelLM::set_vocab_subset(std::optional<VocabSubset> subset) {
   if (subset && subset->head_rows() != model_.head_rows()) {
     fail("vocabulary subset made for a head of ", subset->head_rows(), " rows, the model's has ",

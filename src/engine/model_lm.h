@@ -34,6 +34,10 @@ class ModelLM final : public CausalLM {
   void forward_last(std::span<const int32_t> tokens, std::vector<float>* last_logits) override;
 
   const KvCache& cache() const { return cache_; }
+  // Takes src's K/V for positions length()..end-1 instead of computing them: src (another
+  // slot's sequence over the same model) holds them for the same tokens (KvCache::extend_from
+  // says what the caller guarantees). Throws for another model.
+  void extend_from(const ModelLM& src, int32_t end);
 
   // Route every forward pass through a coordinator (batched serving: engine/batch_coordinator.h)
   // and prefill in chunks of prefill_chunk tokens, so that a long prompt shares passes with the

@@ -1,5 +1,7 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "model/model.h"
 
@@ -20,6 +22,25 @@ KvCache::KvCache(const ModelConfig& config, int32_t capacity)
 void KvCache::truncate(int32_t n) {
   if (n < 0 || n > length_) fail("KV cache truncate(", n, ") outside [0, ", length_, "]");
   length_ = n;
+}
+
+void KvCache::extend_from(const KvCache& src, int32_t end) {
+  if (src.n_layer_ != n_layer_ || src.n_head_kv_ != n_head_kv_ || src.head_dim_ != head_dim_) {
+    fail("KV cache copy between different shapes (", src.n_layer_, "x", src.n_head_kv_, "x",
+         src.head_dim_, " into ", n_layer_, "x", n_head_kv_, "x", head_dim_, ")");
+  }
+  if (end < length_ || end > capacity_ || end > src.capacity_) {
+    fail("KV cache copy to ", end, " entries outside [", length_, ", ",
+         std::min(capacity_, src.capacity_), "]");
+  }
+  const size_t n = static_cast<size_t>(end - length_) * static_cast<size_t>(head_dim_);
+  for (int32_t l = 0; l < n_layer_; ++l) {
+    for (int32_t h = 0; h < n_head_kv_; ++h) {
+      std::copy_n(src.k(l, h, length_), n, k(l, h, length_));
+      std::copy_n(src.v(l, h, length_), n, v(l, h, length_));
+    }
+  }
+  length_ = end;
 }
 
 size_t KvCache::bytes() const { return (k_.size() + v_.size()) * sizeof(float); }

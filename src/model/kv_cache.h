@@ -25,6 +25,13 @@ class KvCache {
   int32_t row_size() const { return n_head_kv_ * head_dim_; }  // floats per token, all KV heads
   void truncate(int32_t n);  // requires 0 <= n <= length(), else throws
   void clear() { truncate(0); }
+  // Appends src's entries length()..end-1 (K and V of every layer and head), so that this cache
+  // holds end entries: for a sequence that shares its first `end` tokens with src's, whose K/V
+  // are then the same bits (their positions are the same and the forward pass is batch
+  // invariant), instead of recomputing them. src must have this cache's shape and hold those
+  // entries; it is only read, and its length() is not (another thread may be moving it past
+  // them). Throws when the shapes differ or end is outside [length(), capacity()].
+  void extend_from(const KvCache& src, int32_t end);
 
   // K/V of layer l, KV head h, slot s: head_dim floats. Each (layer, head) owns one plane of
   // capacity() rows, so one head's slots lie back to back: attention streams a head's keys as

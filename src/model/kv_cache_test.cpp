@@ -49,5 +49,57 @@ TEST(KvCache, AdvanceTruncateAndErrors) {
   EXPECT_THROW(KvCache(small_config(), 0), Error);
 }
 
+// A value that names its layer, head, entry and element.
+float entry_value(float base, int32_t l, int32_t h, int32_t e, int32_t d) {
+  return base + static_cast<float>(((l * 8 + h) * 16 + e) * 8 + d);
+}
+
+void fill(KvCache& cache, float base) {
+  for (int32_t l = 0; l < cache.n_layer(); ++l) {
+    for (int32_t h = 0; h < cache.n_head_kv(); ++h) {
+      for (int32_t e = 0; e < cache.capacity(); ++e) {
+        for (int32_t d = 0; d < cache.head_dim(); ++d) {
+          cache.k(l, h, e)[d] = entry_value(base, l, h, e, d);
+          cache.v(l, h, e)[d] = -entry_value(base, l, h, e, d);
+        }
+      }
+    }
+  }
+}
+
+TEST(KvCache, ExtendFromCopiesTheOtherCachesEntriesAfterItsOwn) {
+  KvCache src(small_config(), 10), dst(small_config(), 8);
+  fill(src, 0.5f);
+  fill(dst, 10000.5f);
+  src.advance(7);
+  dst.advance(2);
+  dst.extend_from(src, 6);
+  EXPECT_EQ(dst.length(), 6);
+  for (int32_t l = 0; l < 3; ++l) {
+    for (int32_t h = 0; h < 2; ++h) {
+      for (int32_t e = 0; e < 8; ++e) {
+        for (int32_t d = 0; d < 8; ++d) {
+          // Entries 2..5 come from src; dst's own before them and the rest after stay as they were.
+          const float want = entry_value(e >= 2 && e < 6 ? 0.5f : 10000.5f, l, h, e, d);
+          EXPECT_EQ(dst.k(l, h, e)[d], want) << l << " " << h << " " << e;
+          EXPECT_EQ(dst.v(l, h, e)[d], -want) << l << " " << h << " " << e;
+        }
+      }
+    }
+  }
+  dst.extend_from(src, 6);  // nothing to copy
+  EXPECT_EQ(dst.length(), 6);
+  EXPECT_THROW(dst.extend_from(src, 5), Error);  // behind its own length
+  EXPECT_THROW(dst.extend_from(src, 9), Error);  // past its capacity
+  KvCache small(small_config(), 4);
+  KvCache wide(small_config(), 8);
+  EXPECT_THROW(wide.extend_from(small, 5), Error);  // past the source's capacity
+  ModelConfig other = small_config();
+  other.head_dim = 4;
+  KvCache narrow(other, 8);
+  EXPECT_THROW(wide.extend_from(narrow, 1), Error);
+  EXPECT_EQ(wide.length(), 0);
+}
+
 }  // namespace
 }  // namespace specdec

@@ -104,6 +104,8 @@ void Metrics::ended(Outcome outcome, const GenerationStats& s) {
     }
   }
   prompt_tokens_ += s.prompt_tokens;
+  cached_tokens_ += s.cached_tokens;
+  shared_tokens_ += s.shared_tokens;
   generated_tokens_ += s.generated_tokens;
   rounds_ += s.spec.rounds;
   drafted_ += s.spec.drafted;
@@ -145,6 +147,10 @@ std::string Metrics::render(const HttpListenerStats& transport) const {
           failed_);
   counter("specdec_prompt_tokens_total", "Prompt tokens of generation requests that ran.",
           prompt_tokens_);
+  counter("specdec_prompt_tokens_cached_total",
+          "Prompt tokens whose K/V came from a cache instead of a forward pass.", cached_tokens_);
+  counter("specdec_prompt_tokens_shared_total",
+          "Of the cached prompt tokens, those copied from another slot's cache.", shared_tokens_);
   counter("specdec_generated_tokens_total", "Tokens generated (cancelled requests included).",
           generated_tokens_);
   counter("specdec_speculative_rounds_total", "Speculative rounds (draft then verify).", rounds_);
