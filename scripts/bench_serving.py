@@ -9,6 +9,8 @@ temperature 0 (or --temp, --top-p, --seed) and end-of-text ignored so that every
 
   specdec         build/specdec serve -m TARGET -md DRAFT --parallel N   (speculative)
   specdec-plain   the same server, requests sent with "speculative": false (target only)
+  specdec-noshare specdec with --no-prefix-sharing (a slot recomputes a prompt prefix that
+                  another slot's cache holds instead of copying it)
   llama           llama-server -m TARGET -np N                          (target only)
   llama-spec      llama-server -m TARGET -md DRAFT --spec-type draft-simple --spec-draft-n-max G
 
@@ -27,6 +29,11 @@ Usage:
       [--configs specdec,specdec-plain,llama,llama-spec] [--categories summary,code,opinion]
       [--llama-bin /opt/llama.cpp/build/bin]
       [--llama-draft-max 8] [--temp 0] [--top-p P] [--seed S] [--repeats 1] [--json-out FILE]
+      [--system-file FILE]
+
+--system-file replaces the short default system message with a file's text, e.g.
+bench/prompts/system/support-agent.txt (about 600 tokens, the kind of instructions a deployed
+assistant carries in every request), where prefix caching decides the time to first token.
 """
 from __future__ import annotations
 
@@ -50,7 +57,7 @@ sys.path.insert(0, str(ROOT / "scripts" / "lib"))
 from bench_common import die, resolve_model  # noqa: E402
 
 SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
-CONFIGS = ["specdec", "specdec-plain", "llama", "llama-spec"]
+CONFIGS = ["specdec", "specdec-plain", "specdec-noshare", "llama", "llama-spec"]
 
 
 def free_port() -> int:
@@ -106,6 +113,7 @@ class Server:
 
 def one_request(client, model: str, prompt: str, n_predict: int, extra: dict,
                 sampling: dict) -> dict:
+    """One streamed chat request, system message SYSTEM (or --system-file's text)."""
     t0 = time.monotonic()
     first = last = None
     chunks = 0
@@ -187,7 +195,9 @@ def specdec_counters(port: int, save: Path) -> dict:
             "rounds": "specdec_speculative_rounds_total",
             "drafted": "specdec_draft_tokens_total",
             "accepted": "specdec_draft_accepted_total",
-            "generated": "specdec_generated_tokens_total"}
+            "generated": "specdec_generated_tokens_total",
+            "cached_prompt": "specdec_prompt_tokens_cached_total",
+            "shared_prompt": "specdec_prompt_tokens_shared_total"}
     return {k: int(values[v]) for k, v in keys.items() if v in values}
 
 
@@ -215,6 +225,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1,
                     help="runs of every (configuration, client count); the tables show medians")
     ap.add_argument("--json-out")
+    ap.add_argument("--system-file", help="the system message of every request, from a file")
     a = ap.parse_args()
 
     target, draft = resolve_model(a.target), resolve_model(a.draft)
@@ -229,6 +240,9 @@ def main() -> None:
             die(f"unknown configuration {c!r} (known: {', '.join(CONFIGS)})")
     counts = [int(x) for x in a.clients.split(",")]
     prompts = load_prompts(a.categories.split(","))
+    if a.system_file:
+        global SYSTEM
+        SYSTEM = Path(a.system_file).read_text().strip()
     llama_server = Path(a.llama_bin) / "llama-server"
     if any(c.startswith("llama") for c in configs) and not llama_server.exists():
         die(f"{llama_server} not found (scripts/oracle/README.md builds it)")
@@ -244,6 +258,8 @@ def main() -> None:
                 argv = [a.specdec, "serve", "-m", str(target), "-md", str(draft), "--port",
                         str(port), "-t", str(a.threads), "-c", str(a.ctx), "--parallel", str(n),
                         "--queue-size", str(max(16, 2 * n)), *a.specdec_flags.split()]
+                if cfg == "specdec-noshare":
+                    argv.append("--no-prefix-sharing")
                 model = "specdec"
                 if cfg == "specdec-plain":
                     extra = {"speculative": False}
@@ -268,7 +284,8 @@ def main() -> None:
             r.update({"config": cfg, "clients": n, "repeat": rep})
             rows.append(r)
             counters = "".join(f", {k} {r[k]}" for k in ("target_passes", "target_rows",
-                                                           "drafted", "accepted") if k in r)
+                                                           "drafted", "accepted", "shared_prompt")
+                               if k in r)
             print(f"{cfg:14s} clients {n}: aggregate {r['aggregate_tps']:6.1f} tok/s, "
                   f"per request {r['per_request_tps']:5.1f} tok/s, TTFT p50 "
                   f"{r['ttft_p50_s']:.2f} s p95 {r['ttft_p95_s']:.2f} s{counters}", flush=True)

@@ -130,6 +130,7 @@ def test_follow_up_turns_reach_the_slot_that_caches_their_prefix(batch_server):
         assert status == 200, reply
         convs[i] += [{"role": "assistant", "content": reply["choices"][0]["message"]["content"]},
                      {"role": "user", "content": "And then?"}]
+    before = batch_server.metrics()
     for i in range(4):
         status, reply = post_json(batch_server.base, CHAT,
                                   {"messages": convs[i], "max_tokens": 4, "temperature": 0})
@@ -137,6 +138,48 @@ def test_follow_up_turns_reach_the_slot_that_caches_their_prefix(batch_server):
         cached = reply["usage"]["prompt_tokens_details"]["cached_tokens"]
         first_prompt = firsts[i][1]["usage"]["prompt_tokens"]
         assert cached >= first_prompt, (i, cached, first_prompt)
+    # Found in their own slots, not copied from another slot's cache.
+    shared = "specdec_prompt_tokens_shared_total"
+    assert batch_server.metrics()[shared] == before[shared]
+
+
+def test_a_system_prompt_another_slot_holds_is_copied_not_recomputed(batch_server, cli, models):
+    # The second conversation shares only the system prompt with the first, less than half of
+    # what the first one's slot holds, so it goes to another slot (docs/architecture.md, "Slot
+    # choice") and copies the system prompt's K/V from the first one's. The text is what a
+    # server that recomputes it writes.
+    system = {"role": "system", "content": "Answer in the voice of a patient teacher. " * 3}
+
+    def chat(server, user):
+        status, reply = post_json(server.base, CHAT, {
+            "messages": [system, {"role": "user", "content": user}], "max_tokens": 24,
+            "temperature": 0, "ignore_eos": True})
+        assert status == 200, reply
+        return reply
+
+    first = "Count the sheep in the field, one by one, slowly. " * 5
+    chat(batch_server, first)
+    before = batch_server.metrics()
+    question = "Explain why the sky looks blue in the afternoon and red at sunset, please. " * 2
+    reply = chat(batch_server, question)
+    shared = batch_server.metrics()["specdec_prompt_tokens_shared_total"] - before[
+        "specdec_prompt_tokens_shared_total"]
+    cached = reply["usage"]["prompt_tokens_details"]["cached_tokens"]
+    # (The slot it lands on may hold a few template tokens of its own: cached counts them too.)
+    assert 0 < shared <= cached < reply["usage"]["prompt_tokens"], (shared, cached)
+
+    plain = Server(cli, ["-m", models["target"], "-md", models["draft"], "--draft-max", "3",
+                         "--draft-policy", "fixed", "--no-draft-hybrid", "-t", "2", "-c", "512",
+                         "--parallel", "2", "--no-prefix-sharing"])
+    try:
+        chat(plain, first)
+        again = chat(plain, question)
+        assert again["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+        assert again["choices"][0]["message"]["content"] == reply["choices"][0]["message"][
+            "content"]
+        assert plain.metrics()["specdec_prompt_tokens_shared_total"] == 0
+    finally:
+        assert plain.stop() == 0, "".join(plain.log[-30:])
 
 
 def test_a_failing_request_leaves_the_others_running(batch_server):
