@@ -140,6 +140,39 @@ void output_head(const WeightMatrix& head, const VocabSubset* vocab, int64_t n_o
   }
 }
 
+// The last layer's attention for the rows whose logits were asked for (s.logit_rows, as rows of
+// the whole pass) only, into s.attn's first m rows; their residual rows move to the front of
+// s.x and s.logit_rows becomes 0..m-1, so that the rest of the layer and the head run over m
+// rows. A run of consecutive rows of one sequence (a verify pass) is one attention call.
+// Returns m.
+int64_t last_layer_rows_only(const ModelConfig& c, std::span<const Model::SequenceRows> sequences,
+                             int32_t layer, float scale, int32_t window, Scratch& s,
+                             ThreadPool& pool) {
+  const int64_t E = c.n_embd, Q = c.q_dim();
+  const auto m = static_cast<int64_t>(s.logit_rows.size());
+  for (int64_t j = 0; j < m;) {
+    const int32_t r0 = s.logit_rows[static_cast<size_t>(j)];
+    const int32_t seq = s.row_sequence[static_cast<size_t>(r0)];
+    int64_t n = 1;
+    while (j + n < m && s.logit_rows[static_cast<size_t>(j + n)] == r0 + n &&
+           s.row_sequence[static_cast<size_t>(r0 + n)] == seq) {
+      ++n;
+    }
+    causal_attention(c, *sequences[static_cast<size_t>(seq)].cache, layer,
+                     s.row_slot[static_cast<size_t>(r0)], s.q.data() + r0 * Q, n,
+                     s.attn.data() + j * Q, s, pool, scale, window);
+    j += n;
+  }
+  // Ascending rows: row j's source s.logit_rows[j] >= j, so moving them forward in order never
+  // overwrites a row still to be moved.
+  for (int64_t j = 0; j < m; ++j) {
+    const int64_t r = s.logit_rows[static_cast<size_t>(j)];
+    if (r != j) std::copy_n(&s.x[static_cast<size_t>(r * E)], E, &s.x[static_cast<size_t>(j * E)]);
+    s.logit_rows[static_cast<size_t>(j)] = static_cast<int32_t>(j);
+  }
+  return m;
+}
+
 }  // namespace
 
 size_t Model::scratch_bytes() const {
@@ -273,22 +306,34 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
       }
     });
 
-    // Causal attention, per sequence over its own cache: its token i over slots
-    // [0, first_slot + i], or over the last sliding_window of them in a local layer.
-    int64_t row0 = 0;
-    for (const SequenceRows& sq : sequences) {
-      const auto n = static_cast<int64_t>(sq.tokens.size());
-      if (n > 0) {
-        causal_attention(c, *sq.cache, l, sq.cache->length(), s.q.data() + row0 * Q, n,
-                         s.attn.data() + row0 * Q, s, pool, c.scale_q ? 1.0f : c.attn_scale,
-                         local ? c.sliding_window : 0);
+    const float attn_scale = c.scale_q ? 1.0f : c.attn_scale;
+    const int32_t window = local ? c.sliding_window : 0;
+    // Rows that go on through this layer: all of them, except in the last layer, where only
+    // the rows whose logits were asked for do (their K/V, now in the caches, is all that the
+    // others leave behind: in a prefill chunk that skips the last layer's attention, output
+    // projection and feed-forward, 1/n_layer of the work, for all rows but one). Each row's
+    // values do not depend on which other rows a pass holds, so the logits are the same bits.
+    int64_t rows = k;
+    if (l == c.n_layer - 1 && static_cast<int64_t>(s.logit_rows.size()) < k) {
+      rows = last_layer_rows_only(c, sequences, l, attn_scale, window, s, pool);
+    } else {
+      // Causal attention, per sequence over its own cache: its token i over slots
+      // [0, first_slot + i], or over the last sliding_window of them in a local layer.
+      int64_t row0 = 0;
+      for (const SequenceRows& sq : sequences) {
+        const auto n = static_cast<int64_t>(sq.tokens.size());
+        if (n > 0) {
+          causal_attention(c, *sq.cache, l, sq.cache->length(), s.q.data() + row0 * Q, n,
+                           s.attn.data() + row0 * Q, s, pool, attn_scale, window);
+        }
+        row0 += n;
       }
-      row0 += n;
     }
+    if (rows == 0) break;
 
     // Output projection and residual: x += attn_output(attn) (RMSNorm'd first with post-norms).
-    matmul(L.wo, s.attn.data(), k, s.proj.data(), pool);
-    per_token(pool, k, [&](int64_t i) {
+    matmul(L.wo, s.attn.data(), rows, s.proj.data(), pool);
+    per_token(pool, rows, [&](int64_t i) {
       if (c.post_norms) {
         ops::rms_norm(&s.proj[i * E], L.post_attn_norm.data(), E, c.rms_eps, &s.proj[i * E]);
       }
@@ -299,17 +344,17 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
 
     // Gated feed-forward: down(act(gate(xn)) * up(xn)) with SiLU (SwiGLU) or GELU (GeGLU),
     // then residual (RMSNorm'd first with post-norms).
-    matmul_same_input({{&L.ffn_gate, s.gate.data()}, {&L.ffn_up, s.up.data()}}, s.xn.data(), k,
+    matmul_same_input({{&L.ffn_gate, s.gate.data()}, {&L.ffn_up, s.up.data()}}, s.xn.data(), rows,
                       pool);
-    per_token(pool, k, [&](int64_t i) {
+    per_token(pool, rows, [&](int64_t i) {
       if (c.ffn_act == FfnActivation::GeluTanh) {
         ops::geglu(&s.gate[i * F], &s.up[i * F], F);
       } else {
         ops::swiglu(&s.gate[i * F], &s.up[i * F], F);
       }
     });
-    matmul(L.ffn_down, s.gate.data(), k, s.proj.data(), pool);
-    per_token(pool, k, [&](int64_t i) {
+    matmul(L.ffn_down, s.gate.data(), rows, s.proj.data(), pool);
+    per_token(pool, rows, [&](int64_t i) {
       if (c.post_norms) {
         ops::rms_norm(&s.proj[i * E], L.post_ffn_norm.data(), E, c.rms_eps, &s.proj[i * E]);
       }
