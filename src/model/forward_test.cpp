@@ -323,6 +323,13 @@ TEST_P(ForwardTest, SelectedRowsMatchAllRows) {
   for (size_t j = 0; j < rows.size(); ++j) {
     EXPECT_EQ(0, std::memcmp(&some[j * V], &all[rows[j] * V], V * sizeof(float))) << rows[j];
   }
+  // A pass that asks for no logits stops its last layer after the K/V (forward.cpp) and leaves
+  // the cache a pass over every row leaves: the next step's logits agree.
+  KvCache none(m.model->config(), 64);
+  m.model->forward(kTokens, positions, none, {}, nullptr, pool);
+  const auto next = static_cast<int32_t>(kTokens.size());
+  EXPECT_EQ(forward_all(*m.model, none, {9}, next, pool),
+            forward_all(*m.model, a, {9}, next, pool));
 }
 
 // A vocabulary subset computes exactly the subset's columns of the full logits, for one logit
@@ -355,8 +362,8 @@ TEST_P(ForwardTest, VocabSubsetLogitsAreTheFullLogitsColumns) {
   const std::vector<int32_t> last_row = {static_cast<int32_t>(kTokens.size()) - 1};
   m.model->forward(kTokens, positions, c, last_row, last.data(), pool, &subset);
   for (size_t col = 0; col < W; ++col) {
-    const float want = all[(kTokens.size() - 1) * static_cast<size_t>(V) +
-                           static_cast<size_t>(subset.ids()[col])];
+    const float want =
+        all[(kTokens.size() - 1) * static_cast<size_t>(V) + static_cast<size_t>(subset.ids()[col])];
     ASSERT_EQ(0, std::memcmp(&last[col], &want, sizeof(float))) << subset.ids()[col];
   }
 }
