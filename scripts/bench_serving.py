@@ -26,13 +26,14 @@ that none always runs first.
 Usage:
   python3 scripts/bench_serving.py [--target NAME|PATH] [--draft NAME|PATH] [--clients 1,2,4,8]
       [--n-predict 64] [--requests-per-client 2] [--threads 2] [--ctx 2048]
-      [--configs specdec,specdec-plain,llama,llama-spec] [--categories summary,code,opinion]
+      [--configs specdec,specdec-plain,specdec-noshare,llama,llama-spec]
+      [--categories summary,code,opinion]
       [--llama-bin /opt/llama.cpp/build/bin]
       [--llama-draft-max 8] [--temp 0] [--top-p P] [--seed S] [--repeats 1] [--json-out FILE]
       [--system-file FILE]
 
 --system-file replaces the short default system message with a file's text, e.g.
-bench/prompts/system/support-agent.txt (about 600 tokens, the kind of instructions a deployed
+bench/prompts/system/support-agent.txt (618 tokens with the chat template, the kind of instructions a deployed
 assistant carries in every request), where prefix caching decides the time to first token.
 """
 from __future__ import annotations
@@ -286,7 +287,7 @@ def main() -> None:
             counters = "".join(f", {k} {r[k]}" for k in ("target_passes", "target_rows",
                                                            "drafted", "accepted", "shared_prompt")
                                if k in r)
-            print(f"{cfg:14s} clients {n}: aggregate {r['aggregate_tps']:6.1f} tok/s, "
+            print(f"{cfg:15s} clients {n}: aggregate {r['aggregate_tps']:6.1f} tok/s, "
                   f"per request {r['per_request_tps']:5.1f} tok/s, TTFT p50 "
                   f"{r['ttft_p50_s']:.2f} s p95 {r['ttft_p95_s']:.2f} s{counters}", flush=True)
 
@@ -305,7 +306,7 @@ def main() -> None:
     print("\nScaling of aggregate tokens/s over " + f"{counts[0]} client(s):")
     for cfg in configs:
         base = median_of(cfg, counts[0], "aggregate_tps")
-        print(f"  {cfg:14s} " + "  ".join(f"{n}: {median_of(cfg, n, 'aggregate_tps') / base:.2f}x"
+        print(f"  {cfg:15s} " + "  ".join(f"{n}: {median_of(cfg, n, 'aggregate_tps') / base:.2f}x"
                                           for n in counts))
     if len(configs) > 1 and a.repeats > 1:
         print("\nPaired ratios (same repeat and client count), median over repeats:")

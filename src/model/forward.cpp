@@ -309,10 +309,10 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
     const float attn_scale = c.scale_q ? 1.0f : c.attn_scale;
     const int32_t window = local ? c.sliding_window : 0;
     // Rows that go on through this layer: all of them, except in the last layer, where only
-    // the rows whose logits were asked for do (their K/V, now in the caches, is all that the
-    // others leave behind: in a prefill chunk that skips the last layer's attention, output
-    // projection and feed-forward, 1/n_layer of the work, for all rows but one). Each row's
-    // values do not depend on which other rows a pass holds, so the logits are the same bits.
+    // the rows whose logits were asked for do. The others' K/V, now in the caches, is all they
+    // leave behind, so a prefill chunk skips the last layer's attention, output projection and
+    // feed-forward (1/n_layer of its work) for all its rows but one. Each row's values do not
+    // depend on which other rows a pass holds, so the logits are the same bits.
     int64_t rows = k;
     if (l == c.n_layer - 1 && static_cast<int64_t>(s.logit_rows.size()) < k) {
       rows = last_layer_rows_only(c, sequences, l, attn_scale, window, s, pool);
