@@ -33,8 +33,9 @@ Usage:
       [--system-file FILE]
 
 --system-file replaces the short default system message with a file's text, e.g.
-bench/prompts/system/support-agent.txt (617 tokens with the chat template, the kind of instructions a deployed
-assistant carries in every request), where prefix caching decides the time to first token.
+bench/prompts/system/support-agent.txt (617 tokens with the chat template: the kind of
+instructions a deployed assistant carries in every request), where prefix caching decides the
+time to first token.
 """
 from __future__ import annotations
 
