@@ -57,6 +57,15 @@ inline __m256i byte_to_dword(__m256i v, int a) {
   return _mm256_shuffle_epi8(v, byte_to_dword_pattern(a));
 }
 
+// Each 32-bit lane of lo and hi holds a value that fits an int16: the lane's int16 pair (lo's,
+// hi's), for vpdpwssd. One merge-masked vpshufb: hi's low word moves into the high word over
+// lo's sign bits (the 16-row kernel's words_pair on 256 bits).
+inline __m256i words_pair(__m256i lo, __m256i hi) {
+  const __m256i low_word_up = _mm256_set_epi32(0x0d0c0000, 0x09080000, 0x05040000, 0x01000000,
+                                               0x0d0c0000, 0x09080000, 0x05040000, 0x01000000);
+  return _mm256_mask_shuffle_epi8(lo, 0xccccccccU, hi, low_word_up);
+}
+
 template <typename PackedBlock, bool kFive>
 struct KindQ45 {
   using P = PackedBlock;
@@ -64,7 +73,6 @@ struct KindQ45 {
   template <int NR>
   static void block_sums(const P& b, const PackedActBlockK* const* xb, int64_t i, __m256i* sumi,
                          __m256i* summ) {
-    constexpr int kParts = chains_per_row<NR, 8, kInFlight>();
     const KScales s(b.scales);
 #pragma GCC unroll 16
     for (int t = 0; t < NR; ++t) sumi[t] = summ[t] = _mm256_setzero_si256();
@@ -72,12 +80,29 @@ struct KindQ45 {
     for (int j = 0; j < 8; ++j) {
       __m256i q[8];
       unpack_sub_block<P, kFive>(b, j, q);
-      const __m256i sc = byte_to_dword(j < 4 ? s.sc_lo : s.sc_hi, j % 4);
+      if constexpr (kFive) {
+        constexpr int kParts = chains_per_row<NR, 8, kInFlight>();
+        const __m256i sc = byte_to_dword(j < 4 ? s.sc_lo : s.sc_hi, j % 4);
 #pragma GCC unroll 16
-      for (int t = 0; t < NR; ++t) {
-        const __m256i d = dot_chunks<8, kParts>(q, xb[t][i].qs + 32 * j, 0);
-        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(d, sc));
-        pin_v(sumi[t]);
+        for (int t = 0; t < NR; ++t) {
+          const __m256i d = dot_chunks<8, kParts>(q, xb[t][i].qs + 32 * j, 0);
+          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(d, sc));
+          pin_v(sumi[t]);
+        }
+      } else {
+        // As in the 16-row kernel: a Q4_K sub-block's two 16-value halves each fit an int16
+        // (|sum| <= 16 x 15 x 128 = 30720), so one vpdpwssd scales both and adds them, the
+        // same integers as vpmulld + vpaddd on their total (vpmulld is two uops on Intel).
+        constexpr int kHalfParts = chains_per_row<2 * NR, 4, kInFlight>();
+        const __m256i sc2 = scale_words(s, j);
+#pragma GCC unroll 16
+        for (int t = 0; t < NR; ++t) {
+          const int8_t* y = xb[t][i].qs + 32 * j;
+          const __m256i h0 = dot_chunks<4, kHalfParts>(q, y, 0);
+          const __m256i h1 = dot_chunks<4, kHalfParts>(q, y, 4);
+          sumi[t] = _mm256_dpwssd_epi32(sumi[t], words_pair(h0, h1), sc2);
+          pin_v(sumi[t]);
+        }
       }
     }
 #pragma GCC unroll 16
