@@ -326,6 +326,13 @@ TEST(ActivationQuant, Avx2MatchesScalarBytes) {
     x[3] = -x[700 % 256];
     std::fill(x.begin() + 256, x.begin() + 512, 0.0f);
     for (int i = 512; i < 544; ++i) x[i] = static_cast<float>(i - 528) * 0.5f;
+    // The block's largest magnitude twice with opposite signs: the first one sets the scale's
+    // sign (block 3 negative first, in different 8-element groups; block 0 positive first,
+    // in one group).
+    x[800 + dist] = -1000.0f;
+    x[900] = 1000.0f;
+    x[10] = 999.0f;
+    x[13] = -999.0f;
     for (const Case& c : cases) {
       std::vector<uint8_t> a(row_bytes(c.t, 1024)), b(a.size());
       c.scalar(x.data(), a.data(), 1024);
