@@ -42,6 +42,13 @@ const char* drafter_kind_name(DrafterKind kind) {
   return "?";
 }
 
+namespace {
+// How many of the first n tokens of a and b (n at most either's size) are the same.
+int32_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b, int32_t n) {
+  return static_cast<int32_t>(std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin());
+}
+}  // namespace
+
 // The KV caches of one sequence, plus the tokens they were filled from, so that a following
 // request sharing a prefix (the next chat turn) does not recompute it.
 struct Engine::Sequences {
@@ -160,12 +167,11 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
       if (c) c->leave();
     }
   } membership(coordinator_.get());
-  int32_t n_cached = 0;
   // The draft's cache may hold less (ModelDrafter::start reads the rest); it always holds a
   // prefix of the history.
   const int32_t limit =
       std::min({static_cast<int32_t>(s.history.size()), s.target.length(), n_prompt - 1});
-  while (n_cached < limit && s.history[n_cached] == prompt[n_cached]) ++n_cached;
+  int32_t n_cached = common_prefix(s.history, prompt, limit);
   // From here on the caches change past n_cached; if this run throws before it records its own
   // tokens, the history must not claim what the caches no longer hold.
   s.history.resize(static_cast<size_t>(n_cached));
@@ -358,10 +364,8 @@ int32_t Engine::share_prefix(Sequences& s, std::span<const int32_t> prompt, int3
   int32_t best_len = n_cached;
   for (const auto& other : slots_) {
     if (other.get() == &s) continue;
-    const int32_t n = std::min(limit, static_cast<int32_t>(other->shared.size()));
-    int32_t len = 0;
-    while (len < n && other->shared[static_cast<size_t>(len)] == prompt[static_cast<size_t>(len)])
-      ++len;
+    const int32_t len = common_prefix(other->shared, prompt,
+                                      std::min(limit, static_cast<int32_t>(other->shared.size())));
     if (len > best_len) {
       best = other.get();
       best_len = len;
