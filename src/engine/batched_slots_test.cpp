@@ -432,5 +432,71 @@ TEST_F(BatchedSlots, ARunningSlotOffersItsPromptWhileItGenerates) {
   expect_same(gb, alone.generate(b, greedy_spec(20), {}), 1);
 }
 
+// A prompt of a shared n-token head and a tail of its own.
+std::vector<int32_t> with_long_head(int32_t n, int32_t tail_start, int32_t tail_len) {
+  std::vector<int32_t> p;
+  for (int32_t t = 0; t < n; ++t) p.push_back(40 + (t * 17) % 190);
+  for (int32_t t = 0; t < tail_len; ++t) p.push_back(tail_start + t);
+  return p;
+}
+
+TEST_F(BatchedSlots, ASlotStartingWhileAnotherReadsTheSamePromptHeadWaitsAndCopiesIt) {
+  // Slot 1 starts while slot 0 is reading a 100-token head both prompts share, in chunks of 4:
+  // instead of computing the head a second time in the same passes, slot 1 waits for slot 0's
+  // rows and copies them (all of them: slot 0 offers them chunk by chunk, and the head ends on
+  // a chunk's edge). Slot 0's first pass waits until slot 1 is about to start.
+  EngineOptions eo = slot_options(2);
+  eo.prefill_chunk = 4;
+  Engine engine(*target_, draft_.get(), eo);
+  Engine alone(*target_, draft_.get(), slot_options(1));
+  const std::vector<int32_t> a = with_long_head(100, 150, 6), b = with_long_head(100, 170, 4);
+  std::latch b_starting(1);
+  std::atomic<bool> first{true};
+  engine.set_pass_observer([&](bool target, int64_t, int64_t) {
+    if (target && first.exchange(false)) b_starting.wait();
+  });
+  GenerationOptions sampled = greedy_spec(12);
+  sampled.sampling.temperature = 0.9f;
+  sampled.sampling.seed = 5;
+  GenerationResult ga, gb;
+  std::thread ta([&] { ga = engine.generate(a, greedy_spec(12), {}, {}, 0); });
+  std::thread tb([&] {
+    while (first.load()) std::this_thread::yield();
+    b_starting.count_down();
+    gb = engine.generate(b, sampled, {}, {}, 1);
+  });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(ga.stats.shared_tokens, 0);
+  EXPECT_EQ(gb.stats.shared_tokens, 100);
+  expect_same(ga, alone.generate(a, greedy_spec(12), {}), 0);
+  expect_same(gb, alone.generate(b, sampled, {}), 1);
+}
+
+TEST_F(BatchedSlots, ADraftCopiesPromptRowsAnotherSlotsDraftReadSinceTheRequestStarted) {
+  // Slot 0 read the head with its target alone; slot 1 speculated on it, so its draft read the
+  // head too. Slot 2's request copies the target's rows from slot 0 (the first slot offering
+  // the longest prefix) and no draft rows from it; as its draft reads the prompt it copies the
+  // head's rows from slot 1's draft. A seeded sampled request shows any wrong draft entry.
+  Engine engine(*target_, draft_.get(), slot_options(3));
+  Engine alone(*target_, draft_.get(), slot_options(1));
+  GenerationOptions plain = greedy_spec(6);
+  plain.speculative = false;
+  engine.generate(with_long_head(30, 150, 0), plain, {}, {}, 0);
+  const GenerationResult g1 =
+      engine.generate(with_long_head(30, 160, 3), greedy_spec(40), {}, {}, 1);
+  EXPECT_EQ(g1.stats.shared_tokens, 30);
+  EXPECT_EQ(g1.stats.draft_shared_tokens, 0);
+  EXPECT_GT(g1.stats.spec.rounds, 0);  // its draft read the prompt
+  GenerationOptions sampled = greedy_spec(12);
+  sampled.sampling.temperature = 0.9f;
+  sampled.sampling.seed = 9;
+  const std::vector<int32_t> c = with_long_head(30, 170, 3);
+  const GenerationResult g2 = engine.generate(c, sampled, {}, {}, 2);
+  EXPECT_EQ(g2.stats.shared_tokens, 30);
+  EXPECT_EQ(g2.stats.draft_shared_tokens, 30);
+  expect_same(g2, alone.generate(c, sampled, {}), 2);
+}
+
 }  // namespace
 }  // namespace specdec

@@ -61,6 +61,12 @@ struct Engine::Sequences {
   // prompt once read; all it holds once it is idle), never rows a rollback may rewrite.
   std::vector<int32_t> shared;
   int32_t shared_draft = 0;
+  // While reading is true the slot is computing its prompt's rows (all but the last token's:
+  // claim), offering them in shared as they come; a slot starting on a prompt that shares them
+  // waits for them (Engine::share_prefix).
+  std::vector<int32_t> claim;
+  bool reading = false;
+  int32_t draft_copied = 0;  // this request's GenerationStats::draft_shared_tokens
   Sequences(Model& t, Model* d, int32_t n_ctx, ThreadPool& pool)
       : target(t, n_ctx, pool), draft(d ? std::make_unique<ModelLM>(*d, n_ctx, pool) : nullptr) {}
 };
@@ -156,17 +162,6 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // Reuse the longest prefix both caches still hold (the protocol needs the last prompt token
   // pending, hence at most n_prompt - 1).
   Sequences& s = *slots_[static_cast<size_t>(slot)];
-  // With several slots this generation's passes join the batch until it returns, however it
-  // returns (the coordinator would otherwise wait for it forever).
-  struct Membership {
-    BatchCoordinator* c;
-    explicit Membership(BatchCoordinator* coordinator) : c(coordinator) {
-      if (c) c->join();
-    }
-    ~Membership() {
-      if (c) c->leave();
-    }
-  } membership(coordinator_.get());
   // The draft's cache may hold less (ModelDrafter::start reads the rest); it always holds a
   // prefix of the history.
   const int32_t limit =
@@ -178,12 +173,44 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // An unused draft cache must still hold only a prefix of the history recorded below.
   if (!use_model && s.draft) s.draft->truncate(std::min(s.draft->length(), n_cached));
   const bool sharing = coordinator_ && options_.share_prefixes;
+  // While it reads its prompt the slot offers the rows read so far, and its draft first copies
+  // prompt rows another slot's draft offers; whatever ends this run ends both, and its claim.
+  struct Reading {
+    Engine* e;
+    Sequences& s;
+    ~Reading() {
+      if (e == nullptr) return;
+      s.target.set_prefix_hooks({}, {});
+      if (s.draft) s.draft->set_prefix_hooks({}, {});
+      e->stop_reading(s);
+    }
+  } reading{sharing ? this : nullptr, s};
   int32_t n_shared = 0;
+  s.draft_copied = 0;
   if (sharing) {
+    // Before this slot joins the batch: it may wait here for another slot's prompt rows, and the
+    // passes must not wait for it meanwhile.
     const int32_t own = n_cached;
     n_cached = share_prefix(s, prompt, n_cached);
     n_shared = n_cached - own;
+    s.target.set_prefix_hooks({}, [this, &s, prompt] { offer_read_rows(s, prompt); });
+    if (s.draft && use_model) {
+      s.draft->set_prefix_hooks(
+          [this, &s, prompt](int32_t max) { copy_draft_rows(s, prompt, max); },
+          [this, &s, prompt] { offer_read_rows(s, prompt); });
+    }
   }
+  // With several slots this generation's passes join the batch until it returns, however it
+  // returns (the coordinator would otherwise wait for it forever).
+  struct Membership {
+    BatchCoordinator* c;
+    explicit Membership(BatchCoordinator* coordinator) : c(coordinator) {
+      if (c) c->join();
+    }
+    ~Membership() {
+      if (c) c->leave();
+    }
+  } membership(coordinator_.get());
 
   // The draft scores the most frequent tokens, this prompt's own and, as the answer goes on,
   // the answer's own (changing which rows of its head it computes never touches its cache).
@@ -344,6 +371,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   result.stats.generated_tokens = static_cast<int32_t>(result.tokens.size());
   result.stats.decode_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
   result.stats.spec = decoder.stats();
+  result.stats.draft_shared_tokens = s.draft_copied;
   s.history = decoder.tokens();
   if (sharing) {
     // Idle until its next request, the slot offers all its caches hold: each holds a prefix of
@@ -355,22 +383,39 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
 }
 
 int32_t Engine::share_prefix(Sequences& s, std::span<const int32_t> prompt, int32_t n_cached) {
-  std::lock_guard lock(share_mu_);
+  std::unique_lock lock(share_mu_);
   // From here this slot's caches change past n_cached (the draft's may hold less of it).
   s.shared.resize(std::min(s.shared.size(), static_cast<size_t>(n_cached)));
   s.shared_draft = std::min({s.shared_draft, n_cached, s.draft ? s.draft->length() : 0});
   const auto limit = static_cast<int32_t>(prompt.size()) - 1;
   Sequences* best = nullptr;
   int32_t best_len = n_cached;
-  for (const auto& other : slots_) {
-    if (other.get() == &s) continue;
-    const int32_t len = common_prefix(other->shared, prompt,
-                                      std::min(limit, static_cast<int32_t>(other->shared.size())));
-    if (len > best_len) {
-      best = other.get();
-      best_len = len;
+  for (;;) {
+    best = nullptr;
+    best_len = n_cached;
+    int32_t coming = 0;  // the longest common prefix a slot still reading will offer
+    for (const auto& other : slots_) {
+      if (other.get() == &s) continue;
+      const auto offered = static_cast<int32_t>(other->shared.size());
+      const int32_t len = common_prefix(other->shared, prompt, std::min(limit, offered));
+      if (len > best_len) {
+        best = other.get();
+        best_len = len;
+      }
+      if (other->reading) {
+        const auto claimed = static_cast<int32_t>(other->claim.size());
+        coming = std::max(coming, common_prefix(other->claim, prompt, std::min(limit, claimed)));
+      }
     }
+    // Computing those rows here would put them in the same passes a second time. Waiting costs
+    // this request no time (its own rows past them need them first) and stops at a chunk short
+    // of them, which this slot then reads itself. A slot that waits has not claimed anything,
+    // so no two slots wait for each other.
+    if (coming - best_len < options_.prefill_chunk) break;
+    share_cv_.wait(lock);
   }
+  s.claim.assign(prompt.begin(), prompt.begin() + limit);
+  s.reading = true;
   if (best == nullptr) return n_cached;
   // The target's entries up to best_len; the draft's as far as the other's draft cache offers
   // them, from where this one's ends (it may hold less than its target).
@@ -380,7 +425,10 @@ int32_t Engine::share_prefix(Sequences& s, std::span<const int32_t> prompt, int3
   if (s.draft) {
     const int32_t upto = std::min(best_len, best->shared_draft);
     s.draft->truncate(std::min(s.draft->length(), n_cached));
-    if (upto > s.draft->length()) s.draft->extend_from(*best->draft, upto);
+    if (upto > s.draft->length()) {
+      s.draft_copied += upto - s.draft->length();
+      s.draft->extend_from(*best->draft, upto);
+    }
     n_draft = std::min(s.draft->length(), best_len);
   }
   s.history.assign(prompt.begin(), prompt.begin() + best_len);
@@ -389,11 +437,63 @@ int32_t Engine::share_prefix(Sequences& s, std::span<const int32_t> prompt, int3
   return best_len;
 }
 
+void Engine::offer_read_rows(Sequences& s, std::span<const int32_t> prompt) {
+  // The prompt's rows (all but its last token's) are final once computed: rollbacks never go
+  // behind them. Both caches hold a prefix of the prompt while the slot reads it.
+  const auto limit = static_cast<int32_t>(prompt.size()) - 1;
+  const int32_t n_target = std::min(s.target.length(), limit);
+  std::lock_guard lock(share_mu_);
+  if (n_target > static_cast<int32_t>(s.shared.size())) {
+    s.shared.insert(s.shared.end(), prompt.begin() + static_cast<ptrdiff_t>(s.shared.size()),
+                    prompt.begin() + n_target);
+    share_cv_.notify_all();
+  }
+  // The draft may read before its target (a seeded sampled request's does): shared_draft may
+  // then run ahead of shared, and whoever copies takes no more than both.
+  if (s.draft) s.shared_draft = std::max(s.shared_draft, std::min(s.draft->length(), limit));
+}
+
+void Engine::copy_draft_rows(Sequences& s, std::span<const int32_t> prompt, int32_t max) {
+  const auto limit = static_cast<int32_t>(prompt.size()) - 1;
+  const int32_t have = s.draft->length();
+  const int32_t want = std::min(limit, have + max);
+  if (want <= have) return;
+  std::lock_guard lock(share_mu_);
+  Sequences* best = nullptr;
+  int32_t best_len = have;
+  for (const auto& other : slots_) {
+    if (other.get() == &s || other->draft == nullptr) continue;
+    const int32_t offered =
+        std::min({want, other->shared_draft, static_cast<int32_t>(other->shared.size())});
+    if (offered <= best_len) continue;
+    const int32_t len = common_prefix(other->shared, prompt, offered);
+    if (len > best_len) {
+      best = other.get();
+      best_len = len;
+    }
+  }
+  if (best == nullptr) return;
+  s.draft_copied += best_len - have;
+  s.draft->extend_from(*best->draft, best_len);
+  s.shared_draft = std::max(s.shared_draft, std::min(best_len, limit));
+}
+
+void Engine::stop_reading(Sequences& s) {
+  std::lock_guard lock(share_mu_);
+  if (!s.reading) return;
+  s.reading = false;
+  s.claim.clear();
+  share_cv_.notify_all();
+}
+
 void Engine::offer_prefix(Sequences& s, std::span<const int32_t> tokens, int32_t n_target,
                           int32_t n_draft) {
   std::lock_guard lock(share_mu_);
   s.shared.assign(tokens.begin(), tokens.begin() + n_target);
   s.shared_draft = std::min(n_draft, n_target);
+  s.reading = false;
+  s.claim.clear();
+  share_cv_.notify_all();
 }
 
 }  // namespace specdec

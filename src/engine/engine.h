@@ -4,6 +4,7 @@
 // UTF-8 text.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -102,6 +103,9 @@ struct GenerationStats {
   int32_t cached_tokens = 0;  // of the prompt, reused from the slot's cache (not recomputed)
   // Of cached_tokens, those copied from another slot's cache (EngineOptions::share_prefixes).
   int32_t shared_tokens = 0;
+  // Prompt rows the draft's cache copied from another slot's instead of reading them (when the
+  // request starts, or as its draft reads the prompt, from a slot whose draft read it since).
+  int32_t draft_shared_tokens = 0;
   int32_t generated_tokens = 0;
   double prefill_ms = 0;
   double decode_ms = 0;
@@ -180,17 +184,29 @@ class Engine {
   std::mutex pool_guard_;  // slots take turns using the pool for distributions
   struct Sequences;
   std::vector<std::unique_ptr<Sequences>> slots_;
-  // Guards every slot's Sequences::shared and shared_draft, and is held while one slot copies
-  // entries from another's caches (share_prefix).
+  // Guards every slot's Sequences::shared, shared_draft, claim and reading, and is held while
+  // one slot copies entries from another's caches (share_prefix, copy_draft_rows).
   std::mutex share_mu_;
-  // Before slot s changes its caches past n_cached: withdraws what it offered past that, then
-  // copies the longest prefix of prompt (at most its n_prompt - 1 tokens) that another slot
-  // offers beyond n_cached. Returns the prefix length now cached.
+  // Signalled when a slot reading its prompt offers more of it, or stops reading.
+  std::condition_variable share_cv_;
+  // Before slot s changes its caches past n_cached: withdraws what it offered past that; waits
+  // while another slot is still reading a prompt that shares at least a prefill chunk more with
+  // this one than what is offered (its rows come for a copy instead of being computed twice in
+  // the same passes); copies the longest prefix of prompt (at most its n_prompt - 1 tokens)
+  // that another slot offers beyond n_cached; and claims the rest of the prompt as its own to
+  // read. Returns the prefix length now cached.
   int32_t share_prefix(Sequences& s, std::span<const int32_t> prompt, int32_t n_cached);
   // Offers s's first n_target tokens (their target K/V entries; the first n_draft of them in the
-  // draft's cache too) to other slots until s's next request starts.
+  // draft's cache too) to other slots until s's next request starts; s no longer reads a prompt.
   void offer_prefix(Sequences& s, std::span<const int32_t> tokens, int32_t n_target,
                     int32_t n_draft);
+  // While s reads its prompt: offers the prompt rows its target and draft caches hold so far.
+  void offer_read_rows(Sequences& s, std::span<const int32_t> prompt);
+  // s's draft, about to read prompt rows from its cache's length on: copies up to max of them
+  // from another slot's draft cache that offers them.
+  void copy_draft_rows(Sequences& s, std::span<const int32_t> prompt, int32_t max);
+  // s stopped reading its prompt without offering it (its request failed): wakes the waiters.
+  void stop_reading(Sequences& s);
 };
 
 }  // namespace specdec

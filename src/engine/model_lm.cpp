@@ -1,5 +1,6 @@
 #include "engine/model_lm.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "common/error.h"
@@ -48,10 +49,31 @@ void ModelLM::set_vocab_subset(std::optional<VocabSubset> subset) {
   vocab_ = std::move(subset);
 }
 
+void ModelLM::set_prefix_hooks(std::function<void(int32_t)> copy_rows,
+                               std::function<void()> chunk_read) {
+  copy_rows_ = std::move(copy_rows);
+  chunk_read_ = std::move(chunk_read);
+}
+
 void ModelLM::forward_last(std::span<const int32_t> tokens, std::vector<float>* last_logits) {
   // Long prompts go through in chunks so scratch memory stays bounded; chunking cannot change
   // any result because the forward pass is batch invariant.
-  for (size_t begin = 0; begin < tokens.size(); begin += prefill_chunk_) {
+  const int32_t start = cache_.length();
+  const auto n = static_cast<int32_t>(tokens.size());
+  // The last token's row is computed whenever its logits are wanted.
+  const int32_t copyable = last_logits != nullptr ? n - 1 : n;
+  for (size_t begin = 0; begin < tokens.size();) {
+    if (copy_rows_) {
+      const int32_t done = static_cast<int32_t>(begin);
+      if (copyable > done) copy_rows_(copyable - done);
+      const int32_t copied = cache_.length() - start - done;
+      if (copied < 0 || copied > std::max(0, copyable - done)) {
+        fail("a prefix copy left the cache at ", cache_.length(), ", expected ", start + done,
+             " to ", start + copyable);
+      }
+      begin += static_cast<size_t>(copied);
+      if (begin == tokens.size()) break;
+    }
     const size_t end = std::min(tokens.size(), begin + prefill_chunk_);
     const auto k = static_cast<int32_t>(end - begin);
     positions_.resize(k);
@@ -60,6 +82,8 @@ void ModelLM::forward_last(std::span<const int32_t> tokens, std::vector<float>* 
     rows_.assign(want_logits ? 1 : 0, k - 1);
     if (want_logits) last_logits->resize(static_cast<size_t>(logit_width()));
     run(tokens.subspan(begin, end - begin), want_logits ? last_logits->data() : nullptr);
+    begin = end;
+    if (chunk_read_) chunk_read_();
   }
 }
 

@@ -3,6 +3,7 @@
 // contiguous from position 0.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -39,6 +40,13 @@ class ModelLM final : public CausalLM {
   // says what the caller guarantees). Throws for another model.
   void extend_from(const ModelLM& src, int32_t end);
 
+  // Prompt sharing across slots (Engine): before each forward_last chunk, copy_rows(max) may
+  // extend the cache by at most max rows for that call's next tokens (via extend_from, from a
+  // sequence that holds them), which the chunk then skips; after each chunk, chunk_read() may
+  // offer the rows read so far. Either may be empty.
+  void set_prefix_hooks(std::function<void(int32_t max)> copy_rows,
+                        std::function<void()> chunk_read);
+
   // Route every forward pass through a coordinator (batched serving: engine/batch_coordinator.h)
   // and prefill in chunks of prefill_chunk tokens, so that a long prompt shares passes with the
   // other slots' decoding instead of stalling them. nullptr: run passes directly.
@@ -52,6 +60,8 @@ class ModelLM final : public CausalLM {
   std::optional<VocabSubset> vocab_;
   BatchCoordinator* coordinator_ = nullptr;
   size_t prefill_chunk_ = 256;
+  std::function<void(int32_t)> copy_rows_;
+  std::function<void()> chunk_read_;
 
   void run(std::span<const int32_t> tokens, float* logits);
 };

@@ -182,6 +182,46 @@ def test_a_system_prompt_another_slot_holds_is_copied_not_recomputed(batch_serve
         assert plain.stop() == 0, "".join(plain.log[-30:])
 
 
+def test_conversations_starting_together_on_one_new_system_prompt_compute_it_once(cli, models):
+    # Three conversations with a long system prompt no slot holds yet arrive together: one slot
+    # reads it and the others wait for its rows and copy them (all but at most a prefill chunk,
+    # 8 tokens, before the point where the prompts part) instead of computing them in the same
+    # passes again. The slower tiny model keeps the first slot reading while the others arrive.
+    server = Server(cli, ["-m", models["slow"], "-t", "2", "-c", "1024", "--parallel", "3",
+                          "--prefill-chunk", "8"])
+    system = {"role": "system", "content": "You review pull requests for a storage team. "
+              + "Cite the line and say what you would change. " * 6}
+    users = ["Is a mutex needed here?", "Why is this slow?", "Should this be a class?"]
+    results = {}
+
+    def chat(i):
+        results[i] = post_json(server.base, CHAT, {
+            "messages": [system, {"role": "user", "content": users[i]}], "max_tokens": 4,
+            "temperature": 0, "ignore_eos": True})
+
+    try:
+        threads = [threading.Thread(target=chat, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        usage = []
+        for i in range(3):
+            status, reply = results[i]
+            assert status == 200, reply
+            usage.append((reply["usage"]["prompt_tokens"],
+                          reply["usage"]["prompt_tokens_details"]["cached_tokens"]))
+        shared = server.metrics()["specdec_prompt_tokens_shared_total"]
+    finally:
+        assert server.stop() == 0, "".join(server.log[-30:])
+    # Each user turn with the template around it is under 40 tokens of its prompt.
+    head = min(n for n, _ in usage) - 40
+    assert head > 100, usage
+    copied = sorted(cached for _, cached in usage)
+    assert copied[0] == 0 and copied[1] >= head - 8, usage
+    assert shared == copied[1] + copied[2], (shared, usage)
+
+
 def test_a_failing_request_leaves_the_others_running(batch_server):
     results = {}
 
