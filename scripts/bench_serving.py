@@ -11,6 +11,8 @@ temperature 0 (or --temp, --top-p, --seed) and end-of-text ignored so that every
   specdec-plain   the same server, requests sent with "speculative": false (target only)
   specdec-noshare specdec with --no-prefix-sharing (a slot recomputes a prompt prefix that
                   another slot's cache holds instead of copying it)
+  specdec-base    specdec from another build (--base-specdec BIN, e.g. the commit before a
+                  change), with the same flags: before and after in one run
   llama           llama-server -m TARGET -np N                          (target only)
   llama-spec      llama-server -m TARGET -md DRAFT --spec-type draft-simple --spec-draft-n-max G
 
@@ -26,7 +28,8 @@ that none always runs first.
 Usage:
   python3 scripts/bench_serving.py [--target NAME|PATH] [--draft NAME|PATH] [--clients 1,2,4,8]
       [--n-predict 64] [--requests-per-client 2] [--threads 2] [--ctx 2048]
-      [--configs specdec,specdec-plain,specdec-noshare,llama,llama-spec]
+      [--configs specdec,specdec-plain,specdec-noshare,specdec-base,llama,llama-spec]
+      [--base-specdec OTHER_BUILD/specdec]
       [--categories summary,code,opinion]
       [--llama-bin /opt/llama.cpp/build/bin]
       [--llama-draft-max 8] [--temp 0] [--top-p P] [--seed S] [--repeats 1] [--json-out FILE]
@@ -35,7 +38,9 @@ Usage:
 --system-file replaces the short default system message with a file's text, e.g.
 bench/prompts/system/support-agent.txt (617 tokens with the chat template: the kind of
 instructions a deployed assistant carries in every request), where prefix caching decides the
-time to first token.
+time to first token. The warm-up request carries it too, so the clients find it cached; with
+--cold-system the warm-up has another system message and the clients all start on a system
+prompt no slot holds (a new deployment's first users, a changed system prompt).
 """
 from __future__ import annotations
 
@@ -59,7 +64,7 @@ sys.path.insert(0, str(ROOT / "scripts" / "lib"))
 from bench_common import die, resolve_model  # noqa: E402
 
 SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
-CONFIGS = ["specdec", "specdec-plain", "specdec-noshare", "llama", "llama-spec"]
+CONFIGS = ["specdec", "specdec-plain", "specdec-noshare", "specdec-base", "llama", "llama-spec"]
 
 
 def free_port() -> int:
@@ -114,14 +119,14 @@ class Server:
 
 
 def one_request(client, model: str, prompt: str, n_predict: int, extra: dict,
-                sampling: dict) -> dict:
-    """One streamed chat request, system message SYSTEM (or --system-file's text)."""
+                sampling: dict, system: str) -> dict:
+    """One streamed chat request with this system message."""
     t0 = time.monotonic()
     first = last = None
     chunks = 0
     usage = None
     stream = client.chat.completions.create(
-        model=model, messages=[{"role": "system", "content": SYSTEM},
+        model=model, messages=[{"role": "system", "content": system},
                                {"role": "user", "content": prompt}],
         max_tokens=n_predict, stream=True, **sampling,
         stream_options={"include_usage": True}, extra_body={"ignore_eos": True, **extra})
@@ -140,7 +145,8 @@ def one_request(client, model: str, prompt: str, n_predict: int, extra: dict,
 
 
 def run_load(port: int, model: str, clients: int, per_client: int, prompts: list[str],
-             n_predict: int, extra: dict, sampling: dict) -> dict:
+             n_predict: int, extra: dict, sampling: dict, system: str | None = None) -> dict:
+    """Every request's system message is SYSTEM (or --system-file's text) unless given."""
     import openai
 
     results, errors = [], []
@@ -152,7 +158,8 @@ def run_load(port: int, model: str, clients: int, per_client: int, prompts: list
         for r in range(per_client):
             prompt = prompts[(c * per_client + r) % len(prompts)]
             try:
-                res = one_request(client, model, prompt, n_predict, extra, sampling)
+                res = one_request(client, model, prompt, n_predict, extra, sampling,
+                                  SYSTEM if system is None else system)
                 with lock:
                     results.append(res)
             except Exception as e:  # noqa: BLE001 - counted and reported
@@ -217,6 +224,7 @@ def main() -> None:
                     help="prompt sets from bench/prompts (summaries are the longest)")
     ap.add_argument("--specdec", default=str(ROOT / "build" / "specdec"))
     ap.add_argument("--specdec-flags", default="", help="extra flags for specdec serve")
+    ap.add_argument("--base-specdec", help="the specdec binary of configuration specdec-base")
     ap.add_argument("--llama-bin", default="/opt/llama.cpp/build/bin")
     ap.add_argument("--llama-draft-max", type=int, default=8)
     ap.add_argument("--temp", type=float, default=0.0,
@@ -228,6 +236,9 @@ def main() -> None:
                     help="runs of every (configuration, client count); the tables show medians")
     ap.add_argument("--json-out")
     ap.add_argument("--system-file", help="the system message of every request, from a file")
+    ap.add_argument("--cold-system", action="store_true",
+                    help="the warm-up request has another system message, so that the clients "
+                         "start on a system prompt no slot holds yet")
     a = ap.parse_args()
 
     target, draft = resolve_model(a.target), resolve_model(a.draft)
@@ -245,6 +256,8 @@ def main() -> None:
     if a.system_file:
         global SYSTEM
         SYSTEM = Path(a.system_file).read_text().strip()
+    if "specdec-base" in configs and not (a.base_specdec and Path(a.base_specdec).exists()):
+        die("configuration specdec-base needs --base-specdec BIN")
     llama_server = Path(a.llama_bin) / "llama-server"
     if any(c.startswith("llama") for c in configs) and not llama_server.exists():
         die(f"{llama_server} not found (scripts/oracle/README.md builds it)")
@@ -257,7 +270,8 @@ def main() -> None:
             port = free_port()
             extra: dict = {}
             if cfg.startswith("specdec"):
-                argv = [a.specdec, "serve", "-m", str(target), "-md", str(draft), "--port",
+                binary = a.base_specdec if cfg == "specdec-base" else a.specdec
+                argv = [binary, "serve", "-m", str(target), "-md", str(draft), "--port",
                         str(port), "-t", str(a.threads), "-c", str(a.ctx), "--parallel", str(n),
                         "--queue-size", str(max(16, 2 * n)), *a.specdec_flags.split()]
                 if cfg == "specdec-noshare":
@@ -275,8 +289,10 @@ def main() -> None:
             server = Server(argv, port, logdir / f"{cfg}-{n}.log")
             try:
                 # Warm-up: one short request (page cache, allocator, packed weights), with a
-                # prompt of its own so that no measured request finds its prefix cached.
-                run_load(port, model, 1, 1, ["Say hello."], 8, extra, sampling)
+                # prompt of its own so that no measured request finds its prefix cached beyond
+                # the system message (nor that with --cold-system).
+                run_load(port, model, 1, 1, ["Say hello."], 8, extra, sampling,
+                         "You are terse." if a.cold_system else None)
                 r = run_load(port, model, n, a.requests_per_client, prompts, a.n_predict, extra,
                              sampling)
                 if cfg.startswith("specdec"):

@@ -106,6 +106,7 @@ void Metrics::ended(Outcome outcome, const GenerationStats& s) {
   prompt_tokens_ += s.prompt_tokens;
   cached_tokens_ += s.cached_tokens;
   shared_tokens_ += s.shared_tokens;
+  draft_shared_tokens_ += s.draft_shared_tokens;
   generated_tokens_ += s.generated_tokens;
   rounds_ += s.spec.rounds;
   drafted_ += s.spec.drafted;
@@ -151,6 +152,9 @@ std::string Metrics::render(const HttpListenerStats& transport) const {
           "Prompt tokens whose K/V came from a cache instead of a forward pass.", cached_tokens_);
   counter("specdec_prompt_tokens_shared_total",
           "Of the cached prompt tokens, those copied from another slot's cache.", shared_tokens_);
+  counter("specdec_draft_prompt_tokens_shared_total",
+          "Prompt tokens whose draft K/V was copied from another slot's draft cache.",
+          draft_shared_tokens_);
   counter("specdec_generated_tokens_total", "Tokens generated (cancelled requests included).",
           generated_tokens_);
   counter("specdec_speculative_rounds_total", "Speculative rounds (draft then verify).", rounds_);

@@ -65,6 +65,7 @@ class Metrics {
   std::map<std::pair<std::string, int>, int64_t> http_;
   int64_t admitted_ = 0, finished_ = 0, cancelled_ = 0, failed_ = 0, in_flight_ = 0;
   int64_t prompt_tokens_ = 0, cached_tokens_ = 0, shared_tokens_ = 0, generated_tokens_ = 0;
+  int64_t draft_shared_tokens_ = 0;
   int64_t rounds_ = 0, drafted_ = 0, accepted_ = 0;
   double decode_tps_ = 0;  // of the last request that generated anything
   int64_t queue_length_ = 0;

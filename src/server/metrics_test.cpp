@@ -29,6 +29,7 @@ TEST(Metrics, CountsRequestsTokensAndSpeculation) {
   s.prompt_tokens = 5;
   s.cached_tokens = 3;
   s.shared_tokens = 2;
+  s.draft_shared_tokens = 1;
   s.generated_tokens = 20;
   s.decode_ms = 100;
   s.spec.rounds = 4;
@@ -56,6 +57,7 @@ TEST(Metrics, CountsRequestsTokensAndSpeculation) {
   EXPECT_EQ(sample(text, "specdec_prompt_tokens_total"), 5);
   EXPECT_EQ(sample(text, "specdec_prompt_tokens_cached_total"), 3);
   EXPECT_EQ(sample(text, "specdec_prompt_tokens_shared_total"), 2);
+  EXPECT_EQ(sample(text, "specdec_draft_prompt_tokens_shared_total"), 1);
   EXPECT_EQ(sample(text, "specdec_generated_tokens_total"), 20);
   EXPECT_EQ(sample(text, "specdec_speculative_rounds_total"), 4);
   EXPECT_EQ(sample(text, "specdec_draft_tokens_total"), 16);
@@ -78,7 +80,7 @@ TEST(Metrics, EveryFamilyHasHelpAndType) {
       EXPECT_EQ(line.rfind(last_type, 0), 0u) << line;  // samples follow their TYPE line
     }
   }
-  EXPECT_EQ(families, 27);
+  EXPECT_EQ(families, 28);
   EXPECT_EQ(sample(text, "specdec_draft_acceptance_rate"), 0);  // no division by zero
 }
 
