@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <latch>
 #include <mutex>
 #include <thread>
@@ -496,6 +497,68 @@ TEST_F(BatchedSlots, ADraftCopiesPromptRowsAnotherSlotsDraftReadSinceTheRequestS
   EXPECT_EQ(g2.stats.shared_tokens, 30);
   EXPECT_EQ(g2.stats.draft_shared_tokens, 30);
   expect_same(g2, alone.generate(c, sampled, {}), 2);
+}
+
+TEST_F(BatchedSlots, ALazyDraftReadsAPrefixThatCameBackEvenForAShortAnswer) {
+  // One slot, drafts after the first token: a 64-token prompt for 8 tokens is not worth the
+  // draft's reading (lag > 4 x tokens left) and runs without drafts; the next request reuses
+  // the prompt's 60-token head, which counts as recurring, so its draft reads it now (and the
+  // requests after it find it in the draft's cache). The text is what it is alone either way.
+  EngineOptions eo = slot_options(1);
+  eo.draft_after_first_token = true;
+  Engine engine(*target_, draft_.get(), eo);
+  Engine alone(*target_, draft_.get(), slot_options(1));
+  const std::vector<int32_t> a = with_long_head(60, 150, 4), b = with_long_head(60, 170, 4);
+  const GenerationResult ga = engine.generate(a, greedy_spec(8), {});
+  EXPECT_EQ(ga.stats.spec.rounds, 0);
+  const GenerationResult gb = engine.generate(b, greedy_spec(8), {});
+  EXPECT_EQ(gb.stats.cached_tokens, 60);
+  EXPECT_GT(gb.stats.spec.rounds, 0);
+  expect_same(gb, alone.generate(b, greedy_spec(8), {}), 1);
+}
+
+TEST_F(BatchedSlots, OneDraftReadsAPromptHeadTwoSlotsStartOnAndTheOtherCopiesIt) {
+  // Slot 0 read a 60-token head with its target alone. Slots 1 and 2 start on it with tails of
+  // their own and copy its target rows. Slot 1's first pass waits until slot 2 is about to
+  // start, so that slot 2 joins the batch in time for their prefills to end in one pass (slot 1
+  // has 5 rows to read, slot 2 has 2, in chunks of 4) and their drafts to start reading the
+  // head in the same iteration (120 tokens to generate make the read pay for two slots): the
+  // first to claim it reads it, and the other drafts nothing until it can copy those rows (all
+  // but less than a prefill chunk of them).
+  EngineOptions eo = slot_options(3);
+  eo.prefill_chunk = 4;
+  Engine engine(*target_, draft_.get(), eo);
+  Engine alone(*target_, draft_.get(), slot_options(1));
+  GenerationOptions plain = greedy_spec(4);
+  plain.speculative = false;
+  engine.generate(with_long_head(60, 150, 0), plain, {}, {}, 0);
+  const std::vector<int32_t> b = with_long_head(60, 160, 6), c = with_long_head(60, 170, 3);
+  std::latch c_starting(1);
+  std::atomic<bool> first{true};
+  engine.set_pass_observer([&](bool target, int64_t, int64_t) {
+    if (target && first.exchange(false)) {
+      c_starting.wait();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // slot 2 joins meanwhile
+    }
+  });
+  GenerationResult gb, gc;
+  std::thread tb([&] { gb = engine.generate(b, greedy_spec(120), {}, {}, 1); });
+  std::thread tc([&] {
+    while (first.load()) std::this_thread::yield();
+    c_starting.count_down();
+    gc = engine.generate(c, greedy_spec(120), {}, {}, 2);
+  });
+  tb.join();
+  tc.join();
+  EXPECT_EQ(gb.stats.shared_tokens, 60);
+  EXPECT_EQ(gc.stats.shared_tokens, 60);
+  EXPECT_GT(gb.stats.spec.rounds, 0);
+  EXPECT_GT(gc.stats.spec.rounds, 0);
+  const int32_t copied = std::max(gb.stats.draft_shared_tokens, gc.stats.draft_shared_tokens);
+  EXPECT_GT(copied, 60 - 4);
+  EXPECT_EQ(std::min(gb.stats.draft_shared_tokens, gc.stats.draft_shared_tokens), 0);
+  expect_same(gb, alone.generate(b, greedy_spec(120), {}), 1);
+  expect_same(gc, alone.generate(c, greedy_spec(120), {}), 2);
 }
 
 }  // namespace

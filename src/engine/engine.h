@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/loaded_model.h"
@@ -205,8 +206,21 @@ class Engine {
   // s's draft, about to read prompt rows from its cache's length on: copies up to max of them
   // from another slot's draft cache that offers them.
   void copy_draft_rows(Sequences& s, std::span<const int32_t> prompt, int32_t max);
-  // s stopped reading its prompt without offering it (its request failed): wakes the waiters.
+  // s's request ended (or failed): it no longer reads its prompt with either model; wakes the
+  // waiters.
   void stop_reading(Sequences& s);
+  // Under share_mu_: the slot whose draft offers the longest prefix of prompt past have (at
+  // most want rows), and that length (have when none does).
+  std::pair<Sequences*, int32_t> draft_source(const Sequences& s, std::span<const int32_t> prompt,
+                                              int32_t have, int32_t want) const;
+  // Under share_mu_: whether another slot's draft is reading at least a prefill chunk of prompt
+  // beyond `available`.
+  bool other_draft_reading(const Sequences& s, std::span<const int32_t> prompt,
+                           int32_t available) const;
+  // s's draft, holding the first `held` rows of prompt, would read the rest now: claims them,
+  // unless another slot's draft is reading at least a prefill chunk of them beyond what is
+  // offered (then false: s drafts nothing this round and copies those rows once offered).
+  bool claim_draft_read(Sequences& s, std::span<const int32_t> prompt, int32_t held);
 };
 
 }  // namespace specdec
