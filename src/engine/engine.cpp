@@ -279,9 +279,9 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
       // With one slot (no batch), the rows of the prefix this request reused do not count
       // against the draft's reading: a prefix that came back once is taken to come back, and
       // the slot's following requests find its draft rows cached (a 617-token system prompt,
-      // 96-token answers: 1.04-1.06x the aggregate). In a batch the same rule lost (0.94x at
-      // 2 clients: the drafts then read every request's own part too, and the other slots wait
-      // for them; docs/benchmarks.md). While another slot's draft reads this prompt's rows,
+      // 96-token answers: 1.03-1.07x the aggregate). In a batch the same rule lost (0.92-0.94x
+      // at 2 clients: the drafts then read every request's own part too, and did not win those
+      // reads back; docs/benchmarks.md). While another slot's draft reads this prompt's rows,
       // this one waits for them: their copy (ModelLM's prefix hooks) is cheaper than reading
       // them in the same passes.
       const int32_t lag = model_drafter->lag(n);
