@@ -185,8 +185,8 @@ class Engine {
   std::mutex pool_guard_;  // slots take turns using the pool for distributions
   struct Sequences;
   std::vector<std::unique_ptr<Sequences>> slots_;
-  // Guards every slot's Sequences::shared, shared_draft, claim and reading, and is held while
-  // one slot copies entries from another's caches (share_prefix, copy_draft_rows).
+  // Guards every slot's Sequences::shared, shared_draft, claim, reading and draft_reading, and is
+  // held while one slot copies entries from another's caches (share_prefix, copy_draft_rows).
   std::mutex share_mu_;
   // Signalled when a slot reading its prompt offers more of it, or stops reading.
   std::condition_variable share_cv_;
