@@ -57,8 +57,9 @@ struct Engine::Sequences {
   std::vector<int32_t> history;  // tokens whose K/V may still be in the caches
   // What other slots may copy (Engine::share_prefix; under Engine::share_mu_): the tokens whose
   // target K/V entries stay as they are until this slot's next request starts, and how many of
-  // them the draft's cache holds too. Only a prefix of history: rows a slot has committed (its
-  // prompt once read; all it holds once it is idle), never rows a rollback may rewrite.
+  // them the draft's cache holds too (while the draft reads ahead of its target, more: a copier
+  // takes no more than both). Only rows a slot has committed, never rows a rollback may
+  // rewrite: its prompt's rows as it reads them, all its caches hold once it is idle.
   std::vector<int32_t> shared;
   int32_t shared_draft = 0;
   // While reading is true the slot is computing its prompt's rows (all but the last token's:
