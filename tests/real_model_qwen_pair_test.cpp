@@ -165,6 +165,34 @@ TEST_F(RealModelQwenPair, GreedyOutputEqualsTargetOnlyWithTheCheapDraftLayout) {
   EXPECT_GT(accepted, 0);
 }
 
+// Penalties make each verify row's distribution depend on the drafts before it; with them the
+// greedy text must still be the target's alone, with the default draft layout (vocabulary
+// subset, hybrid lookup), and they must change the text.
+TEST_F(RealModelQwenPair, GreedyOutputEqualsTargetOnlyWithPenaltiesAndLogitBias) {
+  EngineOptions eo = engine_options();
+  Engine plain(*target_, nullptr, eo);
+  eo.draft_vocab = 32768;
+  Engine spec(*target_, draft_, eo);
+  const std::vector<int32_t> prompt =
+      plain.tokenize_prompt(chatml("Write a Python function that reverses a list."));
+  GenerationOptions go;
+  go.max_tokens = 24;
+  go.sampling.temperature = 0;
+  const GenerationResult unpenalized = plain.generate(prompt, go, {});
+  go.penalties.frequency_penalty = 1.0f;
+  go.penalties.repetition_penalty = 1.2f;
+  go.penalties.logit_bias = {{unpenalized.tokens[2], -100.0f}};  // bans the answer's 3rd token
+  const GenerationResult expected = plain.generate(prompt, go, {});
+  EXPECT_NE(expected.tokens, unpenalized.tokens);
+  go.hybrid = true;
+  for (int32_t gamma : {3, 8}) {
+    go.draft_max = gamma;
+    const GenerationResult got = spec.generate(prompt, go, {});
+    EXPECT_EQ(got.tokens, expected.tokens) << "gamma " << gamma;
+    EXPECT_GT(got.stats.spec.accepted, 0);
+  }
+}
+
 TEST_F(RealModelQwenPair, SampledRunsRepeatWithTheSeedAndStatsAddUp) {
   Engine spec(*target_, draft_, engine_options());
   const std::vector<int32_t> prompt =

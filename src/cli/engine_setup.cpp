@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -141,6 +142,55 @@ void add_draft_length_options(ArgParser& p, DraftLengthParams& params) {
                 }
                 if (params.pass_costs.size() > 63)
                   fail("--draft-pass-costs takes at most 63 values");
+              });
+}
+
+void add_penalty_options(ArgParser& p, PenaltyParams& penalties) {
+  // Each value is checked as it is parsed, with the ranges of check_penalty_params (the
+  // vocabulary is not known yet: ids are checked when the engine runs).
+  const auto checked = [&penalties] {
+    check_penalty_params(penalties, std::numeric_limits<int32_t>::max());
+  };
+  p.add_value({"--repeat-penalty"}, "P",
+              "divide positive and multiply negative logits of every token of the prompt or the "
+              "text so far by P (1: off; Hugging Face/vLLM repetition_penalty) (default: 1)",
+              [&penalties, checked](const std::string& v) {
+                penalties.repetition_penalty =
+                    static_cast<float>(parse_float(v, "--repeat-penalty"));
+                checked();
+              });
+  p.add_value({"--presence-penalty"}, "P",
+              "subtract P from the logit of every token generated so far, -2..2 (0: off; OpenAI "
+              "presence_penalty) (default: 0)",
+              [&penalties, checked](const std::string& v) {
+                penalties.presence_penalty =
+                    static_cast<float>(parse_float(v, "--presence-penalty"));
+                checked();
+              });
+  p.add_value({"--frequency-penalty"}, "P",
+              "subtract P per earlier occurrence in the generated text, -2..2 (0: off; OpenAI "
+              "frequency_penalty) (default: 0)",
+              [&penalties, checked](const std::string& v) {
+                penalties.frequency_penalty =
+                    static_cast<float>(parse_float(v, "--frequency-penalty"));
+                checked();
+              });
+  p.add_value({"-l", "--logit-bias"}, "TOKEN(+|-)BIAS",
+              "add BIAS (-100..100; -100 bans the token) to token id TOKEN's logit, e.g. "
+              "15043+1.5 or 151645-100 (repeatable)",
+              [&penalties, checked](const std::string& v) {
+                const size_t sign = v.find_first_of("+-", 1);
+                if (v.empty() || sign == std::string::npos) {
+                  fail("--logit-bias wants TOKEN+BIAS or TOKEN-BIAS, got '", v, "'");
+                }
+                const int64_t id = parse_int(std::string_view(v).substr(0, sign), "--logit-bias");
+                if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+                  fail("--logit-bias token id must be >= 0, got ", id);
+                }
+                const double bias = parse_float(std::string_view(v).substr(sign), "--logit-bias");
+                penalties.logit_bias.emplace_back(static_cast<int32_t>(id),
+                                                  static_cast<float>(bias));
+                checked();
               });
 }
 

@@ -28,6 +28,7 @@ struct RunOptions {
   DraftModelOptions drafting;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int32_t top_k = 40;
+  PenaltyParams penalties;
   NgramParams ngram;
   bool ngram_given = false;  // any --ngram-* option
   int64_t seed = -1;
@@ -77,6 +78,7 @@ int run_command(const std::vector<std::string>& args) {
               0.0, 1.0);
   p.add_float({"--min-p"}, "P", "drop tokens below P times the top probability (0: off)", o.min_p,
               0.0, 1.0);
+  add_penalty_options(p, o.penalties);
   p.add_value({"-s", "--seed"}, "SEED",
               "random seed (default: -1, a random seed, printed in the summary)",
               [&o](const std::string& v) {
@@ -146,6 +148,7 @@ int run_command(const std::vector<std::string>& args) {
   go.sampling.top_p = o.top_p;
   go.sampling.min_p = o.min_p;
   go.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
+  go.penalties = o.penalties;
   go.stop = o.stop;
   go.ignore_eos = o.ignore_eos;
   go.draft_max = draft_max_for(o.draft_max, go.sampling.greedy(), !o.draft_ngram);

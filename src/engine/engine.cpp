@@ -152,6 +152,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
     if (id < 0 || id >= target_.model->config().n_vocab)
       fail("prompt token id ", id, " is out of range");
   }
+  check_penalty_params(opts.penalties, target_.model->config().n_vocab);
   const bool want_spec = opts.speculative && opts.draft_max > 0;
   const bool use_model = want_spec && opts.drafter == DrafterKind::Model && draft_ != nullptr;
   const bool use_ngram = want_spec && opts.drafter == DrafterKind::Ngram;
@@ -304,6 +305,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
     });
   }
   decoder.set_logprobs(opts.logprobs);
+  decoder.set_penalties(opts.penalties);
   const Tokenizer& tok = tokenizer();
   auto is_end = [&tok, &opts](int32_t id) { return !opts.ignore_eos && tok.is_eog(id); };
 

@@ -77,6 +77,9 @@ const char* drafter_kind_name(DrafterKind kind);  // "model" / "ngram"
 struct GenerationOptions {
   int32_t max_tokens = 128;  // < 0: until end of generation or a full context
   SamplingParams sampling;
+  // Repetition, presence and frequency penalties and logit bias (sampling/penalties.h), applied
+  // to the target's distributions and the draft's alike; none by default.
+  PenaltyParams penalties;
   std::vector<std::string> stop;
   bool ignore_eos = false;
   bool speculative = true;  // when the chosen drafter is available

@@ -229,6 +229,12 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   o.sampling.min_p = r.min_p;
   o.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   o.fixed_seed = r.seed.has_value();
+  o.penalties = r.penalties;
+  try {
+    check_penalty_params(o.penalties, e.tokenizer().n_vocab());
+  } catch (const Error& err) {
+    throw invalid_request(err.what(), "logit_bias", "invalid_value");
+  }
   o.stop = r.stop;
   o.ignore_eos = r.ignore_eos;
   o.speculative = r.speculative;

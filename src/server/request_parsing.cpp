@@ -1,6 +1,7 @@
 #include "server/request_parsing.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -51,6 +52,50 @@ double get_number(const json& body, const char* name, double fallback, double mi
                           name, "invalid_value");
   }
   return d;
+}
+
+// presence_penalty, frequency_penalty (OpenAI), repetition_penalty (vLLM; llama-server's
+// repeat_penalty too, the vLLM name winning when both are given) and logit_bias (OpenAI: an
+// object from token ids, as strings, to biases). Token ids are checked against the vocabulary
+// once the model is known (HttpServer).
+PenaltyParams get_penalties(const json& j) {
+  PenaltyParams pp;
+  pp.presence_penalty = static_cast<float>(get_number(j, "presence_penalty", 0.0, -2.0, 2.0));
+  pp.frequency_penalty = static_cast<float>(get_number(j, "frequency_penalty", 0.0, -2.0, 2.0));
+  for (const char* name : {"repeat_penalty", "repetition_penalty"}) {
+    const double rep = get_number(j, name, pp.repetition_penalty, 0.0, 10.0);
+    if (!(rep > 0.0)) {
+      throw invalid_request(str_cat("'", name, "' must be above 0, got ", rep), name,
+                            "invalid_value");
+    }
+    pp.repetition_penalty = static_cast<float>(rep);
+  }
+  const json* bias = field(j, "logit_bias");
+  if (bias == nullptr) return pp;
+  if (!bias->is_object()) wrong_type("logit_bias", "an object", *bias);
+  constexpr size_t kMaxBiased = 1024;
+  if (bias->size() > kMaxBiased) {
+    throw invalid_request(
+        str_cat("'logit_bias' may name at most ", kMaxBiased, " tokens, got ", bias->size()),
+        "logit_bias", "invalid_value");
+  }
+  for (const auto& [key, value] : bias->items()) {
+    int32_t id = 0;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (key.empty() || ec != std::errc() || end != key.data() + key.size() || id < 0) {
+      throw invalid_request(str_cat("'logit_bias' keys must be token ids, got '", key, "'"),
+                            "logit_bias", "invalid_value");
+    }
+    if (!value.is_number()) wrong_type(str_cat("logit_bias.", key), "a number", value);
+    const double b = value.get<double>();
+    if (!(b >= -100.0 && b <= 100.0)) {
+      throw invalid_request(
+          str_cat("'logit_bias' values must be between -100 and 100, got ", b, " for token ", key),
+          "logit_bias", "invalid_value");
+    }
+    pp.logit_bias.emplace_back(id, static_cast<float>(b));
+  }
+  return pp;
 }
 
 // Integers may arrive as 3 or 3.0; 3.5 is not an integer.
@@ -234,6 +279,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
     r.seed = static_cast<uint64_t>(*s);
   }
   r.stop = get_stop(j);
+  r.penalties = get_penalties(j);
   if (auto n =
           get_int(j, "n", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
       n && *n != 1) {
@@ -243,6 +289,26 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   get_int(j, "best_of", 1, 1);  // more candidates would need more sequences, like n
   if (get_bool(j, "echo", false)) {
     throw invalid_request("'echo' is not supported", "echo", "unsupported_value");
+  }
+  // What would change the output's form is refused rather than ignored: a client asking for
+  // JSON or tool calls must not get free text in their place.
+  if (const json* f = field(j, "response_format")) {
+    const json* type = f->is_object() ? field(*f, "type") : nullptr;
+    if (type == nullptr || !type->is_string() || type->get<std::string>() != "text") {
+      throw invalid_request("only 'response_format': {\"type\": \"text\"} is supported",
+                            "response_format", "unsupported_value");
+    }
+  }
+  for (const char* name : {"tools", "functions"}) {
+    const json* t = field(j, name);
+    if (t != nullptr && !(t->is_array() && t->empty())) {
+      throw invalid_request(str_cat("'", name, "' (tool calling) is not supported"), name,
+                            "unsupported_value");
+    }
+  }
+  if (const json* s = field(j, "suffix");
+      s != nullptr && !(s->is_string() && s->get<std::string>().empty())) {
+    throw invalid_request("'suffix' is not supported", "suffix", "unsupported_value");
   }
   // Completions: "logprobs": N (0..20) alternatives per token (OpenAI allows 5, vLLM 20).
   // Chat: "logprobs": true, with "top_logprobs": N (0..20) alternatives.

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sampling/penalties.h"
 #include "server/api_error.h"
 #include "tokenizer/chat_template.h"
 
@@ -32,6 +33,7 @@ struct CompletionRequest {
   float min_p = 0.0f;
   std::optional<uint64_t> seed;  // nullopt: a random seed per request
   std::vector<std::string> stop;
+  PenaltyParams penalties;  // presence/frequency/repetition penalties, logit_bias
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   // Extensions.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 namespace specdec::server {
@@ -186,8 +187,45 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
        "messages[0].content", "invalid_value"},
       {kChat, R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":0})",
        "max_completion_tokens", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","presence_penalty":2.5})", "presence_penalty", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","frequency_penalty":-3})", "frequency_penalty", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","repetition_penalty":0})", "repetition_penalty", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","repeat_penalty":11})", "repeat_penalty", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","logit_bias":{"abc":1}})", "logit_bias", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","logit_bias":{"-1":1}})", "logit_bias", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","logit_bias":{"12x":1}})", "logit_bias", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","logit_bias":{"99999999999":1}})", "logit_bias", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","logit_bias":{"5":101}})", "logit_bias", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","response_format":{"type":"json_object"}})", "response_format",
+       "unsupported_value"},
+      {kChat, R"({"messages":[{"role":"user","content":"x"}],"response_format":"json"})",
+       "response_format", "unsupported_value"},
+      {kChat, R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})",
+       "tools", "unsupported_value"},
+      {kCmpl, R"({"prompt":"x","suffix":"tail"})", "suffix", "unsupported_value"},
   };
   for (const Case& c : cases) expect_400(c.e, c.body, c.param, c.code);
+}
+
+TEST(RequestParsing, PenaltiesAndLogitBiasAreRead) {
+  const CompletionRequest r =
+      parse_request(kCmpl, R"({"prompt":"x","presence_penalty":0.5,"frequency_penalty":-1.5,
+                 "repeat_penalty":1.1,"logit_bias":{"15":-100,"7":2.5},
+                 "response_format":{"type":"text"},"tools":[],"suffix":""})");
+  EXPECT_FLOAT_EQ(r.penalties.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r.penalties.frequency_penalty, -1.5f);
+  EXPECT_FLOAT_EQ(r.penalties.repetition_penalty, 1.1f);  // llama-server's name
+  ASSERT_EQ(r.penalties.logit_bias.size(), 2u);
+  std::vector<std::pair<int32_t, float>> bias = r.penalties.logit_bias;
+  std::sort(bias.begin(), bias.end());
+  EXPECT_EQ(bias[0], (std::pair<int32_t, float>{7, 2.5f}));
+  EXPECT_EQ(bias[1], (std::pair<int32_t, float>{15, -100.0f}));
+  // vLLM's name wins over llama-server's; absent means off.
+  const CompletionRequest both =
+      parse_request(kCmpl, R"({"prompt":"x","repeat_penalty":1.1,"repetition_penalty":1.3})");
+  EXPECT_FLOAT_EQ(both.penalties.repetition_penalty, 1.3f);
+  EXPECT_FALSE(parse_request(kCmpl, R"({"prompt":"x"})").penalties.active());
+  EXPECT_TRUE(parse_request(kCmpl, R"({"prompt":"x","logit_bias":{"3":0}})").penalties.active());
 }
 
 TEST(RequestParsing, ErrorMessagesNameTheParameterAndTheValue) {

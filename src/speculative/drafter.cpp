@@ -139,7 +139,14 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
   double all_pass = 1.0;  // adaptive: estimated P(drafts 1..i all accepted)
   for (int32_t i = 0; i < gamma; ++i) {
     Distribution& qi = q[static_cast<size_t>(i)];
-    const std::span<const float> li = row(logits_, width, last_row);
+    std::span<const float> li = row(logits_, width, last_row);
+    if (penalties_ != nullptr && penalties_->params().active()) {
+      // q_i follows the committed text and drafts y_1..y_{i-1}, like the target's row i.
+      penalized_.assign(li.begin(), li.end());
+      penalties_->apply(penalized_, std::span<const int32_t>(drafts.data(), static_cast<size_t>(i)),
+                        subset);
+      li = penalized_;
+    }
     make_distribution(li, params, qi);
     if (!subset.empty()) {
       for (int32_t& id : qi.ids) id = subset[static_cast<size_t>(id)];

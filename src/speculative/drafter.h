@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sampling/distribution.h"
+#include "sampling/penalties.h"
 #include "sampling/rng.h"
 #include "speculative/acceptance_calibration.h"
 #include "speculative/causal_lm.h"
@@ -49,6 +50,12 @@ class Drafter {
   // drop what it computed for rejected drafts.
   virtual void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
                             int32_t accepted) = 0;
+
+  // The request's penalties (sampling/penalties.h; nullptr: none), owned by the decoder, which
+  // keeps their counts at the committed text. A drafter that builds q from logits applies them
+  // too, counting the round's earlier drafts, so that q resembles the penalized p; one whose q
+  // is one-hot (prompt lookup) need not. Exactness does not depend on it.
+  virtual void set_penalties(const TokenPenalties* /*penalties*/) {}
 };
 
 // How many tokens a model draft proposes per round. Fixed: always gamma (the decoder's cap).
@@ -98,6 +105,7 @@ class ModelDrafter : public Drafter {
                   Rng& rng, std::vector<int32_t>& drafts, std::vector<Distribution>& q) override;
   void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
                     int32_t accepted) override;
+  void set_penalties(const TokenPenalties* penalties) override { penalties_ = penalties; }
 
   // Lazy: start() leaves the prompt unread and the first propose() reads it (the catch-up every
   // proposal begins with), so a sequence that never drafts never pays for it; the draft's cache
@@ -122,6 +130,8 @@ class ModelDrafter : public Drafter {
   bool lazy_start_ = false;
   std::vector<float> logits_;
   std::vector<double> exp_scratch_;  // the greedy confidence's softmax terms
+  const TokenPenalties* penalties_ = nullptr;
+  std::vector<float> penalized_;  // a logit row with the penalties applied
 };
 
 }  // namespace specdec

@@ -29,6 +29,7 @@ class HybridDrafter : public Drafter {
                   Rng& rng, std::vector<int32_t>& drafts, std::vector<Distribution>& q) override;
   void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
                     int32_t accepted) override;
+  void set_penalties(const TokenPenalties* penalties) override { model_.set_penalties(penalties); }
 
   // Whether a round the lookup does not take may fall to the model (default true). A caller
   // that finds the draft model's work not worth it (a batched server whose draft has a long

@@ -79,6 +79,7 @@ void SpeculativeDecoder::start(std::span<const int32_t> prompt, int32_t max_new_
   }
   // Before anything changes: the drafter validates n_cached against its own state and throws.
   if (drafter_) drafter_->start(prompt, n_cached);
+  if (penalties_) penalties_->reset(prompt);
   tokens_.assign(prompt.begin(), prompt.end());
   origins_.clear();
   logprobs_.clear();
@@ -105,8 +106,29 @@ void SpeculativeDecoder::set_logprobs(int32_t top_n) {
   logprobs_top_ = top_n;
 }
 
+void SpeculativeDecoder::set_penalties(const PenaltyParams& params) {
+  std::unique_ptr<TokenPenalties> penalties;
+  if (params.active()) penalties = std::make_unique<TokenPenalties>(params, target_.n_vocab());
+  penalties_ = std::move(penalties);
+  if (drafter_) drafter_->set_penalties(penalties_.get());
+}
+
+std::span<const float> SpeculativeDecoder::target_row(int32_t j) {
+  const int32_t v = target_.n_vocab();
+  const auto raw = row(logits_, v, static_cast<size_t>(j));
+  if (!penalties_) return raw;
+  const size_t need = static_cast<size_t>(j + 1) * static_cast<size_t>(v);
+  if (penalized_.size() < need) penalized_.resize(need);
+  const std::span<float> out =
+      std::span<float>(penalized_).subspan(static_cast<size_t>(j) * v, static_cast<size_t>(v));
+  std::copy(raw.begin(), raw.end(), out.begin());
+  penalties_->apply(out, std::span<const int32_t>(drafts_.data(), static_cast<size_t>(j)));
+  return out;
+}
+
 bool SpeculativeDecoder::commit(int32_t token, TokenOrigin origin, size_t row_index) {
   tokens_.push_back(token);
+  if (penalties_) penalties_->add(token);
   origins_.push_back(origin);
   if (logprobs_top_ >= 0) {
     logprobs_.push_back(
@@ -145,10 +167,9 @@ int32_t SpeculativeDecoder::effective_gamma() const {
 int32_t SpeculativeDecoder::step_baseline() {
   if (done() || target_full()) return 0;
   const auto t0 = Clock::now();
-  const int32_t v = target_.n_vocab();
   p_.resize(std::max<size_t>(p_.size(), 1));
   target_.forward(std::span<const int32_t>(&tokens_.back(), 1), logits_);
-  make_distribution(row(logits_, v, 0), params_, p_[0]);
+  make_distribution(target_row(0), params_, p_[0]);
   const int32_t token = params_.greedy() ? p_[0].argmax() : sample(p_[0], rng_);
   stats_.verify_seconds += seconds_since(t0);
   ++stats_.baseline_steps;
@@ -229,9 +250,16 @@ int32_t SpeculativeDecoder::step() {
 }
 
 void SpeculativeDecoder::make_target_distributions(int32_t k) {
-  const int32_t v = target_.n_vocab();
+  // Penalized rows first, on this thread (a few dozen logits each, once the buffer holds all k
+  // rows, so that no row moves); then the distributions.
+  if (penalties_) {
+    const size_t need = static_cast<size_t>(k) * static_cast<size_t>(target_.n_vocab());
+    if (penalized_.size() < need) penalized_.resize(need);
+  }
+  target_rows_.resize(static_cast<size_t>(k));
+  for (int32_t j = 0; j < k; ++j) target_rows_[static_cast<size_t>(j)] = target_row(j);
   const auto build = [&](int64_t j) {
-    make_distribution(row(logits_, v, static_cast<size_t>(j)), params_, p_[static_cast<size_t>(j)]);
+    make_distribution(target_rows_[static_cast<size_t>(j)], params_, p_[static_cast<size_t>(j)]);
   };
   // Greedy distributions are an argmax each: not worth a hand-off. (A one-thread pool or a
   // single position runs inline in parallel_for anyway.)

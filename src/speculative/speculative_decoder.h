@@ -109,6 +109,12 @@ class SpeculativeDecoder {
   // (sampling/logprobs.h) and the top_n most likely alternatives, from the logits the verify
   // pass computed anyway; -1 (the default) records nothing. Call before start().
   void set_logprobs(int32_t top_n);
+  // Repetition, presence and frequency penalties and logit bias (sampling/penalties.h) on every
+  // target distribution, counting the generated text and, on a verify row, the drafts before it;
+  // the drafter gets them too. Inactive params (the default) adjust nothing. Logprobs stay the
+  // raw model's. Throws specdec::Error, changing nothing, when params are out of range. Call
+  // before start().
+  void set_penalties(const PenaltyParams& params);
   // logprobs()[i] belongs to generated()[i] (empty unless set_logprobs was called).
   std::span<const TokenLogprob> logprobs() const { return logprobs_; }
 
@@ -125,6 +131,9 @@ class SpeculativeDecoder {
   bool commit(int32_t token, TokenOrigin origin, size_t row);
   // p_[0..k) from the first k rows of logits_ (on pool_ when set and k > 1).
   void make_target_distributions(int32_t k);
+  // Row j of logits_ as the distribution sees it: with penalties, a copy adjusted for the text
+  // it follows (the committed tokens and drafts_[0..j)).
+  std::span<const float> target_row(int32_t j);
   int32_t effective_gamma() const;
   bool target_full();
 
@@ -144,7 +153,10 @@ class SpeculativeDecoder {
   std::vector<int32_t> tokens_;
   std::vector<TokenOrigin> origins_;  // one per generated token
   int32_t logprobs_top_ = -1;
-  std::vector<TokenLogprob> logprobs_;  // one per generated token when logprobs_top_ >= 0
+  std::vector<TokenLogprob> logprobs_;         // one per generated token when logprobs_top_ >= 0
+  std::unique_ptr<TokenPenalties> penalties_;  // null: none (heap: the drafter points at it)
+  std::vector<float> penalized_;               // target_row()'s adjusted copies
+  std::vector<std::span<const float>> target_rows_;
   size_t prompt_len_ = 0;
   int32_t max_new_ = 0, generated_ = 0;
   StopReason reason_ = StopReason::MaxTokens;  // nothing to do before start()

@@ -1,0 +1,163 @@
+#include "sampling/penalties.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/error.h"
+
+namespace specdec {
+
+namespace {
+
+// The distinct tokens of a round's drafts with how often each occurs (a handful at most).
+std::vector<std::pair<int32_t, int32_t>> distinct_counts(std::span<const int32_t> tokens) {
+  std::vector<std::pair<int32_t, int32_t>> out;
+  for (int32_t t : tokens) {
+    auto it = std::find_if(out.begin(), out.end(), [t](const auto& e) { return e.first == t; });
+    if (it == out.end()) {
+      out.emplace_back(t, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  return out;
+}
+
+int32_t count_in(const std::vector<std::pair<int32_t, int32_t>>& counts, int32_t token) {
+  for (const auto& [t, c] : counts) {
+    if (t == token) return c;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void check_penalty_params(const PenaltyParams& p, int32_t n_vocab) {
+  if (!(p.repetition_penalty > 0.0f && p.repetition_penalty <= 10.0f)) {
+    fail("repetition penalty must be in (0, 10], got ", p.repetition_penalty);
+  }
+  if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f)) {
+    fail("presence penalty must be in [-2, 2], got ", p.presence_penalty);
+  }
+  if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f)) {
+    fail("frequency penalty must be in [-2, 2], got ", p.frequency_penalty);
+  }
+  for (const auto& [token, bias] : p.logit_bias) {
+    if (token < 0 || token >= n_vocab) {
+      fail("logit bias names token ", token, ", outside the vocabulary of ", n_vocab, " tokens");
+    }
+    if (!(bias >= -100.0f && bias <= 100.0f)) {
+      fail("logit bias of token ", token, " must be in [-100, 100], got ", bias);
+    }
+  }
+}
+
+TokenPenalties::TokenPenalties(const PenaltyParams& params, int32_t n_vocab)
+    : params_(params), n_vocab_(n_vocab) {
+  if (n_vocab < 1) fail("penalties: vocabulary size must be >= 1, got ", n_vocab);
+  check_penalty_params(params, n_vocab);
+  const auto v = static_cast<size_t>(n_vocab);
+  bias_.assign(v, 0.0f);
+  count_.assign(v, 0);
+  in_prompt_.assign(v, 0);
+  listed_.assign(v, 0);
+  // A token named twice gets the last value, as a JSON object's duplicate key would.
+  for (const auto& [token, bias] : params.logit_bias) bias_[static_cast<size_t>(token)] = bias;
+  for (const auto& [token, bias] : params.logit_bias) {
+    if (std::find(bias_ids_.begin(), bias_ids_.end(), token) == bias_ids_.end()) {
+      bias_ids_.push_back(token);
+    }
+  }
+  reset({});
+}
+
+void TokenPenalties::list(int32_t token) {
+  auto& l = listed_[static_cast<size_t>(token)];
+  if (l == 0) {
+    l = 1;
+    ids_.push_back(token);
+  }
+}
+
+void TokenPenalties::reset(std::span<const int32_t> prompt) {
+  for (int32_t t : ids_) {
+    const auto i = static_cast<size_t>(t);
+    count_[i] = 0;
+    in_prompt_[i] = 0;
+    listed_[i] = 0;
+  }
+  ids_.clear();
+  for (int32_t t : bias_ids_) list(t);
+  // Only the repetition penalty reads the prompt; without it, its tokens need no listing.
+  if (params_.repetition_penalty == 1.0f) return;
+  for (int32_t t : prompt) {
+    if (t < 0 || t >= n_vocab_) fail("penalties: prompt token ", t, " outside the vocabulary");
+    in_prompt_[static_cast<size_t>(t)] = 1;
+    list(t);
+  }
+}
+
+void TokenPenalties::add(int32_t token) {
+  if (token < 0 || token >= n_vocab_) fail("penalties: token ", token, " outside the vocabulary");
+  ++count_[static_cast<size_t>(token)];
+  list(token);
+}
+
+float TokenPenalties::adjusted(float logit, int32_t token, int32_t generated) const {
+  const auto i = static_cast<size_t>(token);
+  float l = logit + bias_[i];
+  const float rep = params_.repetition_penalty;
+  if (rep != 1.0f && (in_prompt_[i] != 0 || generated > 0)) l = l > 0.0f ? l / rep : l * rep;
+  if (generated > 0) {
+    l -= params_.frequency_penalty * static_cast<float>(generated);
+    l -= params_.presence_penalty;
+  }
+  return l;
+}
+
+void TokenPenalties::apply(std::span<float> logits, std::span<const int32_t> extra,
+                           std::span<const int32_t> ids) const {
+  if (!params_.active()) return;
+  const bool full = ids.empty();
+  if (full && logits.size() != static_cast<size_t>(n_vocab_)) {
+    fail("penalties: a row of ", logits.size(), " logits for a vocabulary of ", n_vocab_);
+  }
+  if (!full && logits.size() != ids.size()) {
+    fail("penalties: ", logits.size(), " logits for ", ids.size(), " token ids");
+  }
+  for (int32_t t : extra) {
+    if (t < 0 || t >= n_vocab_) fail("penalties: token ", t, " outside the vocabulary");
+  }
+  const auto drafted = distinct_counts(extra);
+  // Drafted tokens not listed yet: their only reason to be adjusted is the round itself.
+  std::vector<std::pair<int32_t, int32_t>> new_only;
+  for (const auto& e : drafted) {
+    if (listed_[static_cast<size_t>(e.first)] == 0) new_only.push_back(e);
+  }
+  const auto generated = [&](int32_t t) {
+    return count_[static_cast<size_t>(t)] + count_in(drafted, t);
+  };
+  if (full) {
+    for (int32_t t : ids_) {
+      float& l = logits[static_cast<size_t>(t)];
+      l = adjusted(l, t, generated(t));
+    }
+    for (const auto& [t, c] : new_only) {
+      float& l = logits[static_cast<size_t>(t)];
+      l = adjusted(l, t, c);
+    }
+    return;
+  }
+  for (size_t j = 0; j < ids.size(); ++j) {
+    const int32_t t = ids[j];
+    if (t < 0 || t >= n_vocab_) fail("penalties: token ", t, " outside the vocabulary");
+    if (listed_[static_cast<size_t>(t)] != 0) {
+      logits[j] = adjusted(logits[j], t, generated(t));
+    } else if (!new_only.empty()) {
+      const int32_t c = count_in(new_only, t);
+      if (c > 0) logits[j] = adjusted(logits[j], t, c);
+    }
+  }
+}
+
+}  // namespace specdec

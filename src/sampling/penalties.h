@@ -1,0 +1,81 @@
+// Repetition, presence and frequency penalties and logit bias: the request-level logit
+// adjustments of the OpenAI API (presence_penalty, frequency_penalty, logit_bias), vLLM and
+// Hugging Face (repetition_penalty) and llama.cpp (--repeat-penalty, --presence-penalty,
+// --frequency-penalty).
+//
+// They make the target's next-token distribution depend on the text so far, which speculative
+// decoding handles exactly: the verify pass's row j predicts the token after the committed text
+// and drafts y_1..y_j, so its penalties count those drafts as generated (apply()'s `extra`), and
+// the draft applies the same adjustment to its own q (not needed for exactness, which holds for
+// any q, but without it q would not resemble p and few drafts would pass).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace specdec {
+
+struct PenaltyParams {
+  // > 1 discourages every token of the prompt or of the text generated so far: a positive logit
+  // is divided by it, a negative one multiplied (Hugging Face's and vLLM's repetition_penalty).
+  // 1 disables.
+  float repetition_penalty = 1.0f;
+  // Subtracted from the logit of every token generated so far (OpenAI presence_penalty); the
+  // prompt does not count, as in OpenAI's API and vLLM. 0 disables.
+  float presence_penalty = 0.0f;
+  // Subtracted once per time a token was generated so far (OpenAI frequency_penalty). 0 disables.
+  float frequency_penalty = 0.0f;
+  // Added to the logits of these token ids (OpenAI logit_bias: -100 bans a token, 100 forces it).
+  std::vector<std::pair<int32_t, float>> logit_bias;
+
+  bool active() const {
+    return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f ||
+           !logit_bias.empty();
+  }
+};
+
+// The ranges accepted (the OpenAI API's for presence, frequency and bias). Throws
+// specdec::Error naming the parameter otherwise; n_vocab bounds logit_bias's ids.
+void check_penalty_params(const PenaltyParams& params, int32_t n_vocab);
+
+// The adjustment for one sequence: which tokens the prompt holds and how often each was
+// generated. Per logit row the work is proportional to the distinct tokens seen, not to the
+// vocabulary (with a draft's vocabulary subset, to the subset's width).
+class TokenPenalties {
+ public:
+  // Throws specdec::Error when params are out of range (check_penalty_params).
+  TokenPenalties(const PenaltyParams& params, int32_t n_vocab);
+
+  // A new sequence with this prompt and nothing generated.
+  void reset(std::span<const int32_t> prompt);
+  // One more generated token.
+  void add(int32_t token);
+
+  // Adjusts logits in place as if `extra` had been generated after the tokens added so far (a
+  // round's drafts before the row's position). Without ids, logits[t] is token t's logit; with
+  // ids, logits[j] is token ids[j]'s (a draft's vocabulary subset). Every adjusted logit gets
+  // each adjustment once, in the order bias, repetition, frequency and presence, so that the
+  // result is a function of the logit and the counts alone (the same bits for the target's full
+  // row and for any caller).
+  void apply(std::span<float> logits, std::span<const int32_t> extra,
+             std::span<const int32_t> ids = {}) const;
+
+  const PenaltyParams& params() const { return params_; }
+
+ private:
+  float adjusted(float logit, int32_t token, int32_t generated) const;
+  void list(int32_t token);
+
+  PenaltyParams params_;
+  int32_t n_vocab_;
+  std::vector<float> bias_;         // per token id (0: none)
+  std::vector<int32_t> count_;      // times generated
+  std::vector<uint8_t> in_prompt_;  // in the prompt
+  std::vector<uint8_t> listed_;     // in ids_
+  std::vector<int32_t> ids_;        // every token with a bias, a count or a prompt occurrence
+  std::vector<int32_t> bias_ids_;   // the tokens logit_bias names, kept across reset()
+};
+
+}  // namespace specdec

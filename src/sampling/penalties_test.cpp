@@ -1,0 +1,155 @@
+#include "sampling/penalties.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "common/error.h"
+
+namespace specdec {
+namespace {
+
+std::vector<float> ramp(int32_t n) {  // logits -2, -1.5, ..., distinct, both signs
+  std::vector<float> l(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) l[static_cast<size_t>(i)] = -2.0f + 0.5f * static_cast<float>(i);
+  return l;
+}
+
+TEST(TokenPenalties, FrequencyAndPresenceCountGeneratedTokensOnly) {
+  PenaltyParams p;
+  p.frequency_penalty = 0.5f;
+  p.presence_penalty = 0.25f;
+  TokenPenalties pen(p, 10);
+  const std::vector<int32_t> prompt = {1, 2};
+  pen.reset(prompt);
+  pen.add(3);
+  pen.add(3);
+  pen.add(4);
+  std::vector<float> l = ramp(10);
+  const std::vector<float> raw = l;
+  pen.apply(l, {});
+  EXPECT_EQ(l[1], raw[1]);  // the prompt does not count for these two
+  EXPECT_EQ(l[2], raw[2]);
+  EXPECT_FLOAT_EQ(l[3], raw[3] - 2 * 0.5f - 0.25f);
+  EXPECT_FLOAT_EQ(l[4], raw[4] - 0.5f - 0.25f);
+  for (int32_t t : {0, 5, 6, 7, 8, 9})
+    EXPECT_EQ(l[static_cast<size_t>(t)], raw[static_cast<size_t>(t)]);
+}
+
+TEST(TokenPenalties, RepetitionDividesPositiveAndMultipliesNegativeLogitsOfPromptAndOutput) {
+  PenaltyParams p;
+  p.repetition_penalty = 2.0f;
+  TokenPenalties pen(p, 10);
+  const std::vector<int32_t> prompt = {0, 9};
+  pen.reset(prompt);
+  pen.add(6);
+  std::vector<float> l = ramp(10);  // l[0] = -2, l[6] = 1, l[9] = 2.5
+  pen.apply(l, {});
+  EXPECT_FLOAT_EQ(l[0], -4.0f);
+  EXPECT_FLOAT_EQ(l[6], 0.5f);
+  EXPECT_FLOAT_EQ(l[9], 1.25f);
+  EXPECT_FLOAT_EQ(l[5], 0.5f);  // untouched
+  // Only once per token, however often it occurred.
+  pen.add(6);
+  std::vector<float> again = ramp(10);
+  pen.apply(again, {});
+  EXPECT_FLOAT_EQ(again[6], 0.5f);
+}
+
+TEST(TokenPenalties, LogitBiasIsAddedAndSurvivesReset) {
+  PenaltyParams p;
+  p.logit_bias = {{2, -100.0f}, {7, 3.0f}, {2, -50.0f}};  // the last value of a token wins
+  TokenPenalties pen(p, 8);
+  pen.reset(std::vector<int32_t>{1, 2, 3});
+  std::vector<float> l = ramp(8);
+  const std::vector<float> raw = l;
+  pen.apply(l, {});
+  EXPECT_FLOAT_EQ(l[2], raw[2] - 50.0f);
+  EXPECT_FLOAT_EQ(l[7], raw[7] + 3.0f);
+  EXPECT_EQ(l[1], raw[1]);
+}
+
+TEST(TokenPenalties, DraftsCountAsGeneratedExactlyLikeAddedTokens) {
+  PenaltyParams p;
+  p.repetition_penalty = 1.3f;
+  p.frequency_penalty = 0.4f;
+  p.presence_penalty = -0.2f;
+  p.logit_bias = {{5, 1.5f}};
+  const std::vector<int32_t> prompt = {4, 8, 8};
+  const std::vector<int32_t> gen = {1, 8, 1};
+  const std::vector<int32_t> drafts = {3, 1, 3, 11};
+  TokenPenalties via_extra(p, 12), via_add(p, 12);
+  via_extra.reset(prompt);
+  via_add.reset(prompt);
+  for (int32_t t : gen) {
+    via_extra.add(t);
+    via_add.add(t);
+  }
+  for (int32_t t : drafts) via_add.add(t);
+  std::vector<float> a = ramp(12), b = ramp(12);
+  via_extra.apply(a, drafts);
+  via_add.apply(b, {});
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << i;  // same bits
+  // And the subset form gives each listed column what the full row gives its token.
+  const std::vector<int32_t> subset = {11, 3, 0, 5, 8, 2};
+  std::vector<float> cols;
+  const std::vector<float> r = ramp(12);
+  for (int32_t t : subset) cols.push_back(r[static_cast<size_t>(t)]);
+  via_extra.apply(cols, drafts, subset);
+  for (size_t j = 0; j < subset.size(); ++j) {
+    EXPECT_EQ(cols[j], b[static_cast<size_t>(subset[j])]) << subset[j];
+  }
+}
+
+TEST(TokenPenalties, ResetForgetsTheLastSequence) {
+  PenaltyParams p;
+  p.frequency_penalty = 1.0f;
+  p.repetition_penalty = 1.5f;
+  TokenPenalties pen(p, 6);
+  pen.reset(std::vector<int32_t>{0});
+  pen.add(3);
+  pen.reset(std::vector<int32_t>{1});
+  std::vector<float> l = ramp(6);
+  const std::vector<float> raw = l;
+  pen.apply(l, {});
+  EXPECT_EQ(l[0], raw[0]);
+  EXPECT_EQ(l[3], raw[3]);
+  EXPECT_NE(l[1], raw[1]);
+}
+
+TEST(TokenPenalties, InactiveParamsLeaveTheRowAlone) {
+  TokenPenalties pen(PenaltyParams{}, 4);
+  pen.add(1);
+  std::vector<float> l = ramp(4);
+  const std::vector<float> raw = l;
+  pen.apply(l, std::vector<int32_t>{2});
+  EXPECT_EQ(l, raw);
+}
+
+TEST(TokenPenalties, OutOfRangeParametersAndTokensAreErrors) {
+  const auto bad = [](auto set) {
+    PenaltyParams p;
+    set(p);
+    EXPECT_THROW(TokenPenalties(p, 10), Error);
+  };
+  bad([](PenaltyParams& p) { p.repetition_penalty = 0.0f; });
+  bad([](PenaltyParams& p) { p.repetition_penalty = 11.0f; });
+  bad([](PenaltyParams& p) { p.presence_penalty = 2.5f; });
+  bad([](PenaltyParams& p) { p.frequency_penalty = -2.1f; });
+  bad([](PenaltyParams& p) { p.frequency_penalty = std::nanf(""); });
+  bad([](PenaltyParams& p) { p.logit_bias = {{10, 1.0f}}; });
+  bad([](PenaltyParams& p) { p.logit_bias = {{-1, 1.0f}}; });
+  bad([](PenaltyParams& p) { p.logit_bias = {{3, 101.0f}}; });
+  PenaltyParams p;
+  p.frequency_penalty = 1.0f;
+  TokenPenalties pen(p, 10);
+  EXPECT_THROW(pen.add(10), Error);
+  std::vector<float> short_row(9);
+  EXPECT_THROW(pen.apply(short_row, {}), Error);
+  std::vector<float> row(10);
+  EXPECT_THROW(pen.apply(row, std::vector<int32_t>{12}), Error);
+}
+
+}  // namespace
+}  // namespace specdec

@@ -1,0 +1,179 @@
+// Penalties and logit bias under speculative decoding: the target's distribution at a verify row
+// depends on the drafts before it, so the decoder must count them (SpeculativeDecoder::
+// set_penalties). The output must be exactly the penalized target's: chi-square against
+// enumeration with an independent implementation of the penalties, and greedy output equal to
+// penalized target-only greedy output.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sampling/chi_square.h"
+#include "sampling/penalties.h"
+#include "speculative/drafter.h"
+#include "speculative/exactness_harness_test_util.h"
+
+namespace specdec {
+namespace {
+
+using testing::FakeLM;
+using testing::joint_counts;
+using testing::params;
+
+// The penalized logits after ctx = prompt + generated, written out from the definitions
+// (sampling/penalties.h) rather than through TokenPenalties.
+std::vector<float> reference_logits(const FakeLM& target, const PenaltyParams& pp,
+                                    const std::vector<int32_t>& ctx, size_t prompt_len) {
+  std::vector<float> l = target.logits_for(ctx);
+  for (size_t t = 0; t < l.size(); ++t) {
+    const auto id = static_cast<int32_t>(t);
+    const auto generated =
+        std::count(ctx.begin() + static_cast<std::ptrdiff_t>(prompt_len), ctx.end(), id);
+    const bool in_prompt =
+        std::find(ctx.begin(), ctx.begin() + static_cast<std::ptrdiff_t>(prompt_len), id) !=
+        ctx.begin() + static_cast<std::ptrdiff_t>(prompt_len);
+    for (const auto& [token, bias] : pp.logit_bias) {
+      if (token == id) l[t] += bias;
+    }
+    if (pp.repetition_penalty != 1.0f && (in_prompt || generated > 0)) {
+      l[t] = l[t] > 0 ? l[t] / pp.repetition_penalty : l[t] * pp.repetition_penalty;
+    }
+    if (generated > 0) {
+      l[t] -= pp.frequency_penalty * static_cast<float>(generated);
+      l[t] -= pp.presence_penalty;
+    }
+  }
+  return l;
+}
+
+std::vector<double> penalized_joint(const FakeLM& target, const SamplingParams& sp,
+                                    const PenaltyParams& pp, const std::vector<int32_t>& prompt,
+                                    int length) {
+  const int32_t v = target.n_vocab();
+  std::vector<double> out(static_cast<size_t>(std::pow(v, length)), 0.0);
+  const auto recurse = [&](auto&& self, std::vector<int32_t>& ctx, int depth, double prob,
+                           size_t index) -> void {
+    if (depth == length) {
+      out[index] = prob;
+      return;
+    }
+    Distribution d;
+    make_distribution(reference_logits(target, pp, ctx, prompt.size()), sp, d);
+    for (size_t i = 0; i < d.size(); ++i) {
+      ctx.push_back(d.ids[i]);
+      self(self, ctx, depth + 1, prob * d.probs[i],
+           index * static_cast<size_t>(v) + static_cast<size_t>(d.ids[i]));
+      ctx.pop_back();
+    }
+  };
+  std::vector<int32_t> ctx = prompt;
+  recurse(recurse, ctx, 0, 1.0, 0);
+  return out;
+}
+
+struct Models {
+  explicit Models(int32_t vocab)
+      : target(vocab, 1, 2.0f), draft(vocab, 2, 0.0f, 1 << 20, &target, 1.0f) {}
+  FakeLM target;
+  FakeLM draft;
+};
+
+// Strong enough that the penalized joint is far from the plain one (see the last test).
+PenaltyParams strong_penalties() {
+  PenaltyParams pp;
+  pp.repetition_penalty = 1.6f;
+  pp.presence_penalty = 0.7f;
+  pp.frequency_penalty = 0.5f;
+  pp.logit_bias = {{2, 1.5f}, {4, -100.0f}};
+  return pp;
+}
+
+TEST(PenaltiesUnderSpeculation, JointDistributionIsThePenalizedTargets) {
+  // 3-token continuations over 6 tokens (216 cells), level 1e-4 per fit.
+  Models m(6);
+  const PenaltyParams pp = strong_penalties();
+  int config = 0;
+  for (int gamma : {1, 3, 5}) {
+    for (const SamplingParams& sp : {params(1.0f), params(0.7f, 0.9f)}) {
+      const std::vector<int32_t> prompt{config % 6, (config * 5 + 1) % 6};
+      Rng rng(900 + config);
+      SpeculativeDecoder dec(m.target, &m.draft, sp, gamma, rng);
+      dec.set_penalties(pp);
+      int64_t accepted = 0;
+      const std::vector<int64_t> counts = joint_counts(
+          dec, 6, prompt, 3, 40000, [&accepted](const DecodeStats& s) { accepted += s.accepted; });
+      const ChiSquareResult r =
+          chi_square_test(counts, penalized_joint(m.target, sp, pp, prompt, 3));
+      EXPECT_EQ(r.impossible, 0) << "gamma " << gamma;
+      EXPECT_GT(r.p_value, 1e-4) << "gamma " << gamma << " T " << sp.temperature << " stat "
+                                 << r.stat << " dof " << r.dof;
+      EXPECT_GT(accepted, 0);
+      ++config;
+    }
+  }
+}
+
+TEST(PenaltiesUnderSpeculation, ADraftThatIgnoresThePenaltiesIsStillExact) {
+  // Any q is exact: strip the penalties from the draft after the decoder handed them over.
+  Models m(6);
+  const PenaltyParams pp = strong_penalties();
+  ModelDrafter drafter(m.draft);
+  const SamplingParams sp = params(1.0f);
+  const std::vector<int32_t> prompt{3, 1};
+  Rng rng(77);
+  SpeculativeDecoder dec(m.target, drafter, sp, 3, rng);
+  dec.set_penalties(pp);
+  drafter.set_penalties(nullptr);
+  const std::vector<int64_t> counts = joint_counts(dec, 6, prompt, 3, 40000);
+  const ChiSquareResult r = chi_square_test(counts, penalized_joint(m.target, sp, pp, prompt, 3));
+  EXPECT_EQ(r.impossible, 0);
+  EXPECT_GT(r.p_value, 1e-4) << r.stat << " dof " << r.dof;
+}
+
+TEST(PenaltiesUnderSpeculation, TheFitDetectsPenaltiesLeftOut) {
+  // The test above has power: without set_penalties the same fit fails.
+  Models m(6);
+  const PenaltyParams pp = strong_penalties();
+  const SamplingParams sp = params(1.0f);
+  const std::vector<int32_t> prompt{3, 1};
+  Rng rng(78);
+  SpeculativeDecoder dec(m.target, &m.draft, sp, 3, rng);
+  const std::vector<int64_t> counts = joint_counts(dec, 6, prompt, 3, 40000);
+  const ChiSquareResult r = chi_square_test(counts, penalized_joint(m.target, sp, pp, prompt, 3));
+  EXPECT_TRUE(r.impossible > 0 || r.p_value < 1e-6) << r.stat;
+}
+
+TEST(PenaltiesUnderSpeculation, GreedyEqualsPenalizedTargetGreedy) {
+  Models m(7);
+  m.target.set_rounding(true);  // integer logits: exact ties, so the tie rule is exercised too
+  PenaltyParams pp;
+  pp.repetition_penalty = 1.25f;
+  pp.frequency_penalty = 1.0f;
+  pp.logit_bias = {{5, 2.0f}};
+  Rng prompts(11);
+  for (int trial = 0; trial < 20; ++trial) {
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 1 + trial % 4; ++i) {
+      prompt.push_back(static_cast<int32_t>(prompts.uniform() * 7));
+    }
+    std::vector<int32_t> want, ctx = prompt;
+    for (int i = 0; i < 24; ++i) {
+      const std::vector<float> l = reference_logits(m.target, pp, ctx, prompt.size());
+      const auto best = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+      want.push_back(best);
+      ctx.push_back(best);
+    }
+    for (int gamma = 0; gamma <= 8; ++gamma) {
+      Rng rng(1);
+      SpeculativeDecoder dec(m.target, gamma > 0 ? &m.draft : nullptr, params(0.0f), gamma, rng);
+      dec.set_penalties(pp);
+      dec.start(prompt, 24);
+      dec.run();
+      ASSERT_EQ(std::vector<int32_t>(dec.generated().begin(), dec.generated().end()), want)
+          << "trial " << trial << " gamma " << gamma;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace specdec
