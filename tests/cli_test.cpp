@@ -190,6 +190,17 @@ TEST_F(Cli, BadFlagsGiveOneLineErrors) {
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--frobnicate"}),
                      "unknown argument '--frobnicate'");
   expect_clean_error(run_cli({"run", "-m", *target_}), "a prompt is required");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--presence-penalty", "3"}),
+                     "presence penalty must be in [-2, 2]");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--repeat-penalty", "0"}),
+                     "repetition penalty must be in (0, 10]");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--logit-bias", "12"}),
+                     "--logit-bias wants TOKEN+BIAS or TOKEN-BIAS");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--logit-bias", "5+200"}),
+                     "logit bias of token 5 must be in [-100, 100]");
+  // The vocabulary is known once the model is loaded (the tiny one has 300 tokens).
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--logit-bias", "300+1"}),
+                     "logit bias names token 300, outside the vocabulary of 300 tokens");
   CliResult unknown = run_cli({"frobnicate"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_EQ(unknown.err.rfind("error: unknown command 'frobnicate'", 0), 0u) << unknown.err;
@@ -242,6 +253,25 @@ TEST_F(Cli, VerifyPassesOnALosslessSetup) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("acceptance check:   PASS"), std::string::npos) << r.out;
+}
+
+// The self-check with penalties: each verify row's p depends on the drafts before it, and the
+// two samples must still come from one distribution.
+TEST_F(Cli, VerifyPassesWithPenaltiesAndLogitBias) {
+  CliResult r = run_cli({"verify", "-m",
+                         *target_, "-md",
+                         *draft_,  "--samples",
+                         "150",    "-n",
+                         "3",      "--top-k",
+                         "6",      "-p",
+                         "ab",     "-t",
+                         "1",      "--frequency-penalty",
+                         "1.5",    "--repeat-penalty",
+                         "1.5",    "--logit-bias",
+                         "98+2"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("frequency penalty 1.5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
 }
 
 TEST_F(Cli, MakeDraftWritesALoadableSelfDraft) {

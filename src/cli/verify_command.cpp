@@ -18,6 +18,7 @@ int verify_command(const std::vector<std::string>& args) {
   int32_t samples = 200, tokens = 2, draft_max = 4, threads = 0, n_ctx = 512, top_k = 40;
   float temp = 1.0f, top_p = 0.95f, min_p = 0.0f;
   uint64_t seed = 1;
+  PenaltyParams penalties;
   ArgParser p("specdec verify -m TARGET -md DRAFT [options]",
               "Checks on your own models that speculative decoding is lossless: samples many\n"
               "short continuations of the same prompts with and without speculation, reports\n"
@@ -37,6 +38,7 @@ int verify_command(const std::vector<std::string>& args) {
   p.add_int({"--top-k"}, "K", "top-k filter (0: off)", top_k, 0, 1 << 24);
   p.add_float({"--top-p"}, "P", "top-p filter (1: off)", top_p, 0.0, 1.0);
   p.add_float({"--min-p"}, "P", "min-p filter (0: off)", min_p, 0.0, 1.0);
+  add_penalty_options(p, penalties);
   p.add_u64({"-s", "--seed"}, "SEED", "first seed of the run", seed);
   p.add_int({"-t", "--threads"}, "N", "threads (default: all cores)", threads, 1, 1024);
   p.add_int({"-c", "--ctx-size"}, "N", "context size", n_ctx, 8, 1 << 20);
@@ -62,6 +64,7 @@ int verify_command(const std::vector<std::string>& args) {
   o.samples = samples;
   o.tokens = tokens;
   o.generation.sampling = {temp, top_k, top_p, min_p, seed};
+  o.generation.penalties = penalties;
   o.generation.draft_max = draft_max;
   o.generation.draft_length = drafting.length;
   o.generation.hybrid = check_hybrid_option(drafting.hybrid, true);
@@ -74,7 +77,13 @@ int verify_command(const std::vector<std::string>& args) {
   std::cout << std::fixed << std::setprecision(4);
   std::cout << "continuations: " << samples << " per prompt and mode, " << tokens
             << " tokens each, gamma " << draft_max << ", T " << temp << ", top-k " << top_k
-            << ", top-p " << top_p << ", min-p " << min_p << "\n\n";
+            << ", top-p " << top_p << ", min-p " << min_p;
+  if (penalties.active()) {
+    std::cout << ", repeat penalty " << penalties.repetition_penalty << ", presence penalty "
+              << penalties.presence_penalty << ", frequency penalty " << penalties.frequency_penalty
+              << ", " << penalties.logit_bias.size() << " logit biases";
+  }
+  std::cout << "\n\n";
   std::cout << "prompt                              distinct   TV      TV(noise)  chi2     dof  "
                "p-value\n";
   for (const PromptCheck& c : r.prompts) {
