@@ -150,8 +150,8 @@ struct HttpServer::Impl {
   void handle(const HttpRequest& req, HttpResponder& res);
   void route(const HttpRequest& req, HttpResponder& res);
   void generation(Endpoint endpoint, const HttpRequest& req, HttpResponder& res);
-  void stream(const std::shared_ptr<Job>& job, const ResponseMeta& meta, bool include_usage,
-              HttpResponder& res);
+  void stream(const std::vector<std::shared_ptr<Job>>& jobs, const ResponseMeta& meta,
+              bool include_usage, HttpResponder& res);
 };
 
 // Every request: API key, routing, ApiError/exception -> OpenAI error JSON, the request count.
@@ -244,90 +244,144 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   o.hybrid = config.hybrid;
   o.logprobs = r.logprobs;
 
-  std::shared_ptr<Job> job = queue->submit(std::move(prompt), std::move(o));
-  if (!job) {
-    if (draining.load()) throw shutting_down_error();
-    throw ApiError(503,
-                   str_cat("the server is busy: ", config.queue_size,
-                           " requests are already waiting; retry later"),
-                   "server_error", "", "queue_full");
+  // n choices are n sequences, each its own job (and slot): with several slots they run side by
+  // side, and the ones that start together read their common prompt once. A seeded request's
+  // choice i draws from seed + i, so each choice is what a request with that seed would give.
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (int32_t i = 0; i < r.n; ++i) {
+    GenerationOptions oi = o;
+    if (r.seed) oi.sampling.seed = *r.seed + static_cast<uint64_t>(i);
+    if (!r.seed && i > 0) oi.sampling.seed = std::random_device{}();
+    std::shared_ptr<Job> job = queue->submit(prompt, std::move(oi));
+    if (!job) {
+      for (const auto& submitted : jobs) submitted->cancel();
+      if (draining.load()) throw shutting_down_error();
+      throw ApiError(503,
+                     str_cat("the server is busy: ", config.queue_size,
+                             " requests are already waiting; retry later"),
+                     "server_error", "", "queue_full");
+    }
+    jobs.push_back(std::move(job));
   }
+  const auto cancel_all = [&jobs] {
+    for (const auto& job : jobs) job->cancel();
+  };
   ResponseMeta meta;
   meta.endpoint = endpoint;
   meta.id = make_id(endpoint);
   meta.created = unix_now();
   meta.model = r.model.empty() ? config.model_id : r.model;
   if (r.logprobs >= 0) meta.logprobs = LogprobFormat{&e.tokenizer(), r.ignore_eos};
-  if (r.stream) return stream(job, meta, r.include_usage, res);
+  if (r.stream) return stream(jobs, meta, r.include_usage, res);
 
   std::string ignored;
-  while (!job->wait(ignored, kPollInterval)) {
-    ignored.clear();
-    if (res.peer_closed()) {
-      job->cancel();  // the worker skips it or stops at its next token; nobody waits for that
-      res.close_after();
-      res.send(kClientClosed, "application/json", "");  // counted; the client never sees it
-      return;
+  for (const auto& job : jobs) {
+    while (!job->wait(ignored, kPollInterval)) {
+      ignored.clear();
+      if (res.peer_closed()) {
+        cancel_all();  // the workers skip them or stop at their next token; nobody waits
+        res.close_after();
+        res.send(kClientClosed, "application/json", "");  // counted; the client never sees it
+        return;
+      }
     }
+    ignored.clear();
   }
-  if (job->failed()) throw ApiError(500, "generation failed: " + job->error(), "server_error");
-  if (job->result().finish == FinishReason::Cancelled) throw shutting_down_error();
-  res.send(200, "application/json", to_wire(completion_json(meta, job->result())));
+  std::vector<GenerationResult> results;
+  for (const auto& job : jobs) {
+    if (job->failed()) throw ApiError(500, "generation failed: " + job->error(), "server_error");
+    if (job->result().finish == FinishReason::Cancelled) throw shutting_down_error();
+    results.push_back(job->result());
+  }
+  res.send(200, "application/json", to_wire(completion_json(meta, results)));
 }
 
-void HttpServer::Impl::stream(const std::shared_ptr<Job>& job, const ResponseMeta& meta,
-                              bool include_usage, HttpResponder& res) {
+void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
+                              const ResponseMeta& meta, bool include_usage, HttpResponder& res) {
+  const auto cancel_all = [&jobs] {
+    for (const auto& job : jobs) job->cancel();
+  };
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   if (!res.begin_stream(200, "text/event-stream")) {
-    job->cancel();
+    cancel_all();
     return;
   }
-  bool first = true;
-  size_t text_bytes = 0;  // of the text sent so far: the completions format's text offsets
-  std::vector<TokenLogprob> logprobs;
   auto write = [&res](const std::string& s) { return res.write(s); };
-  while (true) {
-    std::string text;
-    logprobs.clear();
-    const bool done = job->wait(text, kPollInterval, meta.logprobs ? &logprobs : nullptr);
-    if (!text.empty()) {
-      const nlohmann::json lp =
-          meta.logprobs ? logprobs_json(meta, logprobs, text_bytes) : nlohmann::json();
-      text_bytes += text.size();
-      if (!write(sse_event(text_chunk_json(meta, text, first, lp)))) {
-        job->cancel();
+  // Per choice: whether its first chunk went out, the bytes of text sent (the completions
+  // format's text offsets), and whether it has ended (its final chunk sent).
+  struct Choice {
+    bool first = true, ended = false;
+    size_t text_bytes = 0;
+  };
+  std::vector<Choice> choices(jobs.size());
+  std::vector<TokenLogprob> logprobs;
+  size_t open = jobs.size();
+  // One choice waits as a single request does; with several, each is polled briefly in turn so
+  // that none waits behind another's silence.
+  const milliseconds poll = jobs.size() == 1 ? kPollInterval : milliseconds(5);
+  while (open > 0) {
+    bool any_text = false;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      Choice& c = choices[i];
+      if (c.ended) continue;
+      std::string text;
+      logprobs.clear();
+      const bool done = jobs[i]->wait(text, poll, meta.logprobs ? &logprobs : nullptr);
+      const auto index = static_cast<int32_t>(i);
+      if (!text.empty()) {
+        any_text = true;
+        const nlohmann::json lp =
+            meta.logprobs ? logprobs_json(meta, logprobs, c.text_bytes) : nlohmann::json();
+        c.text_bytes += text.size();
+        if (!write(sse_event(text_chunk_json(meta, text, c.first, lp, index)))) {
+          cancel_all();
+          return;
+        }
+        c.first = false;
+        logprobs.clear();  // sent with this chunk
+      }
+      if (!done) continue;
+      const Job& j = *jobs[i];
+      bool ok = true;
+      if (j.failed()) {
+        ok = write(sse_event(
+            error_json(ApiError(500, "generation failed: " + j.error(), "server_error"))));
+      } else if (j.result().finish == FinishReason::Cancelled) {
+        ok = write(sse_event(error_json(shutting_down_error())));
+      } else {
+        // Logprobs that came after the last text (the end-of-generation token's are dropped).
+        const nlohmann::json lp = meta.logprobs && !logprobs.empty()
+                                      ? logprobs_json(meta, logprobs, c.text_bytes)
+                                      : nlohmann::json();
+        ok = write(sse_event(final_chunk_json(meta, j.result(), lp, index)));
+      }
+      if (!ok) {
+        cancel_all();
         return;
       }
-      first = false;
-      logprobs.clear();  // sent with this chunk
-    } else if (!done && res.peer_closed()) {
-      job->cancel();
+      c.ended = true;
+      --open;
+    }
+    if (!any_text && open > 0 && res.peer_closed()) {
+      cancel_all();
       res.close_after();
       return;
     }
-    if (done) break;
   }
-  const Job& j = *job;
   bool ok = true;
-  if (j.failed()) {
-    ok = write(
-        sse_event(error_json(ApiError(500, "generation failed: " + j.error(), "server_error"))));
-  } else if (j.result().finish == FinishReason::Cancelled) {
-    ok = write(sse_event(error_json(shutting_down_error())));
-  } else {
-    // Logprobs that came after the last text (the end-of-generation token's are dropped).
-    const nlohmann::json lp = meta.logprobs && !logprobs.empty()
-                                  ? logprobs_json(meta, logprobs, text_bytes)
-                                  : nlohmann::json();
-    ok = write(sse_event(final_chunk_json(meta, j.result(), lp)));
-    if (ok && include_usage) ok = write(sse_event(usage_chunk_json(meta, j.result())));
+  if (include_usage) {
+    std::vector<GenerationResult> results;
+    for (const auto& job : jobs) {
+      if (!job->failed()) results.push_back(job->result());
+    }
+    ok = write(sse_event(usage_chunk_json(meta, combined_stats(results))));
   }
   ok = ok && write(std::string(kSseDone));
   if (ok) {
     res.end_stream();
   } else {
-    job->cancel();
+    cancel_all();
   }
 }
 

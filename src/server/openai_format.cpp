@@ -1,5 +1,6 @@
 #include "server/openai_format.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace specdec::server {
@@ -43,6 +44,22 @@ json usage_json(const GenerationStats& s) {
               {"completion_tokens", s.generated_tokens},
               {"total_tokens", s.prompt_tokens + s.generated_tokens},
               {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}}};
+}
+
+GenerationStats combined_stats(std::span<const GenerationResult> results) {
+  GenerationStats all;
+  if (results.empty()) return all;
+  all = results.front().stats;
+  for (size_t i = 1; i < results.size(); ++i) {
+    const GenerationStats& s = results[i].stats;
+    all.generated_tokens += s.generated_tokens;
+    all.spec.rounds += s.spec.rounds;
+    all.spec.drafted += s.spec.drafted;
+    all.spec.accepted += s.spec.accepted;
+    all.prefill_ms = std::max(all.prefill_ms, s.prefill_ms);
+    all.decode_ms = std::max(all.decode_ms, s.decode_ms);
+  }
+  return all;
 }
 
 json specdec_stats_json(const GenerationStats& s) {
@@ -133,26 +150,35 @@ json logprobs_json(const ResponseMeta& meta, std::span<const TokenLogprob> entri
               {"text_offset", std::move(offsets)}};
 }
 
-json completion_json(const ResponseMeta& meta, const GenerationResult& result) {
+json completion_json(const ResponseMeta& meta, std::span<const GenerationResult> results) {
   json doc = base(meta, /*chunk=*/false);
-  json choice = {{"index", 0}, {"finish_reason", openai_finish_reason(result.finish)}};
-  const json lp = meta.logprobs ? logprobs_json(meta, result.logprobs, 0) : json();
-  if (meta.endpoint == Endpoint::Completions) {
-    choice["text"] = result.text;
-  } else {
-    choice["message"] = {{"role", "assistant"}, {"content", result.text}};
+  json choices = json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    const GenerationResult& result = results[i];
+    json choice = {{"index", i}, {"finish_reason", openai_finish_reason(result.finish)}};
+    if (meta.endpoint == Endpoint::Completions) {
+      choice["text"] = result.text;
+    } else {
+      choice["message"] = {{"role", "assistant"}, {"content", result.text}};
+    }
+    choice["logprobs"] = meta.logprobs ? logprobs_json(meta, result.logprobs, 0) : json();
+    choices.push_back(std::move(choice));
   }
-  choice["logprobs"] = lp;
-  doc["choices"] = json::array({choice});
-  doc["usage"] = usage_json(result.stats);
-  doc["specdec"] = specdec_stats_json(result.stats);
+  doc["choices"] = std::move(choices);
+  const GenerationStats all = combined_stats(results);
+  doc["usage"] = usage_json(all);
+  doc["specdec"] = specdec_stats_json(all);
   return doc;
 }
 
+json completion_json(const ResponseMeta& meta, const GenerationResult& result) {
+  return completion_json(meta, std::span<const GenerationResult>(&result, 1));
+}
+
 json text_chunk_json(const ResponseMeta& meta, std::string_view text, bool first,
-                     const json& logprobs) {
+                     const json& logprobs, int32_t index) {
   json doc = base(meta, /*chunk=*/true);
-  json choice = {{"index", 0}, {"finish_reason", nullptr}, {"logprobs", logprobs}};
+  json choice = {{"index", index}, {"finish_reason", nullptr}, {"logprobs", logprobs}};
   if (meta.endpoint == Endpoint::Completions) {
     choice["text"] = std::string(text);
   } else {
@@ -164,10 +190,11 @@ json text_chunk_json(const ResponseMeta& meta, std::string_view text, bool first
 }
 
 json final_chunk_json(const ResponseMeta& meta, const GenerationResult& result,
-                      const json& logprobs) {
+                      const json& logprobs, int32_t index) {
   json doc = base(meta, /*chunk=*/true);
-  json choice = {
-      {"index", 0}, {"finish_reason", openai_finish_reason(result.finish)}, {"logprobs", logprobs}};
+  json choice = {{"index", index},
+                 {"finish_reason", openai_finish_reason(result.finish)},
+                 {"logprobs", logprobs}};
   if (meta.endpoint == Endpoint::Completions) {
     choice["text"] = "";
   } else {
@@ -179,10 +206,10 @@ json final_chunk_json(const ResponseMeta& meta, const GenerationResult& result,
   return doc;
 }
 
-json usage_chunk_json(const ResponseMeta& meta, const GenerationResult& result) {
+json usage_chunk_json(const ResponseMeta& meta, const GenerationStats& stats) {
   json doc = base(meta, /*chunk=*/true);
   doc["choices"] = json::array();
-  doc["usage"] = usage_json(result.stats);
+  doc["usage"] = usage_json(stats);
   return doc;
 }
 

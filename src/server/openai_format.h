@@ -38,6 +38,11 @@ struct ResponseMeta {
 const char* openai_finish_reason(FinishReason reason);
 
 nlohmann::json usage_json(const GenerationStats& stats);
+// The stats of a request's choices together (n > 1): one prompt (prompt and cached tokens as
+// the first choice's), generated tokens, rounds, drafts and acceptances summed, and the wall
+// times of the slowest choice (the choices run side by side), so that tokens_per_second is the
+// request's aggregate rate.
+GenerationStats combined_stats(std::span<const GenerationResult> results);
 // rounds, drafted, accepted, acceptance_rate, decode tokens/s and timings of one request.
 nlohmann::json specdec_stats_json(const GenerationStats& stats);
 
@@ -48,17 +53,20 @@ nlohmann::json specdec_stats_json(const GenerationStats& stats);
 nlohmann::json logprobs_json(const ResponseMeta& meta, std::span<const TokenLogprob> entries,
                              size_t text_offset);
 
-// The non-streaming response (with result.logprobs when meta.logprobs is set).
+// The non-streaming response (with result.logprobs when meta.logprobs is set): choice i is
+// results[i]; usage and specdec are combined_stats over all of them.
+nlohmann::json completion_json(const ResponseMeta& meta, std::span<const GenerationResult> results);
 nlohmann::json completion_json(const ResponseMeta& meta, const GenerationResult& result);
 
 // Streaming: a chunk of text, the last chunk (finish_reason, usage, specdec) and, when the
 // client asked for stream_options.include_usage, OpenAI's separate usage chunk (no choices).
-// `logprobs`: the chunk's choice.logprobs (logprobs_json of its tokens), null when not asked.
+// `logprobs`: the chunk's choice.logprobs (logprobs_json of its tokens), null when not asked;
+// `index`: the choice (n > 1), whose final chunk carries its own usage and specdec.
 nlohmann::json text_chunk_json(const ResponseMeta& meta, std::string_view text, bool first,
-                               const nlohmann::json& logprobs = nullptr);
+                               const nlohmann::json& logprobs = nullptr, int32_t index = 0);
 nlohmann::json final_chunk_json(const ResponseMeta& meta, const GenerationResult& result,
-                                const nlohmann::json& logprobs = nullptr);
-nlohmann::json usage_chunk_json(const ResponseMeta& meta, const GenerationResult& result);
+                                const nlohmann::json& logprobs = nullptr, int32_t index = 0);
+nlohmann::json usage_chunk_json(const ResponseMeta& meta, const GenerationStats& stats);
 
 // One server-sent event: "data: <json>\n\n". Invalid UTF-8 is replaced, never thrown on.
 std::string sse_event(const nlohmann::json& doc);

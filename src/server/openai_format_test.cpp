@@ -59,7 +59,32 @@ TEST(OpenAIFormat, ChatShapesAndChunks) {
   const json last = final_chunk_json(meta, r);
   EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(last["usage"]["total_tokens"], 10);
-  EXPECT_TRUE(usage_chunk_json(meta, r)["choices"].empty());
+  EXPECT_TRUE(usage_chunk_json(meta, r.stats)["choices"].empty());
+}
+
+TEST(OpenAIFormat, SeveralChoicesShareOnePromptAndSumTheirTokens) {
+  const ResponseMeta meta{Endpoint::ChatCompletions, "chatcmpl-2", 5, "tiny", std::nullopt};
+  std::vector<GenerationResult> rs = {sample_result(), sample_result()};
+  rs[1].text = "Lyon";
+  rs[1].finish = FinishReason::Length;
+  rs[1].stats.generated_tokens = 5;
+  rs[1].stats.decode_ms = 50;
+  rs[1].stats.spec.rounds = 2;
+  const json doc = completion_json(meta, rs);
+  ASSERT_EQ(doc["choices"].size(), 2u);
+  EXPECT_EQ(doc["choices"][0]["index"], 0);
+  EXPECT_EQ(doc["choices"][1]["index"], 1);
+  EXPECT_EQ(doc["choices"][1]["message"]["content"], "Lyon");
+  EXPECT_EQ(doc["choices"][1]["finish_reason"], "length");
+  // One prompt; the choices' tokens added up; the slowest choice's time.
+  EXPECT_EQ(doc["usage"]["prompt_tokens"], 7);
+  EXPECT_EQ(doc["usage"]["completion_tokens"], 8);
+  EXPECT_EQ(doc["usage"]["total_tokens"], 15);
+  EXPECT_EQ(doc["specdec"]["rounds"], 3);
+  EXPECT_EQ(doc["specdec"]["drafted"], 8);
+  EXPECT_DOUBLE_EQ(doc["specdec"]["decode_ms"].get<double>(), 50);
+  EXPECT_EQ(text_chunk_json(meta, "x", true, nullptr, 1)["choices"][0]["index"], 1);
+  EXPECT_EQ(final_chunk_json(meta, rs[1], nullptr, 1)["choices"][0]["index"], 1);
 }
 
 TEST(OpenAIFormat, SseFramingAndInvalidUtf8) {

@@ -280,13 +280,14 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   }
   r.stop = get_stop(j);
   r.penalties = get_penalties(j);
-  if (auto n =
-          get_int(j, "n", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
-      n && *n != 1) {
-    // One sequence per request: the engine holds one KV cache pair.
-    throw invalid_request(str_cat("only n = 1 is supported, got ", *n), "n", "invalid_value");
+  // n choices are n sequences (HttpServer submits one job each).
+  if (auto n = get_int(j, "n", 1, kMaxChoices)) r.n = static_cast<int32_t>(*n);
+  // best_of would need a score to choose by; only the trivial value (all of the n) is taken.
+  if (auto b = get_int(j, "best_of", 1, kMaxChoices); b && *b != r.n) {
+    throw invalid_request(
+        str_cat("only best_of = n is supported, got best_of ", *b, " with n ", r.n), "best_of",
+        "invalid_value");
   }
-  get_int(j, "best_of", 1, 1);  // more candidates would need more sequences, like n
   if (get_bool(j, "echo", false)) {
     throw invalid_request("'echo' is not supported", "echo", "unsupported_value");
   }

@@ -33,6 +33,7 @@ struct CompletionRequest {
   float min_p = 0.0f;
   std::optional<uint64_t> seed;  // nullopt: a random seed per request
   std::vector<std::string> stop;
+  int32_t n = 1;            // choices, each its own sequence
   PenaltyParams penalties;  // presence/frequency/repetition penalties, logit_bias
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
@@ -44,6 +45,7 @@ struct CompletionRequest {
 };
 
 inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr int32_t kMaxChoices = 16;
 inline constexpr int32_t kMaxDraftMax = 64;
 inline constexpr size_t kMaxJsonDepth = 64;
 

@@ -159,7 +159,8 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
       {kCmpl, R"({"prompt":"x","top_p":1.5})", "top_p", "invalid_value"},
       {kCmpl, R"({"prompt":"x","top_k":-1})", "top_k", "invalid_value"},
       {kCmpl, R"({"prompt":"x","min_p":2})", "min_p", "invalid_value"},
-      {kCmpl, R"({"prompt":"x","n":2})", "n", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","n":17})", "n", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","n":2,"best_of":3})", "best_of", "invalid_value"},
       {kCmpl, R"({"prompt":"x","n":0})", "n", "invalid_value"},
       {kCmpl, R"({"prompt":"x","best_of":3})", "best_of", "invalid_value"},
       {kCmpl, R"({"prompt":"x","draft_max":0})", "draft_max", "invalid_value"},
@@ -207,6 +208,12 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
   for (const Case& c : cases) expect_400(c.e, c.body, c.param, c.code);
 }
 
+TEST(RequestParsing, SeveralChoices) {
+  EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x"})").n, 1);
+  EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x","n":16,"best_of":16})").n, 16);
+  EXPECT_EQ(parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],"n":3})").n, 3);
+}
+
 TEST(RequestParsing, PenaltiesAndLogitBiasAreRead) {
   const CompletionRequest r =
       parse_request(kCmpl, R"({"prompt":"x","presence_penalty":0.5,"frequency_penalty":-1.5,
@@ -229,9 +236,9 @@ TEST(RequestParsing, PenaltiesAndLogitBiasAreRead) {
 }
 
 TEST(RequestParsing, ErrorMessagesNameTheParameterAndTheValue) {
-  const ApiError err = error_of(kCmpl, R"({"prompt":"x","n":3})");
-  EXPECT_NE(std::string(err.what()).find("n = 1"), std::string::npos) << err.what();
-  EXPECT_NE(std::string(err.what()).find("3"), std::string::npos) << err.what();
+  const ApiError err = error_of(kCmpl, R"({"prompt":"x","n":30})");
+  EXPECT_NE(std::string(err.what()).find("'n'"), std::string::npos) << err.what();
+  EXPECT_NE(std::string(err.what()).find("30"), std::string::npos) << err.what();
 }
 
 TEST(RequestParsing, UnknownModelIs404AndTheAliasesAreAccepted) {

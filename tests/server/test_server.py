@@ -305,7 +305,7 @@ BAD_INPUTS = [
     ("messages missing", "POST", CHAT, {"model": "specdec"}, AUTH, 400, "messages"),
     ("bad role", "POST", CHAT, {"messages": [{"role": "robot", "content": "x"}]}, AUTH, 400,
      "messages[0].role"),
-    ("n = 2", "POST", CHAT, {"messages": USER, "n": 2}, AUTH, 400, "n"),
+    ("n = 17", "POST", CHAT, {"messages": USER, "n": 17}, AUTH, 400, "n"),
     ("draft_max out of range", "POST", CMPL, {"prompt": "x", "draft_max": 1000}, AUTH, 400,
      "draft_max"),
     ("unknown model", "POST", CHAT, {"model": "gpt-4o", "messages": USER}, AUTH, 404, "model"),
