@@ -60,8 +60,8 @@ TEST_F(BenchCli, DraftModelTableAndRawJson) {
   // Fixed-length model drafts only: the random-weight draft is never confident enough for the
   // default adaptive rule to draft, and the default hybrid lookup could take every round of
   // these repetitive tiny texts; either way the draft model would cost nothing.
-  args.insert(args.end(), {"-md", *draft_, "--draft-policy", "fixed", "--no-draft-hybrid",
-                           "--json", json_path});
+  args.insert(args.end(), {"-md", *draft_, "--draft-policy", "fixed", "--no-draft-hybrid", "--json",
+                           json_path});
   CliResult r = run_cli(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");  // no progress bar when stderr is not a terminal
