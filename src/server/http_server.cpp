@@ -30,7 +30,8 @@ constexpr milliseconds kStopWriteGrace{1000};
 // nginx's "client closed request": logged and counted, never seen by the (absent) client.
 constexpr int kClientClosed = 499;
 
-const std::vector<std::string> kGenerationPaths = {"/v1/completions", "/v1/chat/completions"};
+const std::vector<std::string> kGenerationPaths = {"/v1/completions", "/v1/chat/completions",
+                                                   "/tokenize", "/detokenize"};
 const std::vector<std::string> kGetPaths = {"/v1/models", "/health", "/metrics"};
 
 int64_t unix_now() {
@@ -150,6 +151,8 @@ struct HttpServer::Impl {
   void handle(const HttpRequest& req, HttpResponder& res);
   void route(const HttpRequest& req, HttpResponder& res);
   void generation(Endpoint endpoint, const HttpRequest& req, HttpResponder& res);
+  void tokenize(const HttpRequest& req, HttpResponder& res);
+  void detokenize(const HttpRequest& req, HttpResponder& res);
   void stream(const std::vector<std::shared_ptr<Job>>& jobs, const ResponseMeta& meta,
               bool include_usage, HttpResponder& res);
 };
@@ -180,6 +183,8 @@ void HttpServer::Impl::route(const HttpRequest& req, HttpResponder& res) {
   if (post && path == "/v1/chat/completions") {
     return generation(Endpoint::ChatCompletions, req, res);
   }
+  if (post && path == "/tokenize") return tokenize(req, res);
+  if (post && path == "/detokenize") return detokenize(req, res);
   if (get && path == "/health") {
     if (engine.load() == nullptr) {
       res.send(503, "application/json", R"({"status":"loading"})");
@@ -294,6 +299,42 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
     results.push_back(job->result());
   }
   res.send(200, "application/json", to_wire(completion_json(meta, results)));
+}
+
+// The ids the completions or chat endpoint would feed the model for this input (for logit_bias,
+// counting, or checking a prompt against the context), in the shape both llama-server's and
+// vLLM's clients read: tokens, count, max_model_len.
+void HttpServer::Impl::tokenize(const HttpRequest& req, HttpResponder& res) {
+  Engine& e = ready_engine();
+  const TokenizeRequest r = parse_tokenize(req.body);
+  check_model(r.model, model_ids);
+  const std::string text = r.chat ? e.chat_template().apply(r.messages, true) : r.text;
+  const std::vector<int32_t> tokens =
+      text.empty() ? std::vector<int32_t>{} : e.tokenize_prompt(text);
+  nlohmann::json doc = {{"tokens", tokens}, {"count", tokens.size()}, {"max_model_len", e.n_ctx()}};
+  if (r.with_pieces) {
+    nlohmann::json pieces = nlohmann::json::array();
+    for (int32_t id : tokens)
+      pieces.push_back({{"id", id}, {"piece", e.tokenizer().token_bytes(id)}});
+    doc["pieces"] = std::move(pieces);
+  }
+  res.send(200, "application/json", to_wire(doc));
+}
+
+void HttpServer::Impl::detokenize(const HttpRequest& req, HttpResponder& res) {
+  Engine& e = ready_engine();
+  const DetokenizeRequest r = parse_detokenize(req.body);
+  check_model(r.model, model_ids);
+  const int32_t n_vocab = e.tokenizer().n_vocab();
+  for (int32_t id : r.tokens) {
+    if (id >= n_vocab) {
+      throw invalid_request(
+          str_cat("token id ", id, " is outside the vocabulary of ", n_vocab, " tokens"), "tokens",
+          "invalid_value");
+    }
+  }
+  const std::string text = e.tokenizer().decode(r.tokens);
+  res.send(200, "application/json", to_wire(nlohmann::json{{"content", text}, {"prompt", text}}));
 }
 
 void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,

@@ -98,6 +98,28 @@ PenaltyParams get_penalties(const json& j) {
   return pp;
 }
 
+// A request body: JSON no deeper than kMaxJsonDepth, an object.
+json parse_body(std::string_view body) {
+  if (json_nesting_depth(body) > kMaxJsonDepth) {
+    throw invalid_request(
+        str_cat("the request body nests JSON deeper than ", kMaxJsonDepth, " levels"), "",
+        "invalid_json");
+  }
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    throw invalid_request("the request body is not valid JSON", "", "invalid_json");
+  }
+  if (!j.is_object()) wrong_type("body", "a JSON object", j);
+  return j;
+}
+
+std::string get_model(const json& j) {
+  const json* m = field(j, "model");
+  if (m == nullptr) return "";
+  if (!m->is_string()) wrong_type("model", "a string", *m);
+  return m->get<std::string>();
+}
+
 // Integers may arrive as 3 or 3.0; 3.5 is not an integer.
 std::optional<int64_t> get_int(const json& body, const char* name, int64_t min, int64_t max) {
   const json* v = field(body, name);
@@ -242,23 +264,10 @@ size_t json_nesting_depth(std::string_view text) {
 CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   // No request needs more than a few levels; a body of a million '[' is an attack on the
   // parser's and the destructor's recursion, refused before parsing.
-  if (json_nesting_depth(body) > kMaxJsonDepth) {
-    throw invalid_request(
-        str_cat("the request body nests JSON deeper than ", kMaxJsonDepth, " levels"), "",
-        "invalid_json");
-  }
-  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    throw invalid_request("the request body is not valid JSON", "", "invalid_json");
-  }
-  if (!j.is_object()) wrong_type("body", "a JSON object", j);
-
+  const json j = parse_body(body);
   CompletionRequest r;
   r.endpoint = endpoint;
-  if (const json* m = field(j, "model")) {
-    if (!m->is_string()) wrong_type("model", "a string", *m);
-    r.model = m->get<std::string>();
-  }
+  r.model = get_model(j);
   if (endpoint == Endpoint::Completions) {
     r.prompt = get_prompt(j);
   } else {
@@ -344,6 +353,46 @@ void check_model(const std::string& requested, std::span<const std::string> ids)
                  str_cat("the model '", requested, "' does not exist (this server has '",
                          ids.empty() ? std::string() : ids.front(), "')"),
                  "invalid_request_error", "model", "model_not_found");
+}
+
+TokenizeRequest parse_tokenize(std::string_view body) {
+  const json j = parse_body(body);
+  TokenizeRequest r;
+  r.model = get_model(j);
+  r.with_pieces = get_bool(j, "with_pieces", false);
+  if (field(j, "messages") != nullptr) {
+    r.messages = get_messages(j);
+    r.chat = true;
+    return r;
+  }
+  // llama-server calls the text "content", vLLM "prompt".
+  for (const char* name : {"content", "prompt"}) {
+    if (const json* v = field(j, name)) {
+      if (!v->is_string()) wrong_type(name, "a string", *v);
+      r.text = v->get<std::string>();
+      return r;
+    }
+  }
+  throw invalid_request("'content' (or 'prompt', or 'messages') is required", "content",
+                        "missing_required");
+}
+
+DetokenizeRequest parse_detokenize(std::string_view body) {
+  const json j = parse_body(body);
+  DetokenizeRequest r;
+  r.model = get_model(j);
+  const json* v = field(j, "tokens");
+  if (v == nullptr) throw invalid_request("'tokens' is required", "tokens", "missing_required");
+  if (!v->is_array()) wrong_type("tokens", "an array of token ids", *v);
+  for (const json& t : *v) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+        t.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      throw invalid_request("'tokens' must hold token ids (integers >= 0)", "tokens",
+                            "invalid_value");
+    }
+    r.tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  return r;
 }
 
 int32_t resolve_max_tokens(const CompletionRequest& request, int32_t prompt_tokens, int32_t n_ctx) {

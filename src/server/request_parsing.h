@@ -55,6 +55,25 @@ size_t json_nesting_depth(std::string_view text);
 // Parses and validates a request body (JSON text). Throws ApiError.
 CompletionRequest parse_request(Endpoint endpoint, std::string_view body);
 
+// POST /tokenize: the text as llama-server sends it ("content") or vLLM ("prompt"), or chat
+// messages (vLLM), to be tokenized as the completions or chat endpoint would feed it to the
+// model; with_pieces (llama-server) also returns each token's text.
+struct TokenizeRequest {
+  std::string model;
+  std::string text;
+  bool chat = false;  // messages given: the chat template applies, generation prompt added
+  std::vector<ChatMessage> messages;
+  bool with_pieces = false;
+};
+TokenizeRequest parse_tokenize(std::string_view body);
+
+// POST /detokenize: {"tokens": [ids]}. Ids are checked against the vocabulary by the server.
+struct DetokenizeRequest {
+  std::string model;
+  std::vector<int32_t> tokens;
+};
+DetokenizeRequest parse_detokenize(std::string_view body);
+
 // 404 unless `requested` is empty or one of `ids` (the model's file stem and the alias "specdec").
 void check_model(const std::string& requested, std::span<const std::string> ids);
 

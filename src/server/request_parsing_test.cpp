@@ -208,6 +208,37 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
   for (const Case& c : cases) expect_400(c.e, c.body, c.param, c.code);
 }
 
+TEST(RequestParsing, TokenizeAndDetokenizeBodies) {
+  EXPECT_EQ(parse_tokenize(R"({"content":"hi"})").text, "hi");             // llama-server
+  EXPECT_EQ(parse_tokenize(R"({"prompt":"yo","model":"m"})").text, "yo");  // vLLM
+  EXPECT_EQ(parse_tokenize(R"({"prompt":"yo","model":"m"})").model, "m");
+  const TokenizeRequest chat =
+      parse_tokenize(R"({"messages":[{"role":"user","content":"x"}],"with_pieces":true})");
+  EXPECT_TRUE(chat.chat);
+  EXPECT_TRUE(chat.with_pieces);
+  ASSERT_EQ(chat.messages.size(), 1u);
+  EXPECT_EQ(parse_detokenize(R"({"tokens":[1,2,3]})").tokens, (std::vector<int32_t>{1, 2, 3}));
+  const auto bad = [](auto parse, const char* body, const char* param, const char* code) {
+    try {
+      parse(body);
+      ADD_FAILURE() << "no error for " << body;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400) << body;
+      EXPECT_EQ(e.param(), param) << body;
+      EXPECT_EQ(e.code(), code) << body;
+    }
+  };
+  bad(parse_tokenize, R"({})", "content", "missing_required");
+  bad(parse_tokenize, R"({"content":5})", "content", "invalid_type");
+  bad(parse_tokenize, R"({"messages":[]})", "messages", "invalid_value");
+  bad(parse_tokenize, R"([1])", "body", "invalid_type");
+  bad(parse_detokenize, R"({})", "tokens", "missing_required");
+  bad(parse_detokenize, R"({"tokens":"1 2"})", "tokens", "invalid_type");
+  bad(parse_detokenize, R"({"tokens":[1,-2]})", "tokens", "invalid_value");
+  bad(parse_detokenize, R"({"tokens":[1.5]})", "tokens", "invalid_value");
+  bad(parse_detokenize, R"({"tokens":[99999999999]})", "tokens", "invalid_value");
+}
+
 TEST(RequestParsing, SeveralChoices) {
   EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x"})").n, 1);
   EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x","n":16,"best_of":16})").n, 16);
