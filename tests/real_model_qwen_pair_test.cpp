@@ -187,9 +187,13 @@ TEST_F(RealModelQwenPair, GreedyOutputEqualsTargetOnlyWithPenaltiesAndLogitBias)
   go.hybrid = true;
   for (int32_t gamma : {3, 8}) {
     go.draft_max = gamma;
-    const GenerationResult got = spec.generate(prompt, go, {});
-    EXPECT_EQ(got.tokens, expected.tokens) << "gamma " << gamma;
-    EXPECT_GT(got.stats.spec.accepted, 0);
+    // The draft reading the whole prompt, then only its last 16 tokens (draft_context).
+    for (int32_t context : {0, 16}) {
+      go.draft_context = context;
+      const GenerationResult got = spec.generate(prompt, go, {});
+      EXPECT_EQ(got.tokens, expected.tokens) << "gamma " << gamma << " context " << context;
+      EXPECT_GT(got.stats.spec.accepted, 0);
+    }
   }
 }
 

@@ -147,6 +147,7 @@ int chat_command(const std::vector<std::string>& args) {
     go.penalties = penalties;
     go.draft_max = draft_max_for(draft_max, go.sampling.greedy(), true);
     go.draft_length = drafting.length;
+    go.draft_context = drafting.context;
     go.hybrid = hybrid;
 
     g_interrupted = false;

@@ -310,6 +310,11 @@ void add_draft_model_options(ArgParser& p, DraftModelOptions& options) {
   add_draft_layout_options(p, options);
   add_draft_length_options(p, options.length);
   add_hybrid_option(p, options.hybrid);
+  p.add_int({"--draft-context"}, "N",
+            "the draft model reads at most the last N tokens of a prompt it has not read (its "
+            "proposals then condition on those alone; lossless, changes speed and acceptance; "
+            "0: the whole prompt; not applied where batched slots share draft rows)",
+            options.context, 0, 1 << 20);
 }
 
 }  // namespace specdec::cli

@@ -49,6 +49,9 @@ int32_t draft_max_for(int32_t given, bool greedy, bool model_draft);
 // 32,768 cut the draft cost c from 0.38-0.41 to 0.27-0.30 target steps and took summaries
 // from 1.15x to 1.23x (T 0) and code from 1.44x to 1.72x, for 0-6 points of acceptance.
 inline constexpr int32_t kDefaultDraftVocab = 32768;
+// --draft-context N: the draft reads at most the last N tokens of a text it has not read
+// (GenerationOptions::draft_context). Measured on the Qwen pair (docs/benchmarks.md).
+inline constexpr int32_t kDefaultDraftContext = 256;
 void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab);
 
 // --draft-policy fixed|adaptive, --draft-cost C, --draft-verify-cost V: how many tokens a draft
@@ -96,6 +99,7 @@ struct DraftModelOptions {
   std::string head_type{kDefaultDraftHeadType};
   DraftLengthParams length = default_draft_length();
   HybridOption hybrid;
+  int32_t context = kDefaultDraftContext;  // --draft-context
 };
 void add_draft_model_options(ArgParser& p, DraftModelOptions& options);
 // Only the flags that choose how the draft's weights are laid out and scored (--draft-vocab,

@@ -67,6 +67,7 @@ int verify_command(const std::vector<std::string>& args) {
   o.generation.penalties = penalties;
   o.generation.draft_max = draft_max;
   o.generation.draft_length = drafting.length;
+  o.generation.draft_context = drafting.context;
   o.generation.hybrid = check_hybrid_option(drafting.hybrid, true);
   o.generation.ignore_eos = true;
   ProgressBar bar("sampling");

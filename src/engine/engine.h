@@ -87,6 +87,10 @@ struct GenerationOptions {
   NgramParams ngram;               // for DrafterKind::Ngram
   int32_t draft_max = 5;           // γ
   DraftLengthParams draft_length;  // draft model: fixed γ or the adaptive expected-gain rule
+  // Draft model: the most text tokens a catch-up reads (ModelDrafter::set_context_window); a
+  // draft that lags by more reads only the last ones. 0: whole text. Not applied where slots
+  // share draft rows (batched serving with prefix sharing), whose rows must be a prefix.
+  int32_t draft_context = 0;
   // With a draft model: a round takes prompt lookup's drafts (`ngram` settings) when the lookup
   // proposes at least 2 tokens, and the model's otherwise (speculative/hybrid_drafter.h).
   bool hybrid = false;

@@ -54,6 +54,41 @@ TEST_F(EngineTest, StopStringEndsTheTextBeforeIt) {
 
 TEST_F(EngineTest, PromptThatFillsTheContextIsRefused) { EXPECT_THROW(run(10, 5), Error); }
 
+// GenerationOptions::draft_context: a draft with a long prompt to read reads only its last
+// tokens. With the target as its own draft every draft passes when it reads everything; a
+// window shows as rejections (its q conditions on the suffix alone). The greedy text stays the
+// target's, and the follow-up turn after a windowed one, reading everything again, passes
+// every draft: its draft did not take the windowed cache (no prefix of the history) for one.
+TEST_F(EngineTest, AWindowedDraftKeepsTheGreedyTextAndIsNotReusedAsAPrefix) {
+  LoadedModel same = LoadedModel::load(
+      testing::write_tiny_model(testing::TinyModelSpec{}, testing::temp_path("self.gguf")));
+  EngineOptions eo;
+  eo.n_ctx = 256;
+  Engine engine(*model_, &same, eo);
+  Engine plain_engine(*model_, nullptr, eo);
+  std::vector<int32_t> turn;
+  for (int i = 0; i < 40; ++i) turn.push_back(65 + (i * 7) % 26);
+  for (int32_t context : {1, 0, 1, 1, 0}) {
+    GenerationOptions go;
+    go.max_tokens = 16;
+    go.sampling.temperature = 0;
+    go.ignore_eos = true;
+    go.draft_max = 4;
+    go.draft_context = context;
+    const GenerationResult spec = engine.generate(turn, go, {});
+    const GenerationResult plain = plain_engine.generate(turn, go, {});
+    ASSERT_EQ(spec.tokens, plain.tokens) << "context " << context << " at " << turn.size();
+    ASSERT_GT(spec.stats.spec.drafted, 0);
+    if (context == 0) {
+      EXPECT_EQ(spec.stats.spec.accepted, spec.stats.spec.drafted) << turn.size();
+    } else {
+      EXPECT_LT(spec.stats.spec.accepted, spec.stats.spec.drafted) << turn.size();
+    }
+    turn.insert(turn.end(), spec.tokens.begin(), spec.tokens.end());
+    for (int i = 0; i < 20; ++i) turn.push_back(70 + i % 5);  // the next user message
+  }
+}
+
 // Logprobs come from the verify pass's rows when speculating and from single steps otherwise;
 // batch-invariant kernels make them the same numbers, bit for bit, and the top list's first
 // entry is the greedy token itself.

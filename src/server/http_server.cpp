@@ -246,6 +246,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   o.draft_max =
       r.draft_max.value_or(o.sampling.greedy() ? config.greedy_draft_max : config.draft_max);
   o.draft_length = config.draft_length;
+  o.draft_context = config.draft_context;
   o.hybrid = config.hybrid;
   o.logprobs = r.logprobs;
 

@@ -98,22 +98,31 @@ void ModelDrafter::start(std::span<const int32_t> prompt, int32_t n_cached) {
   const int32_t kept = std::min(n_cached, draft_.length());
   draft_.truncate(kept);
   draft_len_ = kept;
+  base_ = 0;
   if (lazy_start_) return;
   // The draft reads the prompt now, like the target (all but its last token, which goes with
   // the first round): a prompt is part of prompt processing, as in llama.cpp's speculative
   // example, not of the first round's drafting. Chunking cannot change the cache it leaves
   // (batch invariance), so where this happens changes timing only.
   const auto n = static_cast<int32_t>(prompt.size());
-  if (kept < n - 1) {
-    draft_.forward_last(
-        prompt.subspan(static_cast<size_t>(kept), static_cast<size_t>(n - 1 - kept)), nullptr);
+  if (kept < n - 1) read(prompt, n - 1, nullptr);
+}
+
+void ModelDrafter::read(std::span<const int32_t> text, int32_t end, std::vector<float>* logits) {
+  if (window_ > 0 && end - draft_len_ > window_) {
+    base_ = end - window_;
+    draft_.truncate(0);
+    draft_len_ = base_;
   }
-  draft_len_ = std::max(kept, n - 1);
+  draft_.forward_last(
+      text.subspan(static_cast<size_t>(draft_len_), static_cast<size_t>(end - draft_len_)), logits);
+  draft_len_ = end;
 }
 
 int32_t ModelDrafter::max_drafts(int32_t n) const {
-  // The draft writes positions up to n+γ-2 (it never runs y_γ), which needs n+γ-1 <= capacity.
-  return std::max(0, draft_.capacity() - n + 1);
+  // The draft writes positions up to n+γ-2 (it never runs y_γ), which needs n+γ-1 <= capacity;
+  // its positions count from base_.
+  return std::max(0, draft_.capacity() - (n - base_) + 1);
 }
 
 int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
@@ -132,9 +141,8 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
     confidence_.resize(static_cast<size_t>(gamma));
   // Catch up on committed tokens the draft has not seen (at least the pending one), then propose
   // y_1..y_γ autoregressively. Draft cache afterwards: t[0..n) y_1..y_{γ-1}.
-  draft_.forward_last(committed.subspan(static_cast<size_t>(draft_len_)), &logits_);
+  read(committed, n, &logits_);
   size_t last_row = 0;
-  draft_len_ = n;
   const bool greedy = params.greedy();
   double all_pass = 1.0;  // adaptive: estimated P(drafts 1..i all accepted)
   for (int32_t i = 0; i < gamma; ++i) {
@@ -191,7 +199,7 @@ void ModelDrafter::finish_round(std::span<const int32_t> committed, int32_t n_be
     constexpr double kRate = 0.1;
     accept_rate_ += kRate * (static_cast<double>(accepted) / tested - accept_rate_);
   }
-  draft_.truncate(draft_len_);
+  draft_.truncate(draft_len_ - base_);
 }
 
 }  // namespace specdec

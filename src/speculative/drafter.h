@@ -111,8 +111,21 @@ class ModelDrafter : public Drafter {
   // proposal begins with), so a sequence that never drafts never pays for it; the draft's cache
   // and proposals are the same either way (batch invariance), only the timing moves.
   void set_lazy_start(bool lazy) { lazy_start_ = lazy; }
-  // Committed tokens the draft has still to read before it can propose after t[0..n).
-  int32_t lag(int32_t n) const { return std::max(0, n - draft_len_); }
+  // The most committed tokens a catch-up reads (0: no limit, the default). When the draft lags
+  // by more, it drops its cache and reads only the last `window` tokens, at positions from 0:
+  // its q then conditions on that suffix of the text alone. Any q is exact; on the Qwen pair a
+  // 64-128-token window cost 0-2.5 points of acceptance (docs/benchmarks.md) and saves reading
+  // the rest of a long prompt. The draft's cache is then not a prefix of the history, which the
+  // caller must know (Engine: no sharing of those rows, and the cache is dropped afterwards).
+  void set_context_window(int32_t window) { window_ = std::max(0, window); }
+  // Whether the draft's cache starts later than the text (a windowed read happened).
+  bool windowed() const { return base_ > 0; }
+  // Committed tokens the draft has still to read before it can propose after t[0..n): with a
+  // window, at most the window.
+  int32_t lag(int32_t n) const {
+    const int32_t behind = std::max(0, n - draft_len_);
+    return window_ > 0 ? std::min(behind, window_) : behind;
+  }
 
   CausalLM& model() { return draft_; }
   const CausalLM& model() const { return draft_; }
@@ -126,7 +139,12 @@ class ModelDrafter : public Drafter {
   std::vector<double> confidence_;  // of this round's drafts (adaptive length)
   std::vector<double> row_cost_;    // verify_row_costs(length_, ...), grown on demand
   double row_cost(int32_t i);
-  int32_t draft_len_ = 0;
+  // Reads t[draft_len_..end) (re-based on the window when it lags by more), the last row's
+  // logits into `logits` when given.
+  void read(std::span<const int32_t> text, int32_t end, std::vector<float>* logits);
+  int32_t draft_len_ = 0;  // d: the draft holds t[base_..d)
+  int32_t base_ = 0;       // where its cache starts in the text (0 unless a window re-based it)
+  int32_t window_ = 0;
   bool lazy_start_ = false;
   std::vector<float> logits_;
   std::vector<double> exp_scratch_;  // the greedy confidence's softmax terms
