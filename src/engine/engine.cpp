@@ -257,8 +257,18 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   ModelDrafter* model_drafter = hybrid_model ? hybrid_model.get()
                                 : use_model  ? static_cast<ModelDrafter*>(drafter.get())
                                              : nullptr;
-  // Shared draft rows must be a prefix of the text, which a windowed draft's are not.
+  // Shared draft rows must be a prefix of the text, which a windowed draft's are not. However
+  // this run ends (a failure included), a windowed draft's cache, which starts past the text's
+  // start and so is no prefix of the history, is dropped: the slot's next request must not
+  // take it for one.
   if (model_drafter != nullptr && !sharing) model_drafter->set_context_window(opts.draft_context);
+  struct DropWindowedDraft {
+    const ModelDrafter* drafter;
+    Sequences& s;
+    ~DropWindowedDraft() {
+      if (drafter != nullptr && drafter->windowed()) s.draft->truncate(0);
+    }
+  } drop_windowed{model_drafter, s};
   const bool batched = coordinator_ && options_.batch_row_cost > 0;
   const bool lone_lazy = !coordinator_ && options_.draft_after_first_token && model_drafter;
   const bool batch_gamma = (batched || lone_lazy) && (opts.sampling.greedy() || !opts.fixed_seed);
@@ -394,9 +404,6 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   result.stats.decode_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
   result.stats.spec = decoder.stats();
   result.stats.draft_shared_tokens = s.draft_copied;
-  // A windowed draft's cache starts past the text's start: no prefix of the history, so the
-  // slot's next request must not reuse it.
-  if (model_drafter != nullptr && model_drafter->windowed()) s.draft->truncate(0);
   s.history = decoder.tokens();
   if (sharing) {
     // Idle until its next request, the slot offers all its caches hold: each holds a prefix of
