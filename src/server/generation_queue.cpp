@@ -80,14 +80,34 @@ GenerationQueue::~GenerationQueue() { shutdown(); }
 std::shared_ptr<Job> GenerationQueue::submit(std::vector<int32_t> prompt,
                                              GenerationOptions options) {
   auto job = std::make_shared<Job>(std::move(prompt), std::move(options));
+  std::vector<std::shared_ptr<Job>> dropped;  // cancelled while queued
+  bool admitted = false;
   {
     std::lock_guard lock(mu_);
-    if (stopping_ || queue_.size() >= capacity_) return nullptr;
-    queue_.push_back(job);
-    metrics_.admitted();
-    dispatch();
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      if ((*it)->cancelled()) {
+        dropped.push_back(std::move(*it));
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!stopping_ && queue_.size() < capacity_) {
+      queue_.push_back(job);
+      metrics_.admitted();
+      dispatch();
+      admitted = true;
+    }
     metrics_.set_queue_length(static_cast<int64_t>(queue_.size()));
   }
+  // As a worker would have ended them, outside the queue's lock.
+  for (const auto& d : dropped) {
+    GenerationResult cancelled;
+    cancelled.finish = FinishReason::Cancelled;
+    metrics_.ended(Metrics::Outcome::Cancelled, cancelled.stats);
+    d->finish(std::move(cancelled), "");
+  }
+  if (!admitted) return nullptr;
   cv_.notify_all();
   return job;
 }

@@ -86,7 +86,9 @@ class GenerationQueue {
   GenerationQueue(const GenerationQueue&) = delete;
   GenerationQueue& operator=(const GenerationQueue&) = delete;
 
-  // nullptr when the queue is full or shut down (the caller answers 503).
+  // nullptr when the queue is full or shut down (the caller answers 503). Queued jobs that were
+  // cancelled (their client left, or an n > 1 request that could not be queued whole) leave the
+  // queue first, ended as cancelled, so that they hold no places.
   std::shared_ptr<Job> submit(std::vector<int32_t> prompt, GenerationOptions options);
 
   // Cancels the running jobs and every queued one, then joins the workers. Idempotent.

@@ -125,6 +125,42 @@ TEST(GenerationQueue, FullQueueRefusesAndCancelledJobsAreSkippedOrStopped) {
   EXPECT_NE(m.find("specdec_requests_in_flight 0\n"), std::string::npos) << m;
 }
 
+// A job cancelled while it waits leaves its place at the next submission, at once, not when a
+// worker reaches it (an n > 1 request that could not be queued whole cancels the part that was).
+TEST(GenerationQueue, CancelledWaitingJobsFreeTheirPlacesForTheNextSubmission) {
+  FakeRunner fake;
+  Metrics metrics;
+  GenerationQueue queue(fake.runner(), 2, metrics);
+  auto running = queue.submit({1}, {});
+  ASSERT_NE(running, nullptr);
+  for (int i = 0; i < 1000 && fake.runs.load() == 0; ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(fake.runs.load(), 1);  // the worker holds the first job, gated
+  auto a = queue.submit({1}, {});
+  auto b = queue.submit({1}, {});
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(queue.submit({1}, {}), nullptr);  // full
+  a->cancel();
+  b->cancel();
+  auto c = queue.submit({1}, {});  // the worker is still on the first job
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(queue.queued(), 1u);
+  drain(*a);  // ended as cancelled without a worker
+  drain(*b);
+  EXPECT_EQ(a->result().finish, FinishReason::Cancelled);
+  EXPECT_EQ(b->result().finish, FinishReason::Cancelled);
+  running->cancel();
+  c->cancel();
+  fake.gate_open = true;
+  drain(*running);
+  drain(*c);
+  EXPECT_EQ(fake.runs.load(), 1);  // neither a, b nor c ran
+  const std::string m = metrics.render();
+  EXPECT_NE(m.find("specdec_generation_requests_total 4\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("specdec_generation_cancelled_total 4\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("specdec_requests_in_flight 0\n"), std::string::npos) << m;
+}
+
 TEST(GenerationQueue, ShutdownEndsTheRunningAndQueuedJobs) {
   FakeRunner fake;
   fake.gate_open = true;
