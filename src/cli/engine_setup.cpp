@@ -151,30 +151,23 @@ void add_penalty_options(ArgParser& p, PenaltyParams& penalties) {
   const auto checked = [&penalties] {
     check_penalty_params(penalties, std::numeric_limits<int32_t>::max());
   };
-  p.add_value({"--repeat-penalty"}, "P",
+  // The three numeric penalties: one flag each, parsed into its field and range-checked.
+  const auto add_penalty = [&p, &penalties, checked](const char* name, float PenaltyParams::*field,
+                                                     const char* help) {
+    p.add_value({name}, "P", help, [&penalties, checked, name, field](const std::string& v) {
+      penalties.*field = static_cast<float>(parse_float(v, name));
+      checked();
+    });
+  };
+  add_penalty("--repeat-penalty", &PenaltyParams::repetition_penalty,
               "divide positive and multiply negative logits of every token of the prompt or the "
-              "text so far by P (1: off; Hugging Face/vLLM repetition_penalty) (default: 1)",
-              [&penalties, checked](const std::string& v) {
-                penalties.repetition_penalty =
-                    static_cast<float>(parse_float(v, "--repeat-penalty"));
-                checked();
-              });
-  p.add_value({"--presence-penalty"}, "P",
+              "text so far by P (1: off; Hugging Face/vLLM repetition_penalty) (default: 1)");
+  add_penalty("--presence-penalty", &PenaltyParams::presence_penalty,
               "subtract P from the logit of every token generated so far, -2..2 (0: off; OpenAI "
-              "presence_penalty) (default: 0)",
-              [&penalties, checked](const std::string& v) {
-                penalties.presence_penalty =
-                    static_cast<float>(parse_float(v, "--presence-penalty"));
-                checked();
-              });
-  p.add_value({"--frequency-penalty"}, "P",
+              "presence_penalty) (default: 0)");
+  add_penalty("--frequency-penalty", &PenaltyParams::frequency_penalty,
               "subtract P per earlier occurrence in the generated text, -2..2 (0: off; OpenAI "
-              "frequency_penalty) (default: 0)",
-              [&penalties, checked](const std::string& v) {
-                penalties.frequency_penalty =
-                    static_cast<float>(parse_float(v, "--frequency-penalty"));
-                checked();
-              });
+              "frequency_penalty) (default: 0)");
   p.add_value({"-l", "--logit-bias"}, "TOKEN(+|-)BIAS",
               "add BIAS (-100..100; -100 bans the token) to token id TOKEN's logit, e.g. "
               "15043+1.5 or 151645-100 (repeatable)",
