@@ -15,19 +15,13 @@ using testing::exact_joint;
 using testing::FakeLM;
 using testing::greedy_reference;
 using testing::joint_counts;
+using testing::Models;
 using testing::params;
-
-struct Models {
-  explicit Models(int32_t vocab)
-      : target(vocab, 1, 2.0f), draft(vocab, 2, 0.0f, 1 << 20, &target, 1.0f) {}
-  FakeLM target;
-  FakeLM draft;
-};
 
 TEST(DraftWindow, AWindowedDraftKeepsTheTargetsDistribution) {
   // 3-token continuations over 5 tokens (125 cells) after a 6-token prompt; the draft reads the
   // last 2 tokens only. Level 1e-4 per fit.
-  Models m(5);
+  Models m(5, 1.0f);
   int config = 0;
   for (int window : {1, 2}) {
     for (int gamma : {1, 3}) {
@@ -53,7 +47,7 @@ TEST(DraftWindow, AWindowedDraftKeepsTheTargetsDistribution) {
 }
 
 TEST(DraftWindow, GreedyEqualsTargetGreedyWithAnyWindow) {
-  Models m(7);
+  Models m(7, 1.0f);
   m.target.set_rounding(true);
   Rng prompts(21);
   for (int trial = 0; trial < 12; ++trial) {
@@ -81,7 +75,7 @@ TEST(DraftWindow, GreedyEqualsTargetGreedyWithAnyWindow) {
 }
 
 TEST(DraftWindow, TheDraftReadsOnlyTheWindowAndSaysSo) {
-  Models m(6);
+  Models m(6, 1.0f);
   const std::vector<int32_t> prompt{1, 2, 3, 4, 5, 0, 1, 2, 3, 4};  // 10 tokens
   {
     ModelDrafter drafter(m.draft);

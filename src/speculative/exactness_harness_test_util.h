@@ -34,10 +34,21 @@ inline size_t sequence_index(std::span<const int32_t> tokens, int32_t vocab) {
   return index;
 }
 
-// P(continuation = x_1..x_L | prompt) under the target, for every sequence (sequence_index).
-inline std::vector<double> exact_joint(const FakeLM& target, const SamplingParams& sp,
-                                       const std::vector<int32_t>& prompt, int length) {
-  const int32_t v = target.n_vocab();
+// A target and a draft that agrees with it only partly (acceptance ~0.6-0.8 at noise 1.5): the
+// pair most exactness tests run on.
+struct Models {
+  explicit Models(int32_t vocab, float noise = 1.5f, int32_t target_cap = 1 << 20,
+                  int32_t draft_cap = 1 << 20)
+      : target(vocab, 1, 2.0f, target_cap), draft(vocab, 2, 0.0f, draft_cap, &target, noise) {}
+  FakeLM target;
+  FakeLM draft;
+};
+
+// P(continuation = x_1..x_L | prompt) for every sequence (sequence_index) when the next-token
+// logits after a context are logits_of(context) (a vector of v).
+inline std::vector<double> exact_joint_of(
+    const std::function<std::vector<float>(const std::vector<int32_t>&)>& logits_of, int32_t v,
+    const SamplingParams& sp, const std::vector<int32_t>& prompt, int length) {
   std::vector<double> out(static_cast<size_t>(std::pow(v, length)), 0.0);
   const auto recurse = [&](auto&& self, std::vector<int32_t>& ctx, int depth, double prob,
                            size_t index) -> void {
@@ -46,7 +57,7 @@ inline std::vector<double> exact_joint(const FakeLM& target, const SamplingParam
       return;
     }
     Distribution d;  // per level: the recursion below must not overwrite it
-    make_distribution(target.logits_for(ctx), sp, d);
+    make_distribution(logits_of(ctx), sp, d);
     for (size_t i = 0; i < d.size(); ++i) {
       ctx.push_back(d.ids[i]);
       self(self, ctx, depth + 1, prob * d.probs[i],
@@ -57,6 +68,14 @@ inline std::vector<double> exact_joint(const FakeLM& target, const SamplingParam
   std::vector<int32_t> ctx = prompt;
   recurse(recurse, ctx, 0, 1.0, 0);
   return out;
+}
+
+// The same under the target's own logits.
+inline std::vector<double> exact_joint(const FakeLM& target, const SamplingParams& sp,
+                                       const std::vector<int32_t>& prompt, int length) {
+  return exact_joint_of(
+      [&target](const std::vector<int32_t>& ctx) { return target.logits_for(ctx); },
+      target.n_vocab(), sp, prompt, length);
 }
 
 // How often the decoder produced each continuation of `length` tokens in `trials` runs from the

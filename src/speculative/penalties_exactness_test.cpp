@@ -18,6 +18,7 @@ namespace {
 
 using testing::FakeLM;
 using testing::joint_counts;
+using testing::Models;
 using testing::params;
 
 // The penalized logits after ctx = prompt + generated, written out from the definitions
@@ -49,34 +50,12 @@ std::vector<float> reference_logits(const FakeLM& target, const PenaltyParams& p
 std::vector<double> penalized_joint(const FakeLM& target, const SamplingParams& sp,
                                     const PenaltyParams& pp, const std::vector<int32_t>& prompt,
                                     int length) {
-  const int32_t v = target.n_vocab();
-  std::vector<double> out(static_cast<size_t>(std::pow(v, length)), 0.0);
-  const auto recurse = [&](auto&& self, std::vector<int32_t>& ctx, int depth, double prob,
-                           size_t index) -> void {
-    if (depth == length) {
-      out[index] = prob;
-      return;
-    }
-    Distribution d;
-    make_distribution(reference_logits(target, pp, ctx, prompt.size()), sp, d);
-    for (size_t i = 0; i < d.size(); ++i) {
-      ctx.push_back(d.ids[i]);
-      self(self, ctx, depth + 1, prob * d.probs[i],
-           index * static_cast<size_t>(v) + static_cast<size_t>(d.ids[i]));
-      ctx.pop_back();
-    }
-  };
-  std::vector<int32_t> ctx = prompt;
-  recurse(recurse, ctx, 0, 1.0, 0);
-  return out;
+  return testing::exact_joint_of(
+      [&](const std::vector<int32_t>& ctx) {
+        return reference_logits(target, pp, ctx, prompt.size());
+      },
+      target.n_vocab(), sp, prompt, length);
 }
-
-struct Models {
-  explicit Models(int32_t vocab)
-      : target(vocab, 1, 2.0f), draft(vocab, 2, 0.0f, 1 << 20, &target, 1.0f) {}
-  FakeLM target;
-  FakeLM draft;
-};
 
 // Strong enough that the penalized joint is far from the plain one (see the last test).
 PenaltyParams strong_penalties() {
@@ -90,7 +69,7 @@ PenaltyParams strong_penalties() {
 
 TEST(PenaltiesUnderSpeculation, JointDistributionIsThePenalizedTargets) {
   // 3-token continuations over 6 tokens (216 cells), level 1e-4 per fit.
-  Models m(6);
+  Models m(6, 1.0f);
   const PenaltyParams pp = strong_penalties();
   int config = 0;
   for (int gamma : {1, 3, 5}) {
@@ -115,7 +94,7 @@ TEST(PenaltiesUnderSpeculation, JointDistributionIsThePenalizedTargets) {
 
 TEST(PenaltiesUnderSpeculation, ADraftThatIgnoresThePenaltiesIsStillExact) {
   // Any q is exact: strip the penalties from the draft after the decoder handed them over.
-  Models m(6);
+  Models m(6, 1.0f);
   const PenaltyParams pp = strong_penalties();
   ModelDrafter drafter(m.draft);
   const SamplingParams sp = params(1.0f);
@@ -132,7 +111,7 @@ TEST(PenaltiesUnderSpeculation, ADraftThatIgnoresThePenaltiesIsStillExact) {
 
 TEST(PenaltiesUnderSpeculation, TheFitDetectsPenaltiesLeftOut) {
   // The test above has power: without set_penalties the same fit fails.
-  Models m(6);
+  Models m(6, 1.0f);
   const PenaltyParams pp = strong_penalties();
   const SamplingParams sp = params(1.0f);
   const std::vector<int32_t> prompt{3, 1};
@@ -144,7 +123,7 @@ TEST(PenaltiesUnderSpeculation, TheFitDetectsPenaltiesLeftOut) {
 }
 
 TEST(PenaltiesUnderSpeculation, GreedyEqualsPenalizedTargetGreedy) {
-  Models m(7);
+  Models m(7, 1.0f);
   m.target.set_rounding(true);  // integer logits: exact ties, so the tie rule is exercised too
   PenaltyParams pp;
   pp.repetition_penalty = 1.25f;

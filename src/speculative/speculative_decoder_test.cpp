@@ -25,16 +25,8 @@ using testing::exact_joint;
 using testing::FakeLM;
 using testing::greedy_reference;
 using testing::joint_counts;
+using testing::Models;
 using testing::params;
-
-// A target and a draft that agrees with it only partly (acceptance ~0.6-0.8).
-struct Models {
-  explicit Models(int32_t vocab, float noise = 1.5f, int32_t target_cap = 1 << 20,
-                  int32_t draft_cap = 1 << 20)
-      : target(vocab, 1, 2.0f, target_cap), draft(vocab, 2, 0.0f, draft_cap, &target, noise) {}
-  FakeLM target;
-  FakeLM draft;
-};
 
 struct JointRun {
   std::vector<int64_t> counts;
