@@ -88,15 +88,21 @@ struct FakeRunner {
       return r;
     };
   }
+
+  // Submits a job and waits until a worker runs it (held at the gate).
+  std::shared_ptr<Job> start_one(GenerationQueue& queue) {
+    auto job = queue.submit({1}, {});
+    for (int i = 0; i < 1000 && job && runs.load() == 0; ++i) std::this_thread::sleep_for(1ms);
+    return job;
+  }
 };
 
 TEST(GenerationQueue, FullQueueRefusesAndCancelledJobsAreSkippedOrStopped) {
   FakeRunner fake;
   Metrics metrics;
   GenerationQueue queue(fake.runner(), 2, metrics);
-  auto running = queue.submit({1}, {});
+  auto running = fake.start_one(queue);
   ASSERT_NE(running, nullptr);
-  for (int i = 0; i < 1000 && fake.runs.load() == 0; ++i) std::this_thread::sleep_for(1ms);
   ASSERT_EQ(fake.runs.load(), 1);  // the worker holds the first job
   auto queued1 = queue.submit({1}, {});
   auto queued2 = queue.submit({1}, {});
@@ -131,9 +137,8 @@ TEST(GenerationQueue, CancelledWaitingJobsFreeTheirPlacesForTheNextSubmission) {
   FakeRunner fake;
   Metrics metrics;
   GenerationQueue queue(fake.runner(), 2, metrics);
-  auto running = queue.submit({1}, {});
+  auto running = fake.start_one(queue);
   ASSERT_NE(running, nullptr);
-  for (int i = 0; i < 1000 && fake.runs.load() == 0; ++i) std::this_thread::sleep_for(1ms);
   ASSERT_EQ(fake.runs.load(), 1);  // the worker holds the first job, gated
   auto a = queue.submit({1}, {});
   auto b = queue.submit({1}, {});
