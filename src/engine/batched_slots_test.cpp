@@ -41,6 +41,7 @@ std::vector<Request> requests() {
       r.options.sampling.temperature = 0;
     }
     if (i % 3 == 2) r.options.speculative = false;
+    if (i % 4 == 3) r.options.prompt_logprobs = 1;  // scoring its prompt too (echo + logprobs)
     out.push_back(r);
   }
   return out;
@@ -54,6 +55,11 @@ void expect_same(const GenerationResult& a, const GenerationResult& b, size_t i)
   for (size_t t = 0; t < a.logprobs.size(); ++t) {
     EXPECT_EQ(a.logprobs[t].logprob, b.logprobs[t].logprob) << "request " << i << " token " << t;
     EXPECT_EQ(a.logprobs[t].top, b.logprobs[t].top) << "request " << i << " token " << t;
+  }
+  ASSERT_EQ(a.prompt_logprobs.size(), b.prompt_logprobs.size()) << "request " << i;
+  for (size_t t = 0; t < a.prompt_logprobs.size(); ++t) {
+    EXPECT_EQ(a.prompt_logprobs[t].logprob, b.prompt_logprobs[t].logprob) << i << " " << t;
+    EXPECT_EQ(a.prompt_logprobs[t].top, b.prompt_logprobs[t].top) << i << " " << t;
   }
 }
 
@@ -387,6 +393,35 @@ TEST_F(BatchedSlots, APrefixAnotherSlotHoldsIsCopiedAndChangesNoBit) {
   EXPECT_EQ(gg.stats.shared_tokens, 0);
   EXPECT_EQ(gg.stats.cached_tokens, static_cast<int32_t>(again.size()) - 2);
   expect_same(gg, alone.generate(again, greedy_spec(8), {}), 3);
+}
+
+// A scoring request (prompt_logprobs) reads its whole prompt with logits: it copies no prefix
+// another slot offers, and what its slot offered before is withdrawn before its caches change,
+// so a later request copies from a slot that still holds the rows.
+TEST_F(BatchedSlots, AScoringRequestCopiesNoPrefixAndLeavesOthersTheirs) {
+  Engine engine(*target_, draft_.get(), slot_options(3));
+  Engine alone(*target_, draft_.get(), slot_options(1));
+  const std::vector<int32_t> a = with_system_prompt(150, 6), b = with_system_prompt(170, 4);
+  engine.generate(a, greedy_spec(6), {}, {}, 0);
+  GenerationOptions score = greedy_spec(4);
+  score.prompt_logprobs = 2;
+  const GenerationResult sb = engine.generate(b, score, {}, {}, 1);
+  EXPECT_EQ(sb.stats.cached_tokens, 0);
+  EXPECT_EQ(sb.stats.shared_tokens, 0);
+  ASSERT_EQ(sb.prompt_logprobs.size(), b.size() - 1);
+  expect_same(sb, alone.generate(b, score, {}), 0);
+  // Slot 0 scores a now: slot 2 finds the system prompt nowhere (slot 0's offer was withdrawn
+  // when it began scoring; a scoring request offers nothing after it either), so it reads it.
+  engine.generate(a, score, {}, {}, 0);
+  const GenerationResult gb = engine.generate(b, greedy_spec(6), {}, {}, 2);
+  EXPECT_EQ(gb.stats.shared_tokens, 0);
+  expect_same(gb, alone.generate(b, greedy_spec(6), {}), 1);
+  // A slot's own history after scoring is its cache as usual: the follow-up reuses it.
+  std::vector<int32_t> follow = engine.slot_history(1);
+  follow.push_back(61);
+  const GenerationResult gf = engine.generate(follow, greedy_spec(4), {}, {}, 1);
+  EXPECT_GE(gf.stats.cached_tokens, static_cast<int32_t>(follow.size()) - 2);
+  expect_same(gf, alone.generate(follow, greedy_spec(4), {}), 2);
 }
 
 TEST_F(BatchedSlots, PrefixSharingCanBeTurnedOff) {

@@ -8,6 +8,7 @@
 #include "engine/batch_gamma.h"
 #include "engine/draft_vocab.h"
 #include "engine/model_lm.h"
+#include "engine/prompt_scoring.h"
 #include "engine/stop_matcher.h"
 #include "engine/text_origins.h"
 #include "engine/vocab_compat.h"
@@ -153,6 +154,11 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
       fail("prompt token id ", id, " is out of range");
   }
   check_penalty_params(opts.penalties, target_.model->config().n_vocab);
+  if (opts.prompt_logprobs < -1 || opts.prompt_logprobs > kMaxTopLogprobs) {
+    fail("prompt logprobs must be in [-1, ", kMaxTopLogprobs, "], got ", opts.prompt_logprobs);
+  }
+  // Scoring the prompt needs the logits of every prompt row, which cached rows do not keep.
+  const bool scoring = opts.prompt_logprobs >= 0;
   const bool want_spec = opts.speculative && opts.draft_max > 0;
   const bool use_model = want_spec && opts.drafter == DrafterKind::Model && draft_ != nullptr;
   const bool use_ngram = want_spec && opts.drafter == DrafterKind::Ngram;
@@ -170,13 +176,20 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // prefix of the history.
   const int32_t limit =
       std::min({static_cast<int32_t>(s.history.size()), s.target.length(), n_prompt - 1});
-  int32_t n_cached = common_prefix(s.history, prompt, limit);
+  int32_t n_cached = scoring ? 0 : common_prefix(s.history, prompt, limit);
+  // Other slots stop copying what this one offered past that before its caches change.
+  if (coordinator_ && options_.share_prefixes) withdraw_offer(s, n_cached);
   // From here on the caches change past n_cached; if this run throws before it records its own
   // tokens, the history must not claim what the caches no longer hold.
   s.history.resize(static_cast<size_t>(n_cached));
   // An unused draft cache must still hold only a prefix of the history recorded below.
-  if (!use_model && s.draft) s.draft->truncate(std::min(s.draft->length(), n_cached));
-  const bool sharing = coordinator_ && options_.share_prefixes;
+  // (A scoring request's decoder starts past the whole prompt, so its draft is cut here too.)
+  if ((!use_model || scoring) && s.draft) {
+    s.draft->truncate(std::min(s.draft->length(), n_cached));
+  }
+  // A scoring request takes no part in sharing: it reuses no prefix, and its rows are read with
+  // logits, not in the prefill's chunks (the slot offers nothing until its next request).
+  const bool sharing = coordinator_ && options_.share_prefixes && !scoring;
   // While it reads its prompt the slot offers the rows read so far, and its draft first copies
   // prompt rows another slot's draft offers; whatever ends this run ends both, and its claim.
   struct Reading {
@@ -331,7 +344,18 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   result.stats.draft_max = speculative ? opts.draft_max : 0;
 
   const auto t0 = Clock::now();
-  decoder.start(prompt, budget, is_end, n_cached);
+  int32_t start_cached = n_cached;
+  if (scoring) {
+    // Its chunks are batched passes like the prefill's; alone, larger ones (the logits are
+    // n_vocab floats a row, so bounded).
+    constexpr int32_t kLoneScoringChunk = 64;
+    result.prompt_logprobs =
+        score_prompt(s.target, prompt, opts.prompt_logprobs,
+                     coordinator_ ? options_.prefill_chunk : kLoneScoringChunk);
+    start_cached = n_prompt - 1;
+    if (on_logprobs && !result.prompt_logprobs.empty()) on_logprobs(result.prompt_logprobs);
+  }
+  decoder.start(prompt, budget, is_end, start_cached);
   // The prompt's entries (all but its last token's) stay as they are for the whole generation:
   // rollbacks never go behind it. The draft's: only those it had before (it may read the prompt
   // later, lazily, and the slot's history does not cover those yet).
@@ -416,9 +440,6 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
 
 int32_t Engine::share_prefix(Sequences& s, std::span<const int32_t> prompt, int32_t n_cached) {
   std::unique_lock lock(share_mu_);
-  // From here this slot's caches change past n_cached (the draft's may hold less of it).
-  s.shared.resize(std::min(s.shared.size(), static_cast<size_t>(n_cached)));
-  s.shared_draft = std::min({s.shared_draft, n_cached, s.draft ? s.draft->length() : 0});
   const auto limit = static_cast<int32_t>(prompt.size()) - 1;
   Sequences* best = nullptr;
   int32_t best_len = n_cached;
@@ -467,6 +488,12 @@ int32_t Engine::share_prefix(Sequences& s, std::span<const int32_t> prompt, int3
   s.shared = s.history;
   s.shared_draft = n_draft;
   return best_len;
+}
+
+void Engine::withdraw_offer(Sequences& s, int32_t n_cached) {
+  std::lock_guard lock(share_mu_);
+  s.shared.resize(std::min(s.shared.size(), static_cast<size_t>(n_cached)));
+  s.shared_draft = std::min({s.shared_draft, n_cached, s.draft ? s.draft->length() : 0});
 }
 
 void Engine::offer_read_rows(Sequences& s, std::span<const int32_t> prompt) {

@@ -97,6 +97,12 @@ struct GenerationOptions {
   // Per generated token, its log-probability under the target's own distribution and this many
   // alternatives (0..kMaxTopLogprobs); -1: none. Costs one log-softmax per token.
   int32_t logprobs = -1;
+  // Per prompt token after the first, its log-probability given the tokens before it under the
+  // target's distribution, with this many alternatives (0..kMaxTopLogprobs); -1: none (the
+  // completions API's `echo` with `logprobs`: scoring a text). The target then reads the whole
+  // prompt again (a cached row holds K/V but no logits, so no prefix is reused or shared), with
+  // logits for every row.
+  int32_t prompt_logprobs = -1;
   // The caller fixed sampling.seed and expects the same text from it in any batch, so a sampled
   // request's γ must not follow the batch (EngineOptions::batch_row_cost). false (a server
   // request that gave no seed): the text is a fresh draw either way and γ may follow the batch.
@@ -129,6 +135,9 @@ struct GenerationResult {
   std::vector<int32_t> tokens;
   std::vector<TokenOrigin> origins;    // one per token: where it came from
   std::vector<TokenLogprob> logprobs;  // one per token when GenerationOptions::logprobs >= 0
+  // With GenerationOptions::prompt_logprobs: one per prompt token after the first (entry i is
+  // prompt[i + 1]'s; prompt_scoring.h).
+  std::vector<TokenLogprob> prompt_logprobs;
   FinishReason finish = FinishReason::Length;
   GenerationStats stats;
 };
@@ -141,6 +150,8 @@ using PieceCallback = std::function<bool(std::string_view text, TokenOrigin orig
 // With GenerationOptions::logprobs: called just before each text chunk with the entries of the
 // tokens consumed since the previous call (so a stream can attach them to that chunk), and once
 // at the end for the rest; over a whole generation it sees GenerationResult::logprobs in order.
+// With GenerationOptions::prompt_logprobs, a first call before any text carries
+// GenerationResult::prompt_logprobs (when the prompt has more than one token).
 using LogprobCallback = std::function<void(std::span<const TokenLogprob>)>;
 
 class Engine {
@@ -197,7 +208,10 @@ class Engine {
   std::mutex share_mu_;
   // Signalled when a slot reading its prompt offers more of it, or stops reading.
   std::condition_variable share_cv_;
-  // Before slot s changes its caches past n_cached: withdraws what it offered past that; waits
+  // Before slot s changes its caches past n_cached: withdraws what it offered past that (the
+  // draft's offer at most what its cache holds).
+  void withdraw_offer(Sequences& s, int32_t n_cached);
+  // After withdraw_offer: waits
   // while another slot is still reading a prompt that shares at least a prefill chunk more with
   // this one than what is offered (its rows come for a copy instead of being computed twice in
   // the same passes); copies the longest prefix of prompt (at most its n_prompt - 1 tokens)

@@ -144,5 +144,79 @@ TEST_F(EngineTest, LogprobsAreTheSameWithAndWithoutSpeculation) {
   }
 }
 
+// GenerationOptions::prompt_logprobs scores a text: scoring the prompt plus what a greedy
+// generation produced gives, for the generated tokens, exactly the logprobs the generation
+// reported (batch-invariant rows: a prompt row and a decode or verify row are the same bits).
+TEST_F(EngineTest, PromptLogprobsScoreATextAsItsGenerationDid) {
+  LoadedModel same = LoadedModel::load(
+      testing::write_tiny_model(testing::TinyModelSpec{}, testing::temp_path("score.gguf")));
+  EngineOptions eo;
+  eo.n_ctx = 128;
+  Engine engine(*model_, &same, eo);
+  GenerationOptions go;
+  go.max_tokens = 12;
+  go.sampling.temperature = 0;
+  go.ignore_eos = true;
+  go.logprobs = 3;
+  go.draft_max = 3;
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 10; ++i) prompt.push_back(65 + (i * 5) % 26);
+  const GenerationResult gen = engine.generate(prompt, go, {});
+  ASSERT_EQ(gen.tokens.size(), 12u);
+  EXPECT_TRUE(gen.prompt_logprobs.empty());
+
+  std::vector<int32_t> text = prompt;
+  text.insert(text.end(), gen.tokens.begin(), gen.tokens.end());
+  GenerationOptions score = go;
+  score.max_tokens = 0;
+  score.prompt_logprobs = 3;
+  std::vector<std::vector<TokenLogprob>> calls;
+  // The slot's cache holds this text's first 21 tokens: they must be read again, with logits.
+  const GenerationResult scored = engine.generate(
+      text, score, {},
+      [&](std::span<const TokenLogprob> e) { calls.emplace_back(e.begin(), e.end()); });
+  EXPECT_TRUE(scored.tokens.empty());
+  EXPECT_EQ(scored.finish, FinishReason::Length);
+  EXPECT_EQ(scored.stats.cached_tokens, 0);
+  ASSERT_EQ(scored.prompt_logprobs.size(), text.size() - 1);
+  for (size_t i = 0; i < gen.tokens.size(); ++i) {
+    const TokenLogprob& p = scored.prompt_logprobs[prompt.size() - 1 + i];
+    EXPECT_EQ(p.token, gen.tokens[i]);
+    EXPECT_EQ(p.logprob, gen.logprobs[i].logprob) << i;
+    EXPECT_EQ(p.top, gen.logprobs[i].top) << i;
+  }
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    EXPECT_EQ(scored.prompt_logprobs[i].token, text[i + 1]);
+    EXPECT_EQ(scored.prompt_logprobs[i].top.size(), 3u);
+  }
+  // The callback got the prompt's entries first, in one call, and nothing else.
+  ASSERT_EQ(calls.size(), 1u);
+  ASSERT_EQ(calls[0].size(), scored.prompt_logprobs.size());
+  EXPECT_EQ(calls[0].back().logprob, scored.prompt_logprobs.back().logprob);
+
+  // Scoring and generating in one request: the prompt's scores are the same, and the text
+  // generated after them is the plain request's (a draft that read a longer cache before is cut
+  // back: its stale rows would change the drafts, and with them nothing but speed; the target's
+  // would change the text).
+  GenerationOptions both = go;
+  both.prompt_logprobs = 1;
+  const GenerationResult again = engine.generate(prompt, both, {});
+  EXPECT_EQ(again.tokens, gen.tokens);
+  ASSERT_EQ(again.prompt_logprobs.size(), prompt.size() - 1);
+  for (size_t i = 0; i + 1 < prompt.size(); ++i) {
+    EXPECT_EQ(again.prompt_logprobs[i].logprob, scored.prompt_logprobs[i].logprob) << i;
+  }
+  // On another prompt the draft (the target itself) must not keep the rows of the text before:
+  // with them its drafts would condition on the wrong tokens and be rejected.
+  std::vector<int32_t> other;
+  for (int i = 0; i < 10; ++i) other.push_back(70 + (i * 3) % 20);
+  const GenerationResult fresh = engine.generate(other, both, {});
+  ASSERT_GT(fresh.stats.spec.drafted, 0);
+  EXPECT_EQ(fresh.stats.spec.accepted, fresh.stats.spec.drafted);
+  GenerationOptions bad = go;
+  bad.prompt_logprobs = kMaxTopLogprobs + 1;
+  EXPECT_THROW(engine.generate(prompt, bad, {}), Error);
+}
+
 }  // namespace
 }  // namespace specdec
