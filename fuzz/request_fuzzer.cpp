@@ -161,6 +161,20 @@ void check_logprobs(const CompletionRequest& r, const Tokenizer& tok,
       FUZZ_CHECK(back["text_offset"][k].get<size_t>() >= back["text_offset"][k - 1].get<size_t>());
     }
   }
+  // echo: the entries stand in for a prompt's (its first token has none); every prompt token is
+  // listed, and the generated part appends after it.
+  if (r.echo && !entries.empty()) {
+    server::EchoedPrompt prompt{std::string(text), {}};
+    for (const TokenLogprob& e : entries) prompt.tokens.push_back(e.token);
+    json echo =
+        server::echo_logprobs_json(meta, prompt, std::span<const TokenLogprob>(entries).subspan(1));
+    FUZZ_CHECK(echo["tokens"].size() == entries.size() && echo["token_logprobs"][0].is_null());
+    for (size_t k = 1; k < entries.size(); ++k) {
+      FUZZ_CHECK(echo["text_offset"][k].get<size_t>() >= echo["text_offset"][k - 1].get<size_t>());
+    }
+    server::append_logprobs(echo, doc);
+    FUZZ_CHECK(echo["top_logprobs"].size() == entries.size() + shown);
+  }
 }
 
 }  // namespace
@@ -185,14 +199,21 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
   // Everything that reaches the engine is in range.
   FUZZ_CHECK(r.endpoint == endpoint);
   if (endpoint == Endpoint::Completions) {
-    FUZZ_CHECK(r.messages.empty());
+    FUZZ_CHECK(r.messages.empty() && !r.prompts.empty());
+    FUZZ_CHECK(r.prompts.size() * static_cast<size_t>(r.n) <=
+               static_cast<size_t>(server::kMaxChoicesPerRequest));
+    for (const server::PromptInput& p : r.prompts) {
+      if (!p.tokens) continue;
+      FUZZ_CHECK(!p.tokens->empty() && p.text.empty());
+      for (int32_t id : *p.tokens) FUZZ_CHECK(id >= 0);
+    }
   } else {
-    FUZZ_CHECK(!r.messages.empty() && r.prompt.empty());
+    FUZZ_CHECK(!r.messages.empty() && r.prompts.empty() && !r.echo);
     for (const ChatMessage& m : r.messages) {
       FUZZ_CHECK(m.role == "system" || m.role == "user" || m.role == "assistant");
     }
   }
-  FUZZ_CHECK(!r.max_tokens || (*r.max_tokens >= 1 && *r.max_tokens <= (1 << 24)));
+  FUZZ_CHECK(!r.max_tokens || (*r.max_tokens >= (r.echo ? 0 : 1) && *r.max_tokens <= (1 << 24)));
   FUZZ_CHECK(r.temperature >= 0.0f && r.temperature <= 2.0f);
   FUZZ_CHECK(r.top_p >= 0.0f && r.top_p <= 1.0f);
   FUZZ_CHECK(r.top_k >= 0 && r.top_k <= (1 << 24));
@@ -213,7 +234,7 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
 
   const ChatTemplate tpl = ChatTemplate::of(flags & 16 ? ChatFormat::Llama3 : ChatFormat::ChatML);
   const std::string text =
-      endpoint == Endpoint::Completions ? r.prompt : tpl.apply(r.messages, true);
+      endpoint == Endpoint::Completions ? r.prompts[0].text : tpl.apply(r.messages, true);
   const Tokenizer& tok = vocab_tokenizer(flags & 16 ? 3 : 4);  // llama3 / qwen2 pre-tokenizers
   const std::vector<int32_t> prompt = encode_prompt(tok, text);
   for (int32_t id : prompt) FUZZ_CHECK(id >= 0 && id < tok.n_vocab());
@@ -221,7 +242,7 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
 
   try {
     const int32_t n = server::resolve_max_tokens(r, n_prompt, n_ctx);
-    FUZZ_CHECK(n >= 1 && int64_t{n_prompt} + n <= n_ctx);
+    FUZZ_CHECK(n >= (r.echo ? 0 : 1) && int64_t{n_prompt} + n <= n_ctx);
     if (r.max_tokens) FUZZ_CHECK(n == *r.max_tokens);
   } catch (const ApiError& e) {
     FUZZ_CHECK(e.status() == 400);

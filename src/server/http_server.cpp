@@ -154,7 +154,8 @@ struct HttpServer::Impl {
   void tokenize(const HttpRequest& req, HttpResponder& res);
   void detokenize(const HttpRequest& req, HttpResponder& res);
   void stream(const std::vector<std::shared_ptr<Job>>& jobs, const ResponseMeta& meta,
-              bool include_usage, HttpResponder& res);
+              std::span<const EchoedPrompt> echoes, size_t choices_per_prompt, bool include_usage,
+              HttpResponder& res);
 };
 
 // Every request: API key, routing, ApiError/exception -> OpenAI error JSON, the request count.
@@ -223,11 +224,34 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   if (draining.load()) throw shutting_down_error();
   const CompletionRequest r = parse_request(endpoint, req.body);
   check_model(r.model, model_ids);
-  const std::string text =
-      endpoint == Endpoint::Completions ? r.prompt : e.chat_template().apply(r.messages, true);
-  std::vector<int32_t> prompt = e.tokenize_prompt(text);
+  // The prompts' tokens: text as the server tokenizes prompts, token ids as given (checked
+  // against the vocabulary); a chat request has one, its messages through the template.
+  std::vector<EchoedPrompt> prompts;
+  if (endpoint == Endpoint::Completions) {
+    const int32_t n_vocab = e.tokenizer().n_vocab();
+    for (size_t p = 0; p < r.prompts.size(); ++p) {
+      const PromptInput& in = r.prompts[p];
+      if (!in.tokens) {
+        prompts.push_back({in.text, e.tokenize_prompt(in.text)});
+        continue;
+      }
+      for (int32_t id : *in.tokens) {
+        if (id >= n_vocab) {
+          throw invalid_request(
+              str_cat("prompt token id ", id, " is outside the vocabulary of ", n_vocab, " tokens"),
+              r.prompts.size() == 1 ? "prompt" : str_cat("prompt[", p, "]"), "invalid_value");
+        }
+      }
+      prompts.push_back({e.tokenizer().decode(*in.tokens), *in.tokens});
+    }
+  } else {
+    prompts.push_back({"", e.tokenize_prompt(e.chat_template().apply(r.messages, true))});
+  }
+  std::vector<int32_t> max_tokens;
+  for (const EchoedPrompt& p : prompts) {
+    max_tokens.push_back(resolve_max_tokens(r, static_cast<int32_t>(p.tokens.size()), e.n_ctx()));
+  }
   GenerationOptions o;
-  o.max_tokens = resolve_max_tokens(r, static_cast<int32_t>(prompt.size()), e.n_ctx());
   o.sampling.temperature = r.temperature;
   o.sampling.top_k = r.top_k;
   o.sampling.top_p = r.top_p;
@@ -249,25 +273,33 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   o.draft_context = config.draft_context;
   o.hybrid = config.hybrid;
   o.logprobs = r.logprobs;
+  // echo with logprobs: the prompt's own tokens are scored too.
+  if (r.echo) o.prompt_logprobs = r.logprobs;
 
-  // n choices are n sequences, each its own job (and slot): with several slots they run side by
-  // side, and the ones that start together read their common prompt once. A seeded request's
-  // choice i draws from seed + i, so each choice is what a request with that seed would give.
+  // n choices per prompt are n sequences, each its own job (and slot): with several slots they
+  // run side by side, and the ones that start together read their common prompt once. A seeded
+  // request's choice i draws from seed + i, so each choice is what a request with that seed
+  // would give. Prompt p's choice i is choice p * n + i.
   std::vector<std::shared_ptr<Job>> jobs;
-  for (int32_t i = 0; i < r.n; ++i) {
-    GenerationOptions oi = o;
-    if (r.seed) oi.sampling.seed = *r.seed + static_cast<uint64_t>(i);
-    if (!r.seed && i > 0) oi.sampling.seed = std::random_device{}();
-    std::shared_ptr<Job> job = queue->submit(prompt, std::move(oi));
-    if (!job) {
-      for (const auto& submitted : jobs) submitted->cancel();
-      if (draining.load()) throw shutting_down_error();
-      throw ApiError(503,
-                     str_cat("the server is busy: ", config.queue_size,
-                             " requests are already waiting; retry later"),
-                     "server_error", "", "queue_full");
+  std::vector<EchoedPrompt> echoes;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    for (int32_t i = 0; i < r.n; ++i) {
+      GenerationOptions oi = o;
+      oi.max_tokens = max_tokens[p];
+      if (r.seed) oi.sampling.seed = *r.seed + static_cast<uint64_t>(i);
+      if (!r.seed && jobs.size() > 0) oi.sampling.seed = std::random_device{}();
+      std::shared_ptr<Job> job = queue->submit(prompts[p].tokens, std::move(oi));
+      if (!job) {
+        for (const auto& submitted : jobs) submitted->cancel();
+        if (draining.load()) throw shutting_down_error();
+        throw ApiError(503,
+                       str_cat("the server is busy: ", config.queue_size,
+                               " requests are already waiting; retry later"),
+                       "server_error", "", "queue_full");
+      }
+      jobs.push_back(std::move(job));
+      if (r.echo) echoes.push_back(prompts[p]);
     }
-    jobs.push_back(std::move(job));
   }
   const auto cancel_all = [&jobs] {
     for (const auto& job : jobs) job->cancel();
@@ -277,8 +309,9 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   meta.id = make_id(endpoint);
   meta.created = unix_now();
   meta.model = r.model.empty() ? config.model_id : r.model;
-  if (r.logprobs >= 0) meta.logprobs = LogprobFormat{&e.tokenizer(), r.ignore_eos};
-  if (r.stream) return stream(jobs, meta, r.include_usage, res);
+  if (r.logprobs >= 0) meta.logprobs = LogprobFormat{&e.tokenizer(), r.ignore_eos, r.tokens_as_ids};
+  const auto per_prompt = static_cast<size_t>(r.n);
+  if (r.stream) return stream(jobs, meta, echoes, per_prompt, r.include_usage, res);
 
   std::string ignored;
   for (const auto& job : jobs) {
@@ -299,7 +332,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
     if (job->result().finish == FinishReason::Cancelled) throw shutting_down_error();
     results.push_back(job->result());
   }
-  res.send(200, "application/json", to_wire(completion_json(meta, results)));
+  res.send(200, "application/json", to_wire(completion_json(meta, results, echoes, per_prompt)));
 }
 
 // The ids the completions or chat endpoint would feed the model for this input (for logit_bias,
@@ -339,7 +372,8 @@ void HttpServer::Impl::detokenize(const HttpRequest& req, HttpResponder& res) {
 }
 
 void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
-                              const ResponseMeta& meta, bool include_usage, HttpResponder& res) {
+                              const ResponseMeta& meta, std::span<const EchoedPrompt> echoes,
+                              size_t choices_per_prompt, bool include_usage, HttpResponder& res) {
   const auto cancel_all = [&jobs] {
     for (const auto& job : jobs) job->cancel();
   };
@@ -351,12 +385,37 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
   }
   auto write = [&res](const std::string& s) { return res.write(s); };
   // Per choice: whether its first chunk went out, the bytes of text sent (the completions
-  // format's text offsets), and whether it has ended (its final chunk sent).
+  // format's text offsets), whether it has ended (its final chunk sent), and with echo whether
+  // its prompt went out yet and the logprob entries held until it does.
   struct Choice {
-    bool first = true, ended = false;
+    bool first = true, ended = false, echo_pending = false;
     size_t text_bytes = 0;
+    std::vector<TokenLogprob> held;
   };
   std::vector<Choice> choices(jobs.size());
+  // The echoed prompt goes first, as its own chunk. Without logprobs it is known now; with them
+  // it waits for the prompt's entries, which the engine sends before any text (the first
+  // prompt_tokens - 1 entries a choice receives).
+  const auto send_echo = [&](size_t i, std::span<const TokenLogprob> entries) {
+    Choice& c = choices[i];
+    c.echo_pending = false;
+    c.text_bytes = echoes[i].text.size();
+    const nlohmann::json lp =
+        meta.logprobs ? echo_logprobs_json(meta, echoes[i], entries) : nlohmann::json();
+    if (write(sse_event(
+            text_chunk_json(meta, echoes[i].text, c.first, lp, static_cast<int32_t>(i))))) {
+      c.first = false;
+      return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < echoes.size(); ++i) {
+    choices[i].echo_pending = true;
+    if (!meta.logprobs && !send_echo(i, {})) {
+      cancel_all();
+      return;
+    }
+  }
   std::vector<TokenLogprob> logprobs;
   size_t open = jobs.size();
   // One choice waits as a single request does; with several, each is polled briefly in turn so
@@ -371,6 +430,19 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
       logprobs.clear();
       const bool done = jobs[i]->wait(text, poll, meta.logprobs ? &logprobs : nullptr);
       const auto index = static_cast<int32_t>(i);
+      if (c.echo_pending) {
+        c.held.insert(c.held.end(), logprobs.begin(), logprobs.end());
+        logprobs.clear();
+        const size_t n_prompt = echoes[i].tokens.size() - 1;
+        if (c.held.size() >= n_prompt) {
+          if (!send_echo(i, std::span<const TokenLogprob>(c.held).first(n_prompt))) {
+            cancel_all();
+            return;
+          }
+          logprobs.assign(c.held.begin() + static_cast<std::ptrdiff_t>(n_prompt), c.held.end());
+          c.held.clear();
+        }
+      }
       if (!text.empty()) {
         any_text = true;
         const nlohmann::json lp =
@@ -417,7 +489,7 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
     for (const auto& job : jobs) {
       if (!job->failed()) results.push_back(job->result());
     }
-    ok = write(sse_event(usage_chunk_json(meta, combined_stats(results))));
+    ok = write(sse_event(usage_chunk_json(meta, combined_stats(results, choices_per_prompt))));
   }
   ok = ok && write(std::string(kSseDone));
   if (ok) {

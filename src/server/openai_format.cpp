@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/error.h"
+
 namespace specdec::server {
 
 using nlohmann::json;
@@ -46,12 +48,18 @@ json usage_json(const GenerationStats& s) {
               {"prompt_tokens_details", {{"cached_tokens", s.cached_tokens}}}};
 }
 
-GenerationStats combined_stats(std::span<const GenerationResult> results) {
+GenerationStats combined_stats(std::span<const GenerationResult> results,
+                               size_t choices_per_prompt) {
   GenerationStats all;
   if (results.empty()) return all;
   all = results.front().stats;
   for (size_t i = 1; i < results.size(); ++i) {
     const GenerationStats& s = results[i].stats;
+    if (choices_per_prompt > 0 && i % choices_per_prompt == 0) {
+      all.prompt_tokens += s.prompt_tokens;
+      all.cached_tokens += s.cached_tokens;
+      all.shared_tokens += s.shared_tokens;
+    }
     all.generated_tokens += s.generated_tokens;
     all.spec.rounds += s.spec.rounds;
     all.spec.drafted += s.spec.drafted;
@@ -105,6 +113,13 @@ std::string token_string(const std::string& bytes) {
   return out;
 }
 
+// A token's name in logprobs: its text (token_string), or with LogprobFormat::token_ids vLLM's
+// "token_id:N", which tells apart tokens whose texts are equal or empty.
+std::string token_name(const ResponseMeta& meta, int32_t id, const std::string& text) {
+  if (meta.logprobs->token_ids) return "token_id:" + std::to_string(id);
+  return token_string(text);
+}
+
 }  // namespace
 
 json logprobs_json(const ResponseMeta& meta, std::span<const TokenLogprob> entries,
@@ -127,17 +142,18 @@ json logprobs_json(const ResponseMeta& meta, std::span<const TokenLogprob> entri
       for (const auto& [id, lp] : e.top) {
         const std::string p = tok.token_bytes(id);
         alternatives.push_back(
-            {{"token", token_string(p)}, {"logprob", lp}, {"bytes", bytes_of(p)}});
+            {{"token", token_name(meta, id, p)}, {"logprob", lp}, {"bytes", bytes_of(p)}});
       }
-      content.push_back({{"token", token_string(piece)},
+      content.push_back({{"token", token_name(meta, e.token, piece)},
                          {"logprob", e.logprob},
                          {"bytes", bytes_of(piece)},
                          {"top_logprobs", std::move(alternatives)}});
     } else {
-      tokens.push_back(token_string(piece));
+      tokens.push_back(token_name(meta, e.token, piece));
       token_logprobs.push_back(e.logprob);
       json alternatives = json::object();
-      for (const auto& [id, lp] : e.top) alternatives[token_string(tok.token_bytes(id))] = lp;
+      for (const auto& [id, lp] : e.top)
+        alternatives[token_name(meta, id, tok.token_bytes(id))] = lp;
       top.push_back(std::move(alternatives));
       offsets.push_back(text_offset);
     }
@@ -150,22 +166,86 @@ json logprobs_json(const ResponseMeta& meta, std::span<const TokenLogprob> entri
               {"text_offset", std::move(offsets)}};
 }
 
-json completion_json(const ResponseMeta& meta, std::span<const GenerationResult> results) {
+json echo_logprobs_json(const ResponseMeta& meta, const EchoedPrompt& prompt,
+                        std::span<const TokenLogprob> entries) {
+  const Tokenizer& tok = *meta.logprobs->tokenizer;
+  if (prompt.tokens.empty() || entries.size() + 1 != prompt.tokens.size()) {
+    fail("echo_logprobs_json: ", entries.size(), " entries for a prompt of ", prompt.tokens.size(),
+         " tokens");
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
+       offsets = json::array();
+  size_t offset = 0;
+  for (size_t i = 0; i < prompt.tokens.size(); ++i) {
+    // A control token (<|im_start|>, a BOS) has no text of its own: it is listed by its name,
+    // which the offsets count only where the echoed prompt shows it (a prompt that spelled it
+    // out), not where the tokenizer added it.
+    std::string piece = tok.token_bytes(prompt.tokens[i]);
+    std::string shown = piece;
+    if (piece.empty()) {
+      shown = tok.token_text(prompt.tokens[i]);
+      if (prompt.text.compare(std::min(offset, prompt.text.size()), shown.size(), shown) == 0) {
+        piece = shown;
+      }
+    }
+    tokens.push_back(token_name(meta, prompt.tokens[i], shown));
+    offsets.push_back(offset);
+    offset += piece.size();
+    if (i == 0) {
+      token_logprobs.push_back(nullptr);
+      top.push_back(nullptr);
+      continue;
+    }
+    const TokenLogprob& e = entries[i - 1];
+    token_logprobs.push_back(e.logprob);
+    json alternatives = json::object();
+    for (const auto& [id, lp] : e.top) alternatives[token_name(meta, id, tok.token_bytes(id))] = lp;
+    top.push_back(std::move(alternatives));
+  }
+  return json{{"tokens", std::move(tokens)},
+              {"token_logprobs", std::move(token_logprobs)},
+              {"top_logprobs", std::move(top)},
+              {"text_offset", std::move(offsets)}};
+}
+
+void append_logprobs(json& into, const json& more) {
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    json& list = into.at(key);
+    for (const json& v : more.at(key)) list.push_back(v);
+  }
+}
+
+json completion_json(const ResponseMeta& meta, std::span<const GenerationResult> results,
+                     std::span<const EchoedPrompt> echoes, size_t choices_per_prompt) {
+  if (!echoes.empty() && echoes.size() != results.size()) {
+    fail("completion_json: ", echoes.size(), " echoed prompts for ", results.size(), " choices");
+  }
   json doc = base(meta, /*chunk=*/false);
   json choices = json::array();
   for (size_t i = 0; i < results.size(); ++i) {
     const GenerationResult& result = results[i];
+    const EchoedPrompt* echo = echoes.empty() ? nullptr : &echoes[i];
     json choice = {{"index", i}, {"finish_reason", openai_finish_reason(result.finish)}};
     if (meta.endpoint == Endpoint::Completions) {
-      choice["text"] = result.text;
+      choice["text"] = echo ? echo->text + result.text : result.text;
     } else {
       choice["message"] = {{"role", "assistant"}, {"content", result.text}};
     }
-    choice["logprobs"] = meta.logprobs ? logprobs_json(meta, result.logprobs, 0) : json();
+    json lp;
+    if (meta.logprobs) {
+      const size_t offset = echo ? echo->text.size() : 0;
+      lp = logprobs_json(meta, result.logprobs, offset);
+      if (echo) {
+        json all = echo_logprobs_json(meta, *echo, result.prompt_logprobs);
+        append_logprobs(all, lp);
+        lp = std::move(all);
+      }
+    }
+    choice["logprobs"] = std::move(lp);
     choices.push_back(std::move(choice));
   }
   doc["choices"] = std::move(choices);
-  const GenerationStats all = combined_stats(results);
+  const GenerationStats all = combined_stats(results, choices_per_prompt);
   doc["usage"] = usage_json(all);
   doc["specdec"] = specdec_stats_json(all);
   return doc;

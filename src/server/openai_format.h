@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/engine.h"
 #include "server/api_error.h"
@@ -23,6 +24,14 @@ namespace specdec::server {
 struct LogprobFormat {
   const Tokenizer* tokenizer = nullptr;
   bool ignore_eos = false;
+  bool token_ids = false;  // tokens named "token_id:N" (vLLM's return_tokens_as_token_ids)
+};
+
+// With `echo` (completions): what a choice repeats before its text, the prompt as given (a
+// token prompt decoded) and its tokens.
+struct EchoedPrompt {
+  std::string text;
+  std::vector<int32_t> tokens;
 };
 
 // What every document of one response shares.
@@ -42,7 +51,10 @@ nlohmann::json usage_json(const GenerationStats& stats);
 // the first choice's), generated tokens, rounds, drafts and acceptances summed, and the wall
 // times of the slowest choice (the choices run side by side), so that tokens_per_second is the
 // request's aggregate rate.
-GenerationStats combined_stats(std::span<const GenerationResult> results);
+// With several prompts (choices_per_prompt > 0: results[k] is prompt k / choices_per_prompt's),
+// prompt and cached tokens are summed over the prompts.
+GenerationStats combined_stats(std::span<const GenerationResult> results,
+                               size_t choices_per_prompt = 0);
 // rounds, drafted, accepted, acceptance_rate, decode tokens/s and timings of one request.
 nlohmann::json specdec_stats_json(const GenerationStats& stats);
 
@@ -53,9 +65,22 @@ nlohmann::json specdec_stats_json(const GenerationStats& stats);
 nlohmann::json logprobs_json(const ResponseMeta& meta, std::span<const TokenLogprob> entries,
                              size_t text_offset);
 
+// The echoed prompt's part of a completions choice's "logprobs": every prompt token, the first
+// with null logprob and top_logprobs (nothing precedes it), the others with `entries`
+// (GenerationResult::prompt_logprobs, one per token after the first); text offsets from 0.
+// Control tokens in the prompt are listed like any other: they were given as input.
+nlohmann::json echo_logprobs_json(const ResponseMeta& meta, const EchoedPrompt& prompt,
+                                  std::span<const TokenLogprob> entries);
+// Appends the completions-format logprobs `more` (tokens, token_logprobs, top_logprobs,
+// text_offset) to `into`.
+void append_logprobs(nlohmann::json& into, const nlohmann::json& more);
+
 // The non-streaming response (with result.logprobs when meta.logprobs is set): choice i is
-// results[i]; usage and specdec are combined_stats over all of them.
-nlohmann::json completion_json(const ResponseMeta& meta, std::span<const GenerationResult> results);
+// results[i]; usage and specdec are combined_stats over all of them. With echoes (one per
+// choice; completions), each choice's text and logprobs start with its prompt's.
+nlohmann::json completion_json(const ResponseMeta& meta, std::span<const GenerationResult> results,
+                               std::span<const EchoedPrompt> echoes = {},
+                               size_t choices_per_prompt = 0);
 nlohmann::json completion_json(const ResponseMeta& meta, const GenerationResult& result);
 
 // Streaming: a chunk of text, the last chunk (finish_reason, usage, specdec) and, when the

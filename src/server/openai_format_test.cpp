@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/error.h"
+
 namespace specdec::server {
 namespace {
 
@@ -85,6 +87,72 @@ TEST(OpenAIFormat, SeveralChoicesShareOnePromptAndSumTheirTokens) {
   EXPECT_DOUBLE_EQ(doc["specdec"]["decode_ms"].get<double>(), 50);
   EXPECT_EQ(text_chunk_json(meta, "x", true, nullptr, 1)["choices"][0]["index"], 1);
   EXPECT_EQ(final_chunk_json(meta, rs[1], nullptr, 1)["choices"][0]["index"], 1);
+}
+
+// echo: the prompt's tokens come first in a choice's logprobs, the first without a logprob
+// (nothing precedes it), then the generated tokens with offsets past the echoed prompt.
+TEST(OpenAIFormat, EchoedPromptLogprobsComeFirst) {
+  VocabData vocab;
+  vocab.pre = "gpt2";
+  vocab.tokens = {"<|endoftext|>", "<|im_start|>", "a", "b", "ab"};
+  vocab.token_types = {kTokenControl, kTokenControl, kTokenNormal, kTokenNormal, kTokenNormal};
+  vocab.merges = {"a b"};
+  vocab.eos = 0;
+  const Tokenizer tok = Tokenizer::from_vocab(vocab);
+  ResponseMeta meta{Endpoint::Completions, "cmpl-3", 5, "tiny", LogprobFormat{&tok, false}};
+  const int32_t a = 2, b = 3;
+  // The prompt spelled out <|im_start|> (control, id 1): listed by name, and counted by the
+  // offsets because the echoed text shows it.
+  const EchoedPrompt prompt{"<|im_start|>ab", {1, a, b}};
+  std::vector<TokenLogprob> entries(2);
+  entries[0] = {a, -0.5f, {{a, -0.5f}, {b, -1.5f}}};
+  entries[1] = {b, -2.0f, {{a, -0.25f}, {b, -2.0f}}};
+  const json echo = echo_logprobs_json(meta, prompt, entries);
+  EXPECT_EQ(echo["tokens"], json({"<|im_start|>", "a", "b"}));
+  EXPECT_EQ(echo["token_logprobs"], json({nullptr, -0.5, -2.0}));
+  EXPECT_TRUE(echo["top_logprobs"][0].is_null());
+  EXPECT_EQ(echo["top_logprobs"][2], json({{"a", -0.25}, {"b", -2.0}}));
+  EXPECT_EQ(echo["text_offset"], json({0, 12, 13}));
+  // A control token the tokenizer added (not in the text) takes no room in it.
+  const json added = echo_logprobs_json(meta, EchoedPrompt{"ab", {1, a, b}}, entries);
+  EXPECT_EQ(added["text_offset"], json({0, 0, 1}));
+  EXPECT_THROW(echo_logprobs_json(meta, prompt, std::span(entries).first(1)), Error);
+
+  GenerationResult r = sample_result();
+  r.text = "b";
+  r.prompt_logprobs = entries;
+  r.logprobs = {TokenLogprob{b, -0.75f, {{b, -0.75f}}}};
+  const std::vector<EchoedPrompt> echoes = {prompt};
+  const json doc = completion_json(meta, std::span(&r, 1), echoes);
+  const json& choice = doc["choices"][0];
+  EXPECT_EQ(choice["text"], "<|im_start|>abb");
+  EXPECT_EQ(choice["logprobs"]["tokens"], json({"<|im_start|>", "a", "b", "b"}));
+  EXPECT_EQ(choice["logprobs"]["token_logprobs"], json({nullptr, -0.5, -2.0, -0.75}));
+  EXPECT_EQ(choice["logprobs"]["text_offset"], json({0, 12, 13, 14}));
+  ASSERT_EQ(choice["logprobs"]["top_logprobs"].size(), 4u);
+  // vLLM's return_tokens_as_token_ids names every token by its id.
+  meta.logprobs->token_ids = true;
+  const json ids = completion_json(meta, std::span(&r, 1), echoes)["choices"][0]["logprobs"];
+  EXPECT_EQ(ids["tokens"], json({"token_id:1", "token_id:2", "token_id:3", "token_id:3"}));
+  EXPECT_EQ(ids["top_logprobs"][1], json({{"token_id:2", -0.5}, {"token_id:3", -1.5}}));
+  // Without logprobs the text is echoed all the same.
+  meta.logprobs.reset();
+  const json plain = completion_json(meta, std::span(&r, 1), echoes);
+  EXPECT_EQ(plain["choices"][0]["text"], "<|im_start|>abb");
+  EXPECT_TRUE(plain["choices"][0]["logprobs"].is_null());
+}
+
+// Several prompts: usage counts each prompt once, however many choices it has.
+TEST(OpenAIFormat, SeveralPromptsCountEachPromptOnce) {
+  std::vector<GenerationResult> rs(4, sample_result());
+  rs[2].stats.prompt_tokens = 11;
+  rs[2].stats.cached_tokens = 0;
+  const GenerationStats two = combined_stats(rs, 2);
+  EXPECT_EQ(two.prompt_tokens, 18);
+  EXPECT_EQ(two.cached_tokens, 4);
+  EXPECT_EQ(two.generated_tokens, 12);
+  EXPECT_EQ(combined_stats(rs).prompt_tokens, 7);  // one prompt, four choices
+  EXPECT_EQ(combined_stats(rs, 1).prompt_tokens, 32);
 }
 
 TEST(OpenAIFormat, SseFramingAndInvalidUtf8) {

@@ -170,19 +170,50 @@ std::vector<std::string> get_stop(const json& body) {
   return out;
 }
 
-std::string get_prompt(const json& body) {
+// A token id array (non-empty, every element an integer in [0, INT32_MAX]), or nullopt when v is
+// not an array of numbers.
+std::optional<std::vector<int32_t>> get_token_ids(const json& v, const std::string& param) {
+  if (!v.is_array() || v.empty() || !v[0].is_number()) return std::nullopt;
+  std::vector<int32_t> ids;
+  ids.reserve(v.size());
+  for (const json& t : v) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+        t.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      throw invalid_request(str_cat("'", param, "' must hold token ids (integers >= 0)"), param,
+                            "invalid_value");
+    }
+    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  return ids;
+}
+
+// OpenAI's four prompt forms: a string, an array of strings, an array of token ids, an array of
+// token id arrays.
+std::vector<PromptInput> get_prompts(const json& body) {
   const json* v = field(body, "prompt");
   if (v == nullptr) throw invalid_request("'prompt' is required", "prompt", "missing_required");
-  if (v->is_string()) return v->get<std::string>();
-  if (v->is_array()) {
-    // One prompt per request: a batch would need n sequences (see docs: one KV cache pair).
-    if (v->size() == 1 && (*v)[0].is_string()) return (*v)[0].get<std::string>();
-    if (v->size() > 1) {
-      throw invalid_request(str_cat("only one prompt per request is supported, got ", v->size()),
-                            "prompt", "invalid_value");
+  if (v->is_string()) return {PromptInput{v->get<std::string>(), std::nullopt}};
+  if (!v->is_array()) wrong_type("prompt", "a string, an array of strings or of token ids", *v);
+  if (v->empty()) throw invalid_request("'prompt' is an empty array", "prompt", "invalid_value");
+  if (auto ids = get_token_ids(*v, "prompt")) return {PromptInput{"", std::move(ids)}};
+  if (v->size() > static_cast<size_t>(kMaxChoicesPerRequest)) {
+    throw invalid_request(
+        str_cat("at most ", kMaxChoicesPerRequest, " prompts per request, got ", v->size()),
+        "prompt", "invalid_value");
+  }
+  std::vector<PromptInput> out;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& p = (*v)[i];
+    const std::string param = str_cat("prompt[", i, "]");
+    if (p.is_string()) {
+      out.push_back({p.get<std::string>(), std::nullopt});
+    } else if (auto ids = get_token_ids(p, param)) {
+      out.push_back({"", std::move(ids)});
+    } else {
+      wrong_type(param, "a string or a non-empty array of token ids", p);
     }
   }
-  wrong_type("prompt", "a string", *v);
+  return out;
 }
 
 // Message content is a string or OpenAI's array of parts; only text parts can be used.
@@ -269,12 +300,14 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   r.endpoint = endpoint;
   r.model = get_model(j);
   if (endpoint == Endpoint::Completions) {
-    r.prompt = get_prompt(j);
+    r.prompts = get_prompts(j);
   } else {
     r.messages = get_messages(j);
   }
   constexpr int64_t kMaxTokens = 1 << 24;
-  r.max_tokens = get_int(j, "max_tokens", 1, kMaxTokens);
+  // echo with max_tokens 0 scores a prompt without generating (completions only).
+  if (endpoint == Endpoint::Completions) r.echo = get_bool(j, "echo", false);
+  r.max_tokens = get_int(j, "max_tokens", r.echo ? 0 : 1, kMaxTokens);
   if (endpoint == Endpoint::ChatCompletions) {
     // The newer name; it wins when both are given, as in OpenAI's API.
     if (auto m = get_int(j, "max_completion_tokens", 1, kMaxTokens)) r.max_tokens = m;
@@ -297,8 +330,15 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
         str_cat("only best_of = n is supported, got best_of ", *b, " with n ", r.n), "best_of",
         "invalid_value");
   }
-  if (get_bool(j, "echo", false)) {
-    throw invalid_request("'echo' is not supported", "echo", "unsupported_value");
+  if (const size_t choices = r.prompts.size() * static_cast<size_t>(r.n);
+      choices > static_cast<size_t>(kMaxChoicesPerRequest)) {
+    throw invalid_request(str_cat("at most ", kMaxChoicesPerRequest, " choices (prompts x n) per ",
+                                  "request, got ", choices),
+                          "n", "invalid_value");
+  }
+  if (endpoint == Endpoint::ChatCompletions && get_bool(j, "echo", false)) {
+    throw invalid_request("'echo' is supported by /v1/completions only", "echo",
+                          "unsupported_value");
   }
   // What would change the output's form is refused rather than ignored: a client asking for
   // JSON or tool calls must not get free text in their place.
@@ -333,6 +373,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
     }
     if (want) r.logprobs = static_cast<int32_t>(top.value_or(0));
   }
+  r.tokens_as_ids = get_bool(j, "return_tokens_as_token_ids", false);
   r.stream = get_bool(j, "stream", false);
   if (const json* so = field(j, "stream_options")) {
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);

@@ -20,10 +20,19 @@ namespace specdec::server {
 
 enum class Endpoint { Completions, ChatCompletions };
 
+// One completions prompt: text, tokenized as the server tokenizes prompts, or token ids taken
+// as they are (OpenAI's and vLLM's array-of-integers form; lm-evaluation-harness sends these).
+struct PromptInput {
+  std::string text;
+  std::optional<std::vector<int32_t>> tokens;
+};
+
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::Completions;
-  std::string model;                  // "" when not given
-  std::string prompt;                 // completions
+  std::string model;  // "" when not given
+  // Completions: one or more prompts (a string, an array of strings, an array of token ids or an
+  // array of such arrays); each gets n choices, prompt p's choice i at index p * n + i.
+  std::vector<PromptInput> prompts;
   std::vector<ChatMessage> messages;  // chat completions
   std::optional<int32_t> max_tokens;  // nullopt: the endpoint's default (see resolve_max_tokens)
   // OpenAI's defaults: temperature 1, no top-p/top-k/min-p filtering.
@@ -42,10 +51,18 @@ struct CompletionRequest {
   std::optional<int32_t> draft_max;  // γ; nullopt: the server's --draft-max
   bool ignore_eos = false;
   int32_t logprobs = -1;  // alternatives per token to report (0..20); -1: no logprobs
+  // Completions: each choice's text starts with its prompt, and with logprobs the prompt's
+  // tokens come first in them (the first with a null logprob); max_tokens may then be 0, which
+  // scores the prompt and generates nothing.
+  bool echo = false;
+  // vLLM's extension: logprobs name tokens "token_id:N" instead of by their text.
+  bool tokens_as_ids = false;
 };
 
 inline constexpr size_t kMaxStopStrings = 16;
 inline constexpr int32_t kMaxChoices = 16;
+// Prompts times n: each choice is a job, and each job takes a place in the queue.
+inline constexpr int32_t kMaxChoicesPerRequest = 64;
 inline constexpr int32_t kMaxDraftMax = 64;
 inline constexpr size_t kMaxJsonDepth = 64;
 

@@ -35,7 +35,10 @@ constexpr auto kChat = Endpoint::ChatCompletions;
 TEST(RequestParsing, CompletionDefaultsFollowOpenAI) {
   const CompletionRequest r = parse_request(kCmpl, R"({"model":"m","prompt":"hi"})");
   EXPECT_EQ(r.model, "m");
-  EXPECT_EQ(r.prompt, "hi");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].text, "hi");
+  EXPECT_FALSE(r.prompts[0].tokens.has_value());
+  EXPECT_FALSE(r.echo);
   EXPECT_FALSE(r.max_tokens.has_value());
   EXPECT_FLOAT_EQ(r.temperature, 1.0f);
   EXPECT_FLOAT_EQ(r.top_p, 1.0f);
@@ -54,7 +57,8 @@ TEST(RequestParsing, EveryParameterIsRead) {
                  "min_p":0.1,"seed":-5,"stop":["a","","b"],"n":1,"stream":true,
                  "stream_options":{"include_usage":true},"speculative":false,"draft_max":4,
                  "ignore_eos":true,"user":"ignored","frequency_penalty":0})");
-  EXPECT_EQ(r.prompt, "p");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].text, "p");
   EXPECT_EQ(r.max_tokens, 7);
   EXPECT_FLOAT_EQ(r.temperature, 0.0f);
   EXPECT_FLOAT_EQ(r.top_p, 0.5f);
@@ -67,6 +71,45 @@ TEST(RequestParsing, EveryParameterIsRead) {
   EXPECT_FALSE(r.speculative);
   EXPECT_EQ(r.draft_max, 4);
   EXPECT_TRUE(r.ignore_eos);
+}
+
+// OpenAI's four prompt forms; token ids are taken as given (the server checks them against the
+// vocabulary).
+TEST(RequestParsing, PromptsAreStringsOrTokenIdsOneOrMany) {
+  const CompletionRequest ids = parse_request(kCmpl, R"({"prompt":[5,0,7]})");
+  ASSERT_EQ(ids.prompts.size(), 1u);
+  EXPECT_EQ(ids.prompts[0].tokens, (std::vector<int32_t>{5, 0, 7}));
+  const CompletionRequest one_list = parse_request(kCmpl, R"({"prompt":[[9,8]]})");
+  ASSERT_EQ(one_list.prompts.size(), 1u);
+  EXPECT_EQ(one_list.prompts[0].tokens, (std::vector<int32_t>{9, 8}));
+  const CompletionRequest many = parse_request(kCmpl, R"({"prompt":["a",[1,2],"b"],"n":2})");
+  ASSERT_EQ(many.prompts.size(), 3u);
+  EXPECT_EQ(many.prompts[0].text, "a");
+  EXPECT_FALSE(many.prompts[0].tokens.has_value());
+  EXPECT_EQ(many.prompts[1].tokens, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(many.prompts[2].text, "b");
+  EXPECT_EQ(many.n, 2);
+  // 64 choices in all is the limit: 4 prompts x 16, or 64 prompts.
+  std::string sixty_four = R"({"prompt":[)";
+  for (int i = 0; i < 64; ++i) sixty_four += i ? R"(,"p")" : R"("p")";
+  EXPECT_EQ(parse_request(kCmpl, sixty_four + "]}").prompts.size(), 64u);
+  expect_400(kCmpl, sixty_four + R"(,"p"]})", "prompt", "invalid_value");
+  EXPECT_EQ(parse_request(kCmpl, R"({"prompt":["a","b","c","d"],"n":16})").prompts.size(), 4u);
+}
+
+// echo (completions): the prompt comes back before the text; max_tokens 0 is then allowed.
+TEST(RequestParsing, EchoAllowsMaxTokensZero) {
+  const CompletionRequest r =
+      parse_request(kCmpl, R"({"prompt":"x","echo":true,"max_tokens":0,"logprobs":1})");
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.max_tokens, 0);
+  EXPECT_EQ(r.logprobs, 1);
+  EXPECT_FALSE(parse_request(kCmpl, R"({"prompt":"x","echo":false})").echo);
+  EXPECT_FALSE(r.tokens_as_ids);
+  EXPECT_TRUE(
+      parse_request(kCmpl, R"({"prompt":"x","return_tokens_as_token_ids":true})").tokens_as_ids);
+  EXPECT_FALSE(
+      parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],"echo":false})").echo);
 }
 
 TEST(RequestParsing, NullMeansDefaultAndIntegralFloatsAreIntegers) {
@@ -112,7 +155,9 @@ TEST(RequestParsing, WrongTypes) {
   };
   const Case cases[] = {
       {kCmpl, R"({"prompt":3})", "prompt"},
-      {kCmpl, R"({"prompt":[1]})", "prompt"},
+      {kCmpl, R"({"prompt":[true]})", "prompt[0]"},
+      {kCmpl, R"({"prompt":["a",[]]})", "prompt[1]"},
+      {kCmpl, R"({"prompt":["a",{}]})", "prompt[1]"},
       {kCmpl, R"({"prompt":{}})", "prompt"},
       {kCmpl, R"({"prompt":"x","model":1})", "model"},
       {kCmpl, R"({"prompt":"x","max_tokens":"5"})", "max_tokens"},
@@ -168,8 +213,19 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
       {kCmpl, R"({"prompt":"x","stop":["1","2","3","4","5","6","7","8","9","10","11","12","13",
                  "14","15","16","17"]})",
        "stop", "invalid_value"},
-      {kCmpl, R"({"prompt":["a","b"]})", "prompt", "invalid_value"},
-      {kCmpl, R"({"prompt":"x","echo":true})", "echo", "unsupported_value"},
+      {kCmpl, R"({"prompt":[]})", "prompt", "invalid_value"},
+      {kCmpl, R"({"prompt":[1,-2]})", "prompt", "invalid_value"},
+      {kCmpl, R"({"prompt":[1,2.5]})", "prompt", "invalid_value"},
+      {kCmpl, R"({"prompt":[1,"a"]})", "prompt", "invalid_value"},
+      {kCmpl, R"({"prompt":[[1],[3000000000]]})", "prompt[1]", "invalid_value"},
+      {kCmpl, R"({"prompt":["a","b","c","d","e"],"n":13})", "n", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","echo":false,"max_tokens":0})", "max_tokens", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","echo":true,"max_tokens":-1})", "max_tokens", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","echo":1})", "echo", "invalid_type"},
+      {kCmpl, R"({"prompt":"x","return_tokens_as_token_ids":"yes"})", "return_tokens_as_token_ids",
+       "invalid_type"},
+      {kChat, R"({"messages":[{"role":"user","content":"x"}],"echo":true})", "echo",
+       "unsupported_value"},
       {kCmpl, R"({"prompt":"x","logprobs":21})", "logprobs", "invalid_value"},
       {kCmpl, R"({"prompt":"x","logprobs":true})", "logprobs", "invalid_type"},
       {kChat, R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", "logprobs",
