@@ -305,6 +305,50 @@ TEST_F(Cli, VerifyCostTimesEveryPassWidthAndReportsBandwidth) {
   expect_clean_error(run_cli({"verify-cost"}), "-m MODEL is required");
 }
 
+// perplexity: windows of -c tokens, a running value per window, the final estimate; the JSON
+// holds the same numbers, and the value does not depend on the threads or the batch size.
+TEST_F(Cli, PerplexityScoresATextInWindows) {
+  const std::string text_file = testing::temp_path("ppl.txt");
+  {
+    std::ofstream out(text_file);
+    for (int i = 0; i < 40; ++i) out << "The quick brown fox jumps over the lazy dog " << i << ". ";
+  }
+  const std::string json = testing::temp_path("ppl.json");
+  CliResult r = run_cli({"perplexity", "-m", *target_, "-f", text_file, "-c", "64", "--chunks", "3",
+                         "-t", "2", "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[1]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[3]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("[4]"), std::string::npos) << r.out;
+  const size_t at = r.out.find("Final estimate: PPL = ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const double ppl = std::stod(r.out.substr(at + 22));
+  // A random tiny model over 300 tokens: far from certain, no worse than chance by much.
+  EXPECT_GT(ppl, 1.0);
+  EXPECT_LT(ppl, 3000.0);
+  EXPECT_NE(r.out.find("93 tokens scored in 3 windows"), std::string::npos) << r.out;
+  const std::string j = testing::read_file(json);
+  EXPECT_NE(j.find("\"scored_tokens\": 93"), std::string::npos) << j;
+  CliResult other = run_cli({"perplexity", "-m", *target_, "-f", text_file, "-c", "64", "--chunks",
+                             "3", "-t", "1", "-b", "7"});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  const auto final_line = [](const std::string& out) {
+    const size_t a = out.find("Final estimate");
+    return a == std::string::npos ? std::string() : out.substr(a, out.find('\n', a) - a);
+  };
+  EXPECT_EQ(final_line(other.out), final_line(r.out));
+
+  expect_clean_error(run_cli({"perplexity", "-m", *target_}), "needs -m MODEL and -f TEXT");
+  expect_clean_error(run_cli({"perplexity", "-m", *target_, "-f", "/nonexistent.txt"}),
+                     "cannot read text file");
+  expect_clean_error(run_cli({"perplexity", "-m", *target_, "-f", text_file, "-c", "256"}),
+                     "exceeds the model's context of 128 tokens");
+  const std::string short_file = testing::temp_path("short.txt");
+  std::ofstream(short_file) << "too short";
+  expect_clean_error(run_cli({"perplexity", "-m", *target_, "-f", short_file, "-c", "64"}),
+                     "fewer than one window of 64");
+}
+
 TEST_F(Cli, VerifyCostTimesTheDraftInEveryLayoutItsFlagsLeadTo) {
   const std::string json = testing::temp_path("verify_cost_draft.json");
   CliResult r = run_cli({"verify-cost", "-m", *target_, "-md", *draft_, "--draft-vocab", "64",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <limits>
 #include <sstream>
 #include <thread>
@@ -14,6 +15,14 @@ namespace specdec::cli {
 int thread_count(int32_t requested) {
   if (requested > 0) return requested;
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+std::string read_text_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read ", what, " '", path, "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 std::optional<GgmlType> parse_draft_type(const std::string& flag, const std::string& name) {

@@ -18,6 +18,9 @@ namespace specdec::cli {
 // The -t value, or every core of the machine when it was not given (0).
 int thread_count(int32_t requested);
 
+// A whole file's bytes; `what` names it in the error ("prompt file").
+std::string read_text_file(const std::string& path, const char* what);
+
 // `serve --parallel`: sequences generated at once. Four slots of the Qwen pair at 4,096 tokens
 // of context hold about 1.3 GiB of KV cache.
 inline constexpr int32_t kDefaultParallel = 4;

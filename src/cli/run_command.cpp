@@ -35,14 +35,6 @@ struct RunOptions {
   ColorMode color = ColorMode::Never;
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read prompt file '", path, "'");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 int run_command(const std::vector<std::string>& args) {
@@ -108,7 +100,8 @@ int run_command(const std::vector<std::string>& args) {
   }
   if (o.model.empty()) fail("-m MODEL is required (see specdec run --help)");
   if (!o.prompt.empty() && !o.prompt_file.empty()) fail("give either -p or -f, not both");
-  std::string prompt = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
+  std::string prompt =
+      o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file, "prompt file");
   if (prompt.empty()) fail("a prompt is required: -p TEXT or -f FILE");
   // Checked before any model is loaded, so that a bad combination fails at once.
   if (o.draft_ngram && !o.draft_model.empty()) {

@@ -7,7 +7,7 @@
 namespace specdec {
 
 std::vector<TokenLogprob> score_prompt(CausalLM& lm, std::span<const int32_t> prompt, int32_t top_n,
-                                       int32_t chunk) {
+                                       int32_t chunk, int32_t first) {
   if (prompt.empty()) fail("score_prompt: empty prompt");
   if (top_n < 0 || top_n > kMaxTopLogprobs) {
     fail("score_prompt: top_n must be in [0, ", kMaxTopLogprobs, "], got ", top_n);
@@ -18,14 +18,18 @@ std::vector<TokenLogprob> score_prompt(CausalLM& lm, std::span<const int32_t> pr
   for (int32_t id : prompt) {
     if (id < 0 || id >= v) fail("score_prompt: token id ", id, " is outside the vocabulary");
   }
-  lm.truncate(0);
   const auto n = static_cast<int32_t>(prompt.size());
+  if (first < 0 || first > n - 1) {
+    fail("score_prompt: first scored row ", first, " outside a prompt of ", n, " tokens");
+  }
+  lm.truncate(0);
+  if (first > 0) lm.forward_last(prompt.first(static_cast<size_t>(first)), nullptr);
   std::vector<TokenLogprob> out;
-  out.reserve(static_cast<size_t>(n - 1));
+  out.reserve(static_cast<size_t>(n - 1 - first));
   // A chunk's logits are chunk x n_vocab floats (600 KiB a row on a 152k vocabulary), so long
   // prompts go through in bounded pieces; batch invariance makes the pieces' size irrelevant.
   std::vector<float> logits;
-  for (int32_t begin = 0; begin < n - 1; begin += chunk) {
+  for (int32_t begin = first; begin < n - 1; begin += chunk) {
     const int32_t end = std::min(n - 1, begin + chunk);
     lm.forward(prompt.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin)),
                logits);

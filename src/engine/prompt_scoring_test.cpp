@@ -61,6 +61,27 @@ TEST(PromptScoring, AStaleCacheIsDroppedFirst) {
   EXPECT_TRUE(got[0].top.empty());
 }
 
+// Rows before `first` are read (their K/V condition the rest) but not scored.
+TEST(PromptScoring, RowsBeforeFirstAreReadButNotScored) {
+  const std::vector<int32_t> prompt = prompt_of(11);
+  testing::FakeLM all_lm(17, 3, 2.0f);
+  const std::vector<TokenLogprob> all = score_prompt(all_lm, prompt, 1, 4);
+  for (int32_t first : {1, 4, 9, 10}) {
+    testing::FakeLM lm(17, 3, 2.0f);
+    const std::vector<TokenLogprob> got = score_prompt(lm, prompt, 1, 4, first);
+    ASSERT_EQ(got.size(), all.size() - static_cast<size_t>(first)) << first;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].token, all[first + i].token);
+      EXPECT_EQ(got[i].logprob, all[first + i].logprob) << first << " " << i;
+      EXPECT_EQ(got[i].top, all[first + i].top) << first << " " << i;
+    }
+    EXPECT_EQ(lm.length(), 10);
+  }
+  testing::FakeLM lm(17, 3, 2.0f);
+  EXPECT_THROW(score_prompt(lm, prompt, 0, 4, 11), Error);
+  EXPECT_THROW(score_prompt(lm, prompt, 0, 4, -1), Error);
+}
+
 TEST(PromptScoring, AOneTokenPromptHasNothingToScoreAndReadsNothing) {
   testing::FakeLM lm(17, 1, 1.0f);
   const std::vector<int32_t> prompt = {4};
