@@ -153,7 +153,21 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
     if (id < 0 || id >= target_.model->config().n_vocab)
       fail("prompt token id ", id, " is out of range");
   }
-  check_penalty_params(opts.penalties, target_.model->config().n_vocab);
+  const int32_t n_vocab = target_.model->config().n_vocab;
+  check_penalty_params(opts.penalties, n_vocab);
+  for (int32_t id : opts.stop_token_ids) {
+    if (id < 0 || id >= n_vocab) fail("stop token id ", id, " is out of range");
+  }
+  if (opts.min_tokens < 0) fail("min_tokens must be >= 0, got ", opts.min_tokens);
+  // min_tokens holds back whatever would end the text.
+  PenaltyParams penalties = opts.penalties;
+  if (opts.min_tokens > 0) {
+    penalties.min_tokens = opts.min_tokens;
+    penalties.min_tokens_ids = opts.stop_token_ids;
+    if (!opts.ignore_eos) {
+      for (int32_t id : target_.tokenizer->eog_ids()) penalties.min_tokens_ids.push_back(id);
+    }
+  }
   if (opts.prompt_logprobs < -1 || opts.prompt_logprobs > kMaxTopLogprobs) {
     fail("prompt logprobs must be in [-1, ", kMaxTopLogprobs, "], got ", opts.prompt_logprobs);
   }
@@ -330,9 +344,13 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
     });
   }
   decoder.set_logprobs(opts.logprobs);
-  decoder.set_penalties(opts.penalties);
+  decoder.set_penalties(penalties);
   const Tokenizer& tok = tokenizer();
-  auto is_end = [&tok, &opts](int32_t id) { return !opts.ignore_eos && tok.is_eog(id); };
+  auto is_end = [&tok, &opts](int32_t id) {
+    return (!opts.ignore_eos && tok.is_eog(id)) ||
+           std::find(opts.stop_token_ids.begin(), opts.stop_token_ids.end(), id) !=
+               opts.stop_token_ids.end();
+  };
 
   GenerationResult result;
   result.stats.prompt_tokens = n_prompt;

@@ -81,6 +81,11 @@ struct GenerationOptions {
   // to the target's distributions and the draft's alike; none by default.
   PenaltyParams penalties;
   std::vector<std::string> stop;
+  // Token ids that end the text as an end-of-generation token does (vLLM's stop_token_ids).
+  std::vector<int32_t> stop_token_ids;
+  // No end-of-generation token (unless ignore_eos) nor stop_token_ids before this many tokens
+  // were generated (vLLM's min_tokens; PenaltyParams::min_tokens, exact under speculation).
+  int32_t min_tokens = 0;
   bool ignore_eos = false;
   bool speculative = true;  // when the chosen drafter is available
   DrafterKind drafter = DrafterKind::Model;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "support/tiny_model.h"
 
@@ -142,6 +144,56 @@ TEST_F(EngineTest, LogprobsAreTheSameWithAndWithoutSpeculation) {
     go.logprobs = -1;
     EXPECT_TRUE(engine.generate(prompt, go, {}).logprobs.empty());
   }
+}
+
+// min_tokens holds back what would end the text, stop_token_ids end it, with and without
+// speculation alike: with the end token (or a stop token) forced by a logit bias, the text ends
+// exactly after min_tokens tokens.
+TEST_F(EngineTest, MinTokensAndStopTokenIdsDecideWhereTheTextEnds) {
+  LoadedModel same = LoadedModel::load(
+      testing::write_tiny_model(testing::TinyModelSpec{}, testing::temp_path("stop.gguf")));
+  EngineOptions eo;
+  eo.n_ctx = 128;
+  Engine engine(*model_, &same, eo);
+  const int32_t eos = engine.tokenizer().eos();
+  ASSERT_GE(eos, 0);
+  const std::vector<int32_t> prompt(10, 65);
+  for (const bool speculative : {true, false}) {
+    GenerationOptions go;
+    go.max_tokens = 20;
+    go.sampling.temperature = 0;
+    go.draft_max = 4;
+    go.speculative = speculative;
+    go.penalties.logit_bias = {{eos, 100.0f}};
+    EXPECT_EQ(engine.generate(prompt, go, {}).tokens, std::vector<int32_t>{eos});
+    go.min_tokens = 5;
+    const GenerationResult held = engine.generate(prompt, go, {});
+    ASSERT_EQ(held.tokens.size(), 6u) << speculative;
+    EXPECT_EQ(held.tokens.back(), eos);
+    EXPECT_EQ(std::count(held.tokens.begin(), held.tokens.end(), eos), 1);
+    EXPECT_EQ(held.finish, FinishReason::EndOfGeneration);
+    // ignore_eos: the end token is ordinary text, so min_tokens does not hold it back.
+    go.ignore_eos = true;
+    go.max_tokens = 3;
+    EXPECT_EQ(engine.generate(prompt, go, {}).tokens, std::vector<int32_t>(3, eos));
+    // A stop token ends the text as the end token does, and min_tokens holds it back too.
+    go.max_tokens = 20;
+    go.penalties.logit_bias = {{70, 100.0f}};
+    go.stop_token_ids = {70};
+    go.min_tokens = 0;
+    EXPECT_EQ(engine.generate(prompt, go, {}).tokens, std::vector<int32_t>{70});
+    go.min_tokens = 3;
+    const GenerationResult stopped = engine.generate(prompt, go, {});
+    ASSERT_EQ(stopped.tokens.size(), 4u);
+    EXPECT_EQ(stopped.tokens.back(), 70);
+    EXPECT_EQ(stopped.finish, FinishReason::EndOfGeneration);
+  }
+  GenerationOptions bad;
+  bad.stop_token_ids = {1 << 20};
+  EXPECT_THROW(engine.generate(prompt, bad, {}), Error);
+  bad.stop_token_ids = {};
+  bad.min_tokens = -1;
+  EXPECT_THROW(engine.generate(prompt, bad, {}), Error);
 }
 
 // GenerationOptions::prompt_logprobs scores a text: scoring the prompt plus what a greedy

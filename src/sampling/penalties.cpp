@@ -42,6 +42,13 @@ void check_penalty_params(const PenaltyParams& p, int32_t n_vocab) {
   if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f)) {
     fail("frequency penalty must be in [-2, 2], got ", p.frequency_penalty);
   }
+  if (p.min_tokens < 0) fail("min_tokens must be >= 0, got ", p.min_tokens);
+  for (int32_t token : p.min_tokens_ids) {
+    if (token < 0 || token >= n_vocab) {
+      fail("min_tokens holds back token ", token, ", outside the vocabulary of ", n_vocab,
+           " tokens");
+    }
+  }
   for (const auto& [token, bias] : p.logit_bias) {
     if (token < 0 || token >= n_vocab) {
       fail("logit bias names token ", token, ", outside the vocabulary of ", n_vocab, " tokens");
@@ -61,6 +68,8 @@ TokenPenalties::TokenPenalties(const PenaltyParams& params, int32_t n_vocab)
   count_.assign(v, 0);
   in_prompt_.assign(v, 0);
   listed_.assign(v, 0);
+  held_back_.assign(v, 0);
+  for (int32_t token : params.min_tokens_ids) held_back_[static_cast<size_t>(token)] = 1;
   // A token named twice gets the last value, as a JSON object's duplicate key would.
   for (const auto& [token, bias] : params.logit_bias) bias_[static_cast<size_t>(token)] = bias;
   for (const auto& [token, bias] : params.logit_bias) {
@@ -87,6 +96,7 @@ void TokenPenalties::reset(std::span<const int32_t> prompt) {
     listed_[i] = 0;
   }
   ids_.clear();
+  generated_ = 0;
   for (int32_t t : bias_ids_) list(t);
   // Only the repetition penalty reads the prompt; without it, its tokens need no listing.
   if (params_.repetition_penalty == 1.0f) return;
@@ -100,6 +110,7 @@ void TokenPenalties::reset(std::span<const int32_t> prompt) {
 void TokenPenalties::add(int32_t token) {
   if (token < 0 || token >= n_vocab_) fail("penalties: token ", token, " outside the vocabulary");
   ++count_[static_cast<size_t>(token)];
+  ++generated_;
   list(token);
 }
 
@@ -137,6 +148,10 @@ void TokenPenalties::apply(std::span<float> logits, std::span<const int32_t> ext
   const auto generated = [&](int32_t t) {
     return count_[static_cast<size_t>(t)] + count_in(drafted, t);
   };
+  // min_tokens: the row's position counts the round's drafts before it.
+  const bool hold_back =
+      params_.min_tokens > 0 &&
+      static_cast<int64_t>(generated_) + static_cast<int64_t>(extra.size()) < params_.min_tokens;
   if (full) {
     for (int32_t t : ids_) {
       float& l = logits[static_cast<size_t>(t)];
@@ -146,12 +161,17 @@ void TokenPenalties::apply(std::span<float> logits, std::span<const int32_t> ext
       float& l = logits[static_cast<size_t>(t)];
       l = adjusted(l, t, c);
     }
+    if (hold_back) {
+      for (int32_t t : params_.min_tokens_ids) logits[static_cast<size_t>(t)] = -INFINITY;
+    }
     return;
   }
   for (size_t j = 0; j < ids.size(); ++j) {
     const int32_t t = ids[j];
     if (t < 0 || t >= n_vocab_) fail("penalties: token ", t, " outside the vocabulary");
-    if (listed_[static_cast<size_t>(t)] != 0) {
+    if (hold_back && held_back_[static_cast<size_t>(t)] != 0) {
+      logits[j] = -INFINITY;
+    } else if (listed_[static_cast<size_t>(t)] != 0) {
       logits[j] = adjusted(logits[j], t, generated(t));
     } else if (!new_only.empty()) {
       const int32_t c = count_in(new_only, t);

@@ -29,10 +29,15 @@ struct PenaltyParams {
   float frequency_penalty = 0.0f;
   // Added to the logits of these token ids (OpenAI logit_bias: -100 bans a token, 100 forces it).
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // vLLM's min_tokens: while fewer than min_tokens tokens were generated, the tokens of
+  // min_tokens_ids (those that would end the text: end of generation, stop_token_ids) cannot be
+  // sampled (their logits become -inf). 0 disables.
+  int32_t min_tokens = 0;
+  std::vector<int32_t> min_tokens_ids;
 
   bool active() const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f ||
-           !logit_bias.empty();
+           !logit_bias.empty() || (min_tokens > 0 && !min_tokens_ids.empty());
   }
 };
 
@@ -54,11 +59,11 @@ class TokenPenalties {
   void add(int32_t token);
 
   // Adjusts logits in place as if `extra` had been generated after the tokens added so far (a
-  // round's drafts before the row's position). Without ids, logits[t] is token t's logit; with
-  // ids, logits[j] is token ids[j]'s (a draft's vocabulary subset). Every adjusted logit gets
-  // each adjustment once, in the order bias, repetition, frequency and presence, so that the
-  // result is a function of the logit and the counts alone (the same bits for the target's full
-  // row and for any caller).
+  // round's drafts before the row's position); min_tokens counts them too. Without ids, logits[t]
+  // is token t's logit; with ids, logits[j] is token ids[j]'s (a draft's vocabulary subset). Every
+  // adjusted logit gets each adjustment once, in the order bias, repetition, frequency and
+  // presence, so that the result is a function of the logit and the counts alone (the same bits for
+  // the target's full row and for any caller).
   void apply(std::span<float> logits, std::span<const int32_t> extra,
              std::span<const int32_t> ids = {}) const;
 
@@ -76,6 +81,8 @@ class TokenPenalties {
   std::vector<uint8_t> listed_;     // in ids_
   std::vector<int32_t> ids_;        // every token with a bias, a count or a prompt occurrence
   std::vector<int32_t> bias_ids_;   // the tokens logit_bias names, kept across reset()
+  std::vector<uint8_t> held_back_;  // in min_tokens_ids
+  int32_t generated_ = 0;           // tokens added since reset()
 };
 
 }  // namespace specdec

@@ -102,6 +102,48 @@ TEST(TokenPenalties, DraftsCountAsGeneratedExactlyLikeAddedTokens) {
   }
 }
 
+// min_tokens: the held-back tokens get -inf while fewer than min_tokens were generated, a row's
+// drafts before it counting; other tokens keep their adjustments; reset starts the count again.
+TEST(TokenPenalties, MinTokensHoldsBackEndingTokensUntilEnoughWereGenerated) {
+  PenaltyParams p;
+  p.min_tokens = 3;
+  p.min_tokens_ids = {0, 7};
+  p.logit_bias = {{7, 2.0f}, {2, 1.0f}};
+  TokenPenalties pen(p, 10);
+  pen.reset(std::vector<int32_t>{5});
+  const std::vector<float> raw = ramp(10);
+  const auto row = [&](std::span<const int32_t> extra) {
+    std::vector<float> l = raw;
+    pen.apply(l, extra);
+    return l;
+  };
+  std::vector<float> l = row({});
+  EXPECT_TRUE(std::isinf(l[0]) && l[0] < 0);
+  EXPECT_TRUE(std::isinf(l[7]) && l[7] < 0);
+  EXPECT_EQ(l[2], raw[2] + 1.0f);
+  EXPECT_EQ(l[5], raw[5]);
+  pen.add(4);
+  EXPECT_TRUE(std::isinf(row(std::vector<int32_t>{3})[7]));  // 1 generated + 1 drafted < 3
+  const std::vector<float> free_row = row(std::vector<int32_t>{3, 3});  // 1 + 2 = 3: allowed
+  EXPECT_EQ(free_row[0], raw[0]);
+  EXPECT_EQ(free_row[7], raw[7] + 2.0f);
+  // The subset form holds back the same columns.
+  const std::vector<int32_t> subset = {7, 1, 0};
+  std::vector<float> cols = {raw[7], raw[1], raw[0]};
+  pen.apply(cols, {}, subset);
+  EXPECT_TRUE(std::isinf(cols[0]) && std::isinf(cols[2]));
+  EXPECT_EQ(cols[1], raw[1]);
+  pen.add(4);
+  pen.add(4);
+  EXPECT_EQ(row({})[0], raw[0]);
+  pen.reset(std::vector<int32_t>{5});
+  EXPECT_TRUE(std::isinf(row({})[0]));
+  // Without ids to hold back, min_tokens alone changes nothing.
+  PenaltyParams none;
+  none.min_tokens = 5;
+  EXPECT_FALSE(none.active());
+}
+
 TEST(TokenPenalties, ResetForgetsTheLastSequence) {
   PenaltyParams p;
   p.frequency_penalty = 1.0f;
@@ -141,6 +183,8 @@ TEST(TokenPenalties, OutOfRangeParametersAndTokensAreErrors) {
   bad([](PenaltyParams& p) { p.logit_bias = {{10, 1.0f}}; });
   bad([](PenaltyParams& p) { p.logit_bias = {{-1, 1.0f}}; });
   bad([](PenaltyParams& p) { p.logit_bias = {{3, 101.0f}}; });
+  bad([](PenaltyParams& p) { p.min_tokens = -1; });
+  bad([](PenaltyParams& p) { p.min_tokens_ids = {10}; });
   PenaltyParams p;
   p.frequency_penalty = 1.0f;
   TokenPenalties pen(p, 10);

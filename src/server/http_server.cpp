@@ -266,6 +266,15 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   }
   o.stop = r.stop;
   o.ignore_eos = r.ignore_eos;
+  for (int32_t id : r.stop_token_ids) {
+    if (id >= e.tokenizer().n_vocab()) {
+      throw invalid_request(str_cat("stop token id ", id, " is outside the vocabulary of ",
+                                    e.tokenizer().n_vocab(), " tokens"),
+                            "stop_token_ids", "invalid_value");
+    }
+  }
+  o.stop_token_ids = r.stop_token_ids;
+  o.min_tokens = r.min_tokens;
   o.speculative = r.speculative;
   o.draft_max =
       r.draft_max.value_or(o.sampling.greedy() ? config.greedy_draft_max : config.draft_max);

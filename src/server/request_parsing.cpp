@@ -382,6 +382,24 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   r.speculative = get_bool(j, "speculative", true);
   if (auto g = get_int(j, "draft_max", 1, kMaxDraftMax)) r.draft_max = static_cast<int32_t>(*g);
   r.ignore_eos = get_bool(j, "ignore_eos", false);
+  if (const json* ids = field(j, "stop_token_ids")) {
+    if (!ids->is_array()) wrong_type("stop_token_ids", "an array of token ids", *ids);
+    if (ids->size() > kMaxStopTokenIds) {
+      throw invalid_request(
+          str_cat("at most ", kMaxStopTokenIds, " stop_token_ids, got ", ids->size()),
+          "stop_token_ids", "invalid_value");
+    }
+    if (auto list = get_token_ids(*ids, "stop_token_ids")) r.stop_token_ids = std::move(*list);
+    if (!ids->empty() && r.stop_token_ids.empty()) {
+      wrong_type("stop_token_ids", "an array of token ids", *ids);
+    }
+  }
+  if (auto m = get_int(j, "min_tokens", 0, kMaxTokens)) r.min_tokens = static_cast<int32_t>(*m);
+  if (r.max_tokens && r.min_tokens > *r.max_tokens) {
+    throw invalid_request(
+        str_cat("min_tokens (", r.min_tokens, ") exceeds max_tokens (", *r.max_tokens, ")"),
+        "min_tokens", "invalid_value");
+  }
   return r;
 }
 

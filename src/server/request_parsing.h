@@ -50,6 +50,10 @@ struct CompletionRequest {
   bool speculative = true;           // use the draft model when one is loaded
   std::optional<int32_t> draft_max;  // γ; nullopt: the server's --draft-max
   bool ignore_eos = false;
+  // vLLM's: token ids that end the text like the end-of-generation token, and how many tokens
+  // come before anything that would end it.
+  std::vector<int32_t> stop_token_ids;
+  int32_t min_tokens = 0;
   int32_t logprobs = -1;  // alternatives per token to report (0..20); -1: no logprobs
   // Completions: each choice's text starts with its prompt, and with logprobs the prompt's
   // tokens come first in them (the first with a null logprob); max_tokens may then be 0, which
@@ -60,6 +64,7 @@ struct CompletionRequest {
 };
 
 inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr size_t kMaxStopTokenIds = 64;
 inline constexpr int32_t kMaxChoices = 16;
 // Prompts times n: each choice is a job, and each job takes a place in the queue.
 inline constexpr int32_t kMaxChoicesPerRequest = 64;

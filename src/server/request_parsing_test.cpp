@@ -71,6 +71,13 @@ TEST(RequestParsing, EveryParameterIsRead) {
   EXPECT_FALSE(r.speculative);
   EXPECT_EQ(r.draft_max, 4);
   EXPECT_TRUE(r.ignore_eos);
+  EXPECT_TRUE(r.stop_token_ids.empty());
+  EXPECT_EQ(r.min_tokens, 0);
+  const CompletionRequest v = parse_request(
+      kCmpl, R"({"prompt":"x","stop_token_ids":[5,0],"min_tokens":3,"max_tokens":3})");
+  EXPECT_EQ(v.stop_token_ids, (std::vector<int32_t>{5, 0}));
+  EXPECT_EQ(v.min_tokens, 3);
+  EXPECT_TRUE(parse_request(kCmpl, R"({"prompt":"x","stop_token_ids":[]})").stop_token_ids.empty());
 }
 
 // OpenAI's four prompt forms; token ids are taken as given (the server checks them against the
@@ -222,6 +229,11 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
       {kCmpl, R"({"prompt":"x","echo":false,"max_tokens":0})", "max_tokens", "invalid_value"},
       {kCmpl, R"({"prompt":"x","echo":true,"max_tokens":-1})", "max_tokens", "invalid_value"},
       {kCmpl, R"({"prompt":"x","echo":1})", "echo", "invalid_type"},
+      {kCmpl, R"({"prompt":"x","stop_token_ids":5})", "stop_token_ids", "invalid_type"},
+      {kCmpl, R"({"prompt":"x","stop_token_ids":["a"]})", "stop_token_ids", "invalid_type"},
+      {kCmpl, R"({"prompt":"x","stop_token_ids":[1,-1]})", "stop_token_ids", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","min_tokens":-1})", "min_tokens", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","min_tokens":5,"max_tokens":4})", "min_tokens", "invalid_value"},
       {kCmpl, R"({"prompt":"x","return_tokens_as_token_ids":"yes"})", "return_tokens_as_token_ids",
        "invalid_type"},
       {kChat, R"({"messages":[{"role":"user","content":"x"}],"echo":true})", "echo",

@@ -44,6 +44,10 @@ std::vector<float> reference_logits(const FakeLM& target, const PenaltyParams& p
       l[t] -= pp.presence_penalty;
     }
   }
+  // min_tokens: what would end the text is impossible until enough was generated.
+  if (ctx.size() - prompt_len < static_cast<size_t>(pp.min_tokens)) {
+    for (int32_t id : pp.min_tokens_ids) l[static_cast<size_t>(id)] = -INFINITY;
+  }
   return l;
 }
 
@@ -92,6 +96,35 @@ TEST(PenaltiesUnderSpeculation, JointDistributionIsThePenalizedTargets) {
   }
 }
 
+// min_tokens holds tokens back at the first positions only: a verify row's position counts the
+// round's drafts before it, so the rows past min_tokens may take them.
+TEST(PenaltiesUnderSpeculation, MinTokensHoldsBackExactlyTheFirstPositions) {
+  Models m(6, 1.0f);
+  PenaltyParams pp;
+  pp.min_tokens = 2;
+  pp.min_tokens_ids = {1, 4};
+  pp.frequency_penalty = 0.3f;
+  int config = 0;
+  for (int gamma : {1, 3, 5}) {
+    const SamplingParams sp = params(1.0f);
+    const std::vector<int32_t> prompt{config % 6, 2};
+    Rng rng(950 + config);
+    SpeculativeDecoder dec(m.target, &m.draft, sp, gamma, rng);
+    dec.set_penalties(pp);
+    const std::vector<int64_t> counts = joint_counts(dec, 6, prompt, 3, 40000);
+    const ChiSquareResult r = chi_square_test(counts, penalized_joint(m.target, sp, pp, prompt, 3));
+    EXPECT_EQ(r.impossible, 0) << "gamma " << gamma;
+    EXPECT_GT(r.p_value, 1e-4) << "gamma " << gamma << " stat " << r.stat << " dof " << r.dof;
+    // The held-back tokens do come at the third position.
+    int64_t third = 0;
+    for (size_t cell = 0; cell < counts.size(); ++cell) {
+      if (cell % 6 == 1 || cell % 6 == 4) third += counts[cell];
+    }
+    EXPECT_GT(third, 0);
+    ++config;
+  }
+}
+
 TEST(PenaltiesUnderSpeculation, ADraftThatIgnoresThePenaltiesIsStillExact) {
   // Any q is exact: strip the penalties from the draft after the decoder handed them over.
   Models m(6, 1.0f);
@@ -129,6 +162,8 @@ TEST(PenaltiesUnderSpeculation, GreedyEqualsPenalizedTargetGreedy) {
   pp.repetition_penalty = 1.25f;
   pp.frequency_penalty = 1.0f;
   pp.logit_bias = {{5, 2.0f}};
+  pp.min_tokens = 6;  // the favoured token 5 only from the seventh token on
+  pp.min_tokens_ids = {5};
   Rng prompts(11);
   for (int trial = 0; trial < 20; ++trial) {
     std::vector<int32_t> prompt;

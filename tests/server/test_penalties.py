@@ -67,3 +67,41 @@ def test_bad_or_unsupported_parameters_get_400(server, extra, param):
                              {"prompt": "hi", "max_tokens": 4, **extra})
     assert status == 400, body
     assert body["error"]["param"] == param, body
+
+
+def test_min_tokens_and_stop_token_ids_decide_where_the_text_ends(server):
+    """vLLM's min_tokens holds back the end token (and stop_token_ids) for the first N tokens,
+    exactly under speculation; a stop token id ends the text like the end token."""
+    [forced] = post_json(server.base, "/tokenize", {"prompt": "Z"})[1]["tokens"]
+    base = {"prompt": "hello", "max_tokens": 12, "temperature": 0, "logit_bias": {str(forced): 100}}
+    for speculative in (True, False):
+        status, body = post_json(server.base, "/v1/completions",
+                                 {**base, "stop_token_ids": [forced], "speculative": speculative})
+        assert status == 200, body
+        c = body["choices"][0]
+        assert c["text"] == "" and c["finish_reason"] == "stop"
+        assert body["usage"]["completion_tokens"] == 1
+        status, body = post_json(server.base, "/v1/completions",
+                                 {**base, "stop_token_ids": [forced], "min_tokens": 4,
+                                  "speculative": speculative})
+        assert status == 200, body
+        c = body["choices"][0]
+        # Four tokens that are not the stop token, then the stop token, not part of the text.
+        assert c["finish_reason"] == "stop" and "Z" not in c["text"]
+        assert body["usage"]["completion_tokens"] == 5
+    # Greedy text with min_tokens is the same with and without speculation.
+    texts = [post_json(server.base, "/v1/completions",
+                       {**base, "stop_token_ids": [forced], "min_tokens": 6,
+                        "speculative": s})[1]["choices"][0]["text"] for s in (True, False)]
+    assert texts[0] == texts[1]
+
+
+@pytest.mark.parametrize("body, param", [
+    ({"prompt": "x", "stop_token_ids": [10 ** 6]}, "stop_token_ids"),
+    ({"prompt": "x", "stop_token_ids": "1"}, "stop_token_ids"),
+    ({"prompt": "x", "min_tokens": 8, "max_tokens": 4}, "min_tokens"),
+])
+def test_bad_stop_token_ids_and_min_tokens_get_400(server, body, param):
+    status, doc = post_json(server.base, "/v1/completions", body)
+    assert status == 400, doc
+    assert doc["error"]["param"] == param, doc
