@@ -112,6 +112,10 @@ int serve_command(const std::vector<std::string>& args) {
             65535);
   p.add_string({"--api-key"}, "KEY",
                "require 'Authorization: Bearer KEY' on every endpoint but /health", config.api_key);
+  p.add_strings({"--cors-origin"}, "ORIGIN",
+                "let browser pages from ORIGIN (e.g. http://localhost:3000, or * for any) call the "
+                "API (repeatable; default: none)",
+                config.allowed_origins);
   p.add_int({"-t", "--threads"}, "N", "threads (default: all cores)", threads, 1, 1024);
   p.add_int({"-c", "--ctx-size"}, "N", "context size in tokens (prompt + generation)", n_ctx, 8,
             1 << 20);

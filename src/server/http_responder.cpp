@@ -12,6 +12,8 @@ const char* http_reason(int status) {
       return "Continue";
     case 200:
       return "OK";
+    case 204:
+      return "No Content";
     case 400:
       return "Bad Request";
     case 401:
@@ -61,9 +63,12 @@ void HttpResponder::set_header(std::string name, std::string value) {
 std::string HttpResponder::head(int status, std::string_view content_type,
                                 const std::string& framing) const {
   std::string h = "HTTP/1.1 " + std::to_string(status) + " " + http_reason(status) + "\r\n";
-  h += "Content-Type: ";
-  h += content_type;
-  h += "\r\n" + framing + "\r\n";
+  if (!content_type.empty()) {
+    h += "Content-Type: ";
+    h += content_type;
+    h += "\r\n";
+  }
+  if (!framing.empty()) h += framing + "\r\n";
   h += keep_alive_ ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
   for (const auto& [name, value] : headers_) h += name + ": " + value + "\r\n";
   h += "\r\n";
@@ -80,6 +85,11 @@ bool HttpResponder::send(int status, std::string_view content_type, std::string_
   if (started_) return false;
   started_ = true;
   status_ = status;
+  // 204 has neither a body nor its framing (RFC 9110 8.6).
+  if (status == 204) {
+    finished_ = put(head(status, "", ""));
+    return finished_;
+  }
   std::string out = head(status, content_type, "Content-Length: " + std::to_string(body.size()));
   if (!head_only_) out += body;
   finished_ = put(out);

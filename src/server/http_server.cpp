@@ -141,6 +141,18 @@ struct HttpServer::Impl {
     return diff == 0;
   }
 
+  // The Access-Control-Allow-Origin value for a request's Origin ("" when CORS is off, the
+  // request names no origin, or its origin is not allowed).
+  std::string cors_origin(const HttpRequest& req) const {
+    const std::string_view origin = req.header("origin");
+    if (origin.empty()) return "";
+    for (const std::string& allowed : config.allowed_origins) {
+      if (allowed == "*") return "*";
+      if (allowed == origin) return std::string(origin);
+    }
+    return "";
+  }
+
   // The engine once attached; otherwise the request is refused with 503 "loading".
   Engine& ready_engine() const {
     Engine* e = engine.load(std::memory_order_acquire);
@@ -161,6 +173,20 @@ struct HttpServer::Impl {
 // Every request: API key, routing, ApiError/exception -> OpenAI error JSON, the request count.
 void HttpServer::Impl::handle(const HttpRequest& req, HttpResponder& res) {
   try {
+    // CORS: an allowed origin's responses, errors included, say so; its preflight requests
+    // (which browsers send without credentials) are answered before the API key is checked.
+    if (const std::string origin = cors_origin(req); !origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", origin);
+      if (origin != "*") res.set_header("Vary", "Origin");
+      if (req.method == "OPTIONS" && !req.header("access-control-request-method").empty()) {
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        res.set_header("Access-Control-Max-Age", "600");
+        res.send(204, "text/plain", "");
+        metrics.record_http(req.path, 204);
+        return;
+      }
+    }
     if (req.path != "/health" && !authorized(req)) {
       throw ApiError(401, "missing or invalid API key: send 'Authorization: Bearer KEY'",
                      "authentication_error", "", "invalid_api_key");

@@ -26,6 +26,10 @@ struct ServerConfig {
   std::string host = "127.0.0.1";
   int port = 8080;      // 0: any free port (bind() returns it)
   std::string api_key;  // empty: no authentication
+  // Origins whose browser pages may call the API (CORS: Access-Control-Allow-Origin on their
+  // responses, and preflight OPTIONS requests answered without the API key); "*": any. Empty:
+  // no CORS headers, so browsers keep other sites' pages from reading the responses.
+  std::vector<std::string> allowed_origins;
   size_t queue_size = 16;
   size_t max_body_bytes = 1 << 20;
   size_t max_connections = 64;                        // more get 503 at once
