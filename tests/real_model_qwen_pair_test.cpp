@@ -197,6 +197,54 @@ TEST_F(RealModelQwenPair, GreedyOutputEqualsTargetOnlyWithPenaltiesAndLogitBias)
   }
 }
 
+// Scoring (echo with logprobs) reads a text's rows in multi-row passes, generation in decode
+// steps and verify passes; the K-quant kernels' batch invariance makes them the same bits, so a
+// generated token scores exactly the logprob its generation reported, and min_tokens keeps the
+// greedy text equal to target-only's.
+TEST_F(RealModelQwenPair, ScoringAGeneratedTextGivesItsGenerationsLogprobs) {
+  EngineOptions eo = engine_options();
+  eo.draft_vocab = 32768;
+  Engine spec(*target_, draft_, eo);
+  const std::vector<int32_t> prompt =
+      spec.tokenize_prompt(chatml("Write a Python function that reverses a list."));
+  GenerationOptions go;
+  go.max_tokens = 12;
+  go.sampling.temperature = 0;
+  go.logprobs = 2;
+  go.draft_max = 4;
+  const GenerationResult gen = spec.generate(prompt, go, {});
+  ASSERT_EQ(gen.tokens.size(), 12u);
+  EXPECT_GT(gen.stats.spec.accepted, 0);
+  std::vector<int32_t> text = prompt;
+  text.insert(text.end(), gen.tokens.begin(), gen.tokens.end());
+  GenerationOptions score = go;
+  score.max_tokens = 0;
+  score.prompt_logprobs = 2;
+  const GenerationResult scored = spec.generate(text, score, {});
+  ASSERT_EQ(scored.prompt_logprobs.size(), text.size() - 1);
+  for (size_t i = 0; i < gen.tokens.size(); ++i) {
+    const TokenLogprob& p = scored.prompt_logprobs[prompt.size() - 1 + i];
+    EXPECT_EQ(p.token, gen.tokens[i]);
+    EXPECT_EQ(p.logprob, gen.logprobs[i].logprob) << i;
+    EXPECT_EQ(p.top, gen.logprobs[i].top) << i;
+  }
+  // A one-word answer ends within a few tokens; min_tokens 8 holds its end back, with and
+  // without speculation alike.
+  Engine plain(*target_, nullptr, engine_options());
+  const std::vector<int32_t> short_prompt =
+      spec.tokenize_prompt(chatml("Answer with one word, yes or no: is water wet?"));
+  GenerationOptions held = go;
+  held.logprobs = -1;
+  held.max_tokens = 12;
+  const GenerationResult free_text = plain.generate(short_prompt, held, {});
+  ASSERT_LT(free_text.tokens.size(), 8u);
+  ASSERT_EQ(free_text.finish, FinishReason::EndOfGeneration);
+  held.min_tokens = 8;
+  const GenerationResult want = plain.generate(short_prompt, held, {});
+  EXPECT_GT(want.tokens.size(), 8u);
+  EXPECT_EQ(spec.generate(short_prompt, held, {}).tokens, want.tokens);
+}
+
 TEST_F(RealModelQwenPair, SampledRunsRepeatWithTheSeedAndStatsAddUp) {
   Engine spec(*target_, draft_, engine_options());
   const std::vector<int32_t> prompt =
