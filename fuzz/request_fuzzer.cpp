@@ -222,6 +222,8 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
   for (const std::string& s : r.stop) FUZZ_CHECK(!s.empty());
   FUZZ_CHECK(!r.draft_max || (*r.draft_max >= 1 && *r.draft_max <= server::kMaxDraftMax));
   FUZZ_CHECK(r.logprobs >= -1 && r.logprobs <= kMaxTopLogprobs);
+  FUZZ_CHECK(r.prompt_logprobs >= -1 && r.prompt_logprobs <= kMaxTopLogprobs);
+  FUZZ_CHECK(r.prompt_logprobs < 0 || !r.stream);
   FUZZ_CHECK(r.stop_token_ids.size() <= server::kMaxStopTokenIds);
   for (int32_t id : r.stop_token_ids) FUZZ_CHECK(id >= 0);
   FUZZ_CHECK(r.min_tokens >= 0 && (!r.max_tokens || r.min_tokens <= *r.max_tokens));

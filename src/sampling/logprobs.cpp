@@ -24,7 +24,10 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t
 
   TokenLogprob out;
   out.token = token;
-  out.logprob = static_cast<float>(logits[static_cast<size_t>(token)] - log_z);
+  const float own = logits[static_cast<size_t>(token)];
+  out.logprob = static_cast<float>(own - log_z);
+  out.rank = 1 + static_cast<int32_t>(std::count_if(logits.begin(), logits.end(),
+                                                    [own](float l) { return l > own; }));
   if (top_n == 0) return out;
   // A min-heap of the best top_n (logit, -id) seen so far: one pass over the vocabulary.
   using Entry = std::pair<float, int32_t>;  // logit, id

@@ -16,6 +16,8 @@ struct TokenLogprob {
   int32_t token = -1;
   float logprob = 0;
   std::vector<std::pair<int32_t, float>> top;  // the top_n most likely tokens, most likely first
+  // 1 + how many tokens are strictly more likely (vLLM's rank: 1 for the most likely).
+  int32_t rank = 0;
 };
 
 // The entry of `token` at a position with these logits; top_n in [0, kMaxTopLogprobs]. Ties in

@@ -24,6 +24,11 @@ TEST(TokenLogprob, IsTheLogSoftmaxOfTheLogits) {
   EXPECT_EQ(lp.top[2].first, 2);
   EXPECT_NEAR(lp.top[0].second, 3.0 - std::log(z), 1e-6);
   EXPECT_FLOAT_EQ(lp.top[2].second, lp.logprob);
+  // Rank: 1 + the tokens strictly more likely; tied tokens share a rank.
+  EXPECT_EQ(lp.rank, 3);
+  EXPECT_EQ(token_logprob(logits, 1, 0).rank, 1);
+  EXPECT_EQ(token_logprob(logits, 3, 0).rank, 1);
+  EXPECT_EQ(token_logprob(logits, 0, 0).rank, 4);
 }
 
 TEST(TokenLogprob, ProbabilitiesSumToOneAndLargeLogitsDoNotOverflow) {

@@ -308,8 +308,9 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   o.draft_context = config.draft_context;
   o.hybrid = config.hybrid;
   o.logprobs = r.logprobs;
-  // echo with logprobs: the prompt's own tokens are scored too.
-  if (r.echo) o.prompt_logprobs = r.logprobs;
+  // echo with logprobs, or prompt_logprobs: the prompt's own tokens are scored too (with the
+  // larger of the two alternative counts; each response part shows its own).
+  o.prompt_logprobs = std::max(r.echo ? r.logprobs : -1, r.prompt_logprobs);
 
   // n choices per prompt are n sequences, each its own job (and slot): with several slots they
   // run side by side, and the ones that start together read their common prompt once. A seeded
@@ -344,7 +345,9 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   meta.id = make_id(endpoint);
   meta.created = unix_now();
   meta.model = r.model.empty() ? config.model_id : r.model;
-  if (r.logprobs >= 0) meta.logprobs = LogprobFormat{&e.tokenizer(), r.ignore_eos, r.tokens_as_ids};
+  if (r.logprobs >= 0) {
+    meta.logprobs = LogprobFormat{&e.tokenizer(), r.ignore_eos, r.tokens_as_ids, r.logprobs};
+  }
   const auto per_prompt = static_cast<size_t>(r.n);
   if (r.stream) return stream(jobs, meta, echoes, per_prompt, r.include_usage, res);
 
@@ -367,7 +370,20 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
     if (job->result().finish == FinishReason::Cancelled) throw shutting_down_error();
     results.push_back(job->result());
   }
-  res.send(200, "application/json", to_wire(completion_json(meta, results, echoes, per_prompt)));
+  nlohmann::json doc = completion_json(meta, results, echoes, per_prompt);
+  if (r.prompt_logprobs >= 0) {
+    // vLLM's places: per choice for completions, once for the chat's one prompt.
+    const auto of = [&](size_t i) {
+      return prompt_logprobs_json(e.tokenizer(), prompts[i / per_prompt].tokens,
+                                  results[i].prompt_logprobs, r.prompt_logprobs);
+    };
+    if (endpoint == Endpoint::Completions) {
+      for (size_t i = 0; i < results.size(); ++i) doc["choices"][i]["prompt_logprobs"] = of(i);
+    } else {
+      doc["prompt_logprobs"] = of(0);
+    }
+  }
+  res.send(200, "application/json", to_wire(doc));
 }
 
 // The ids the completions or chat endpoint would feed the model for this input (for logit_bias,

@@ -199,13 +199,45 @@ json echo_logprobs_json(const ResponseMeta& meta, const EchoedPrompt& prompt,
     const TokenLogprob& e = entries[i - 1];
     token_logprobs.push_back(e.logprob);
     json alternatives = json::object();
-    for (const auto& [id, lp] : e.top) alternatives[token_name(meta, id, tok.token_bytes(id))] = lp;
+    const size_t shown_top = std::min(e.top.size(), static_cast<size_t>(meta.logprobs->top_n));
+    for (size_t k = 0; k < shown_top; ++k) {
+      const auto& [id, lp] = e.top[k];
+      alternatives[token_name(meta, id, tok.token_bytes(id))] = lp;
+    }
     top.push_back(std::move(alternatives));
   }
   return json{{"tokens", std::move(tokens)},
               {"token_logprobs", std::move(token_logprobs)},
               {"top_logprobs", std::move(top)},
               {"text_offset", std::move(offsets)}};
+}
+
+json prompt_logprobs_json(const Tokenizer& tok, std::span<const int32_t> prompt,
+                          std::span<const TokenLogprob> entries, int32_t top_n) {
+  if (prompt.empty() || entries.size() + 1 != prompt.size()) {
+    fail("prompt_logprobs_json: ", entries.size(), " entries for a prompt of ", prompt.size(),
+         " tokens");
+  }
+  json out = json::array({nullptr});
+  for (const TokenLogprob& e : entries) {
+    json m = json::object();
+    // The alternatives' ranks: 1 + those strictly more likely, which all come before them.
+    const size_t shown = std::min(e.top.size(), static_cast<size_t>(std::max(0, top_n)));
+    for (size_t k = 0; k < shown; ++k) {
+      const auto& [id, lp] = e.top[k];
+      int32_t rank = 1;
+      while (rank <= static_cast<int32_t>(k) && e.top[static_cast<size_t>(rank - 1)].second > lp) {
+        ++rank;
+      }
+      m[std::to_string(id)] = {
+          {"logprob", lp}, {"rank", rank}, {"decoded_token", token_string(tok.token_bytes(id))}};
+    }
+    m[std::to_string(e.token)] = {{"logprob", e.logprob},
+                                  {"rank", e.rank},
+                                  {"decoded_token", token_string(tok.token_bytes(e.token))}};
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 void append_logprobs(json& into, const json& more) {

@@ -24,7 +24,8 @@ namespace specdec::server {
 struct LogprobFormat {
   const Tokenizer* tokenizer = nullptr;
   bool ignore_eos = false;
-  bool token_ids = false;  // tokens named "token_id:N" (vLLM's return_tokens_as_token_ids)
+  bool token_ids = false;           // tokens named "token_id:N" (vLLM's return_tokens_as_token_ids)
+  int32_t top_n = kMaxTopLogprobs;  // alternatives shown per token (entries may hold more)
 };
 
 // With `echo` (completions): what a choice repeats before its text, the prompt as given (a
@@ -71,6 +72,12 @@ nlohmann::json logprobs_json(const ResponseMeta& meta, std::span<const TokenLogp
 // Control tokens in the prompt are listed like any other: they were given as input.
 nlohmann::json echo_logprobs_json(const ResponseMeta& meta, const EchoedPrompt& prompt,
                                   std::span<const TokenLogprob> entries);
+// vLLM's prompt_logprobs for a prompt: null for its first token, then per token a map from
+// token id (as a string) to {logprob, rank, decoded_token} holding the token itself and its
+// top_n alternatives; entries are GenerationResult::prompt_logprobs.
+nlohmann::json prompt_logprobs_json(const Tokenizer& tokenizer, std::span<const int32_t> prompt,
+                                    std::span<const TokenLogprob> entries, int32_t top_n);
+
 // Appends the completions-format logprobs `more` (tokens, token_logprobs, top_logprobs,
 // text_offset) to `into`.
 void append_logprobs(nlohmann::json& into, const nlohmann::json& more);

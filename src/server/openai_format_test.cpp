@@ -142,6 +142,32 @@ TEST(OpenAIFormat, EchoedPromptLogprobsComeFirst) {
   EXPECT_TRUE(plain["choices"][0]["logprobs"].is_null());
 }
 
+// vLLM's prompt_logprobs: null, then per token a map id -> {logprob, rank, decoded_token} with
+// the token itself and its top_n alternatives.
+TEST(OpenAIFormat, PromptLogprobsInVllmsShape) {
+  VocabData vocab;
+  vocab.pre = "gpt2";
+  vocab.tokens = {"<|endoftext|>", "<|im_start|>", "a", "b", "ab"};
+  vocab.token_types = {kTokenControl, kTokenControl, kTokenNormal, kTokenNormal, kTokenNormal};
+  vocab.merges = {"a b"};
+  const Tokenizer tok = Tokenizer::from_vocab(vocab);
+  const std::vector<int32_t> prompt = {2, 3, 3};
+  std::vector<TokenLogprob> entries(2);
+  entries[0] = {3, -1.5f, {{2, -0.5f}, {3, -1.5f}, {4, -1.5f}}, 2};
+  entries[1] = {3, -3.0f, {{2, -0.25f}, {4, -1.0f}}, 5};
+  const json pl = prompt_logprobs_json(tok, prompt, entries, 2);
+  ASSERT_EQ(pl.size(), 3u);
+  EXPECT_TRUE(pl[0].is_null());
+  EXPECT_EQ(pl[1], json({{"2", {{"logprob", -0.5}, {"rank", 1}, {"decoded_token", "a"}}},
+                         {"3", {{"logprob", -1.5}, {"rank", 2}, {"decoded_token", "b"}}}}));
+  // The prompt token is listed with its own rank even outside the top 2.
+  EXPECT_EQ(pl[2].size(), 3u);
+  EXPECT_EQ(pl[2]["3"], json({{"logprob", -3.0}, {"rank", 5}, {"decoded_token", "b"}}));
+  EXPECT_EQ(pl[2]["4"]["rank"], 2);
+  EXPECT_EQ(prompt_logprobs_json(tok, prompt, entries, 0)[1].size(), 1u);
+  EXPECT_THROW(prompt_logprobs_json(tok, prompt, std::span(entries).first(1), 1), Error);
+}
+
 // Several prompts: usage counts each prompt once, however many choices it has.
 TEST(OpenAIFormat, SeveralPromptsCountEachPromptOnce) {
   std::vector<GenerationResult> rs(4, sample_result());

@@ -375,6 +375,13 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   }
   r.tokens_as_ids = get_bool(j, "return_tokens_as_token_ids", false);
   r.stream = get_bool(j, "stream", false);
+  if (auto n = get_int(j, "prompt_logprobs", 0, kMaxTopLogprobs)) {
+    if (r.stream) {
+      throw invalid_request("'prompt_logprobs' cannot be streamed", "prompt_logprobs",
+                            "unsupported_value");
+    }
+    r.prompt_logprobs = static_cast<int32_t>(*n);
+  }
   if (const json* so = field(j, "stream_options")) {
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);
     r.include_usage = get_bool(*so, "include_usage", false);

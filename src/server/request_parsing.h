@@ -59,6 +59,9 @@ struct CompletionRequest {
   // tokens come first in them (the first with a null logprob); max_tokens may then be 0, which
   // scores the prompt and generates nothing.
   bool echo = false;
+  // vLLM's prompt_logprobs: each prompt token's logprob, rank and this many alternatives
+  // (0..20); -1: none. Not with stream.
+  int32_t prompt_logprobs = -1;
   // vLLM's extension: logprobs name tokens "token_id:N" instead of by their text.
   bool tokens_as_ids = false;
 };

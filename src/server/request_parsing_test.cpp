@@ -113,6 +113,11 @@ TEST(RequestParsing, EchoAllowsMaxTokensZero) {
   EXPECT_EQ(r.logprobs, 1);
   EXPECT_FALSE(parse_request(kCmpl, R"({"prompt":"x","echo":false})").echo);
   EXPECT_FALSE(r.tokens_as_ids);
+  EXPECT_EQ(r.prompt_logprobs, -1);
+  EXPECT_EQ(
+      parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],"prompt_logprobs":3})")
+          .prompt_logprobs,
+      3);
   EXPECT_TRUE(
       parse_request(kCmpl, R"({"prompt":"x","return_tokens_as_token_ids":true})").tokens_as_ids);
   EXPECT_FALSE(
@@ -233,6 +238,9 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
       {kCmpl, R"({"prompt":"x","stop_token_ids":["a"]})", "stop_token_ids", "invalid_type"},
       {kCmpl, R"({"prompt":"x","stop_token_ids":[1,-1]})", "stop_token_ids", "invalid_value"},
       {kCmpl, R"({"prompt":"x","min_tokens":-1})", "min_tokens", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","prompt_logprobs":21})", "prompt_logprobs", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","prompt_logprobs":1,"stream":true})", "prompt_logprobs",
+       "unsupported_value"},
       {kCmpl, R"({"prompt":"x","min_tokens":5,"max_tokens":4})", "min_tokens", "invalid_value"},
       {kCmpl, R"({"prompt":"x","return_tokens_as_token_ids":"yes"})", "return_tokens_as_token_ids",
        "invalid_type"},

@@ -166,3 +166,34 @@ def test_bad_prompts_and_echo_requests_get_400(server, path, body, param):
     status, doc = post_json(server.base, path, body)
     assert status == 400, doc
     assert doc["error"]["param"] == param, doc
+
+
+def test_prompt_logprobs_in_vllms_shape(server):
+    """vLLM's prompt_logprobs: per completions choice (once for a chat), null first, then each
+    prompt token's logprob and rank with its top alternatives, the same numbers echo reports."""
+    ids = prompt_ids(server, PROMPT)
+    body = completion(server, prompt=PROMPT, max_tokens=2, prompt_logprobs=2, echo=True,
+                      logprobs=1)
+    choice = body["choices"][0]
+    pl = choice["prompt_logprobs"]
+    assert len(pl) == len(ids) and pl[0] is None
+    echo = choice["logprobs"]["token_logprobs"][:len(ids)]
+    for i, (entry, token) in enumerate(zip(pl[1:], ids[1:]), start=1):
+        assert str(token) in entry and 2 <= len(entry) <= 3
+        assert entry[str(token)]["logprob"] == echo[i]
+        ranks = sorted(v["rank"] for v in entry.values())
+        assert ranks[0] == 1 and entry[str(token)]["rank"] >= 1
+        # echo showed its own (logprobs 1) alternatives: one each.
+        assert len(choice["logprobs"]["top_logprobs"][i]) == 1
+    # Generation is unchanged by asking for them.
+    assert choice["text"] == PROMPT + greedy_completion(server, PROMPT, 2)["choices"][0]["text"]
+    status, chat = post_json(server.base, "/v1/chat/completions",
+                             {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2,
+                              "temperature": 0, "prompt_logprobs": 0})
+    assert status == 200, chat
+    n_chat = chat["usage"]["prompt_tokens"]
+    assert len(chat["prompt_logprobs"]) == n_chat and chat["prompt_logprobs"][0] is None
+    assert all(len(e) == 1 for e in chat["prompt_logprobs"][1:])
+    status, doc = post_json(server.base, "/v1/completions",
+                            {"prompt": "x", "prompt_logprobs": 1, "stream": True})
+    assert status == 400 and doc["error"]["param"] == "prompt_logprobs"
