@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "tensor/vec_ops.h"
 
 namespace specdec {
 
@@ -15,11 +16,17 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t
   if (top_n < 0 || top_n > kMaxTopLogprobs) {
     fail("token_logprob: top_n must be in [0, ", kMaxTopLogprobs, "], got ", top_n);
   }
-  float max = -INFINITY;
-  for (float l : logits) max = std::max(max, l);
+  const auto n = static_cast<int64_t>(logits.size());
+  const float max = max_f32(logits.data(), n);  // NaN if any logit is
   if (!std::isfinite(max)) fail("token_logprob: the logits are not finite");
+  // exp(l - max) for every logit, vectorized but bit for bit std::exp's (tensor/vec_ops.h), then
+  // summed in index order: the same log_z as the scalar loop, about 4x sooner over a 152k
+  // vocabulary (it runs once per scored or generated token with logprobs).
+  thread_local std::vector<double> weights;
+  weights.resize(logits.size());
+  exp_shifted_scaled_f64(logits.data(), n, static_cast<double>(max), 1.0, weights.data());
   double sum = 0;
-  for (float l : logits) sum += std::exp(static_cast<double>(l) - max);
+  for (double w : weights) sum += w;
   const double log_z = static_cast<double>(max) + std::log(sum);
 
   TokenLogprob out;

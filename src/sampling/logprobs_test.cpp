@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -29,6 +30,28 @@ TEST(TokenLogprob, IsTheLogSoftmaxOfTheLogits) {
   EXPECT_EQ(token_logprob(logits, 1, 0).rank, 1);
   EXPECT_EQ(token_logprob(logits, 3, 0).rank, 1);
   EXPECT_EQ(token_logprob(logits, 0, 0).rank, 4);
+}
+
+// The vectorized exps are std::exp's bit for bit and are summed in index order: the logprob is
+// the written-out scalar formula's exactly, on a vocabulary the size of Qwen's.
+TEST(TokenLogprob, EqualsTheScalarFormulaBitForBit) {
+  std::vector<float> logits(151936);
+  uint64_t h = 88172645463325252ULL;
+  for (float& l : logits) {
+    h ^= h << 13, h ^= h >> 7, h ^= h << 17;
+    l = static_cast<float>(static_cast<double>(h >> 11) * 0x1p-53 * 40.0 - 25.0);
+  }
+  float max = -INFINITY;
+  for (float l : logits) max = std::max(max, l);
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) - max);
+  const double log_z = static_cast<double>(max) + std::log(sum);
+  for (int32_t t : {0, 17, 4096, 151935}) {
+    const float want = static_cast<float>(logits[static_cast<size_t>(t)] - log_z);
+    EXPECT_EQ(token_logprob(logits, t, 0).logprob, want) << t;
+  }
+  std::vector<float> with_nan = {0.0f, std::nanf(""), 1.0f};
+  EXPECT_THROW(token_logprob(with_nan, 0, 0), Error);
 }
 
 TEST(TokenLogprob, ProbabilitiesSumToOneAndLargeLogitsDoNotOverflow) {
