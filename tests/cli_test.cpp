@@ -201,6 +201,10 @@ TEST_F(Cli, BadFlagsGiveOneLineErrors) {
   // The vocabulary is known once the model is loaded (the tiny one has 300 tokens).
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--logit-bias", "300+1"}),
                      "logit bias names token 300, outside the vocabulary of 300 tokens");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--suffix", "y"}),
+                     "this model has no fill-in-the-middle tokens");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--suffix", "y", "--chat"}),
+                     "--suffix and --chat are mutually exclusive");
   CliResult unknown = run_cli({"frobnicate"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_EQ(unknown.err.rfind("error: unknown command 'frobnicate'", 0), 0u) << unknown.err;

@@ -17,6 +17,7 @@
 #include "support/cli_runner.h"
 #include "support/decode_stats_checks.h"
 #include "support/real_models.h"
+#include "tokenizer/chat_template.h"
 
 namespace specdec {
 namespace {
@@ -243,6 +244,27 @@ TEST_F(RealModelQwenPair, ScoringAGeneratedTextGivesItsGenerationsLogprobs) {
   const GenerationResult want = plain.generate(short_prompt, held, {});
   EXPECT_GT(want.tokens.size(), 8u);
   EXPECT_EQ(spec.generate(short_prompt, held, {}).tokens, want.tokens);
+}
+
+// Fill in the middle with Qwen2.5-Coder's FIM tokens (found by their text): the model writes a
+// function body that fits the call after it, and speculation keeps the greedy text.
+TEST_F(RealModelQwenPair, FillInTheMiddleWritesTheBodyWithTheSameGreedyText) {
+  EngineOptions eo = engine_options();
+  Engine plain(*target_, nullptr, eo);
+  eo.draft_vocab = 32768;
+  Engine spec(*target_, draft_, eo);
+  ASSERT_TRUE(plain.tokenizer().fim().has_value());
+  const std::vector<int32_t> prompt =
+      encode_fim_prompt(plain.tokenizer(), "def add(a, b):\n    ", "\n\nprint(add(2, 3))\n");
+  GenerationOptions go;
+  go.max_tokens = 16;
+  go.sampling.temperature = 0;
+  go.draft_max = 4;
+  const GenerationResult want = plain.generate(prompt, go, {});
+  EXPECT_NE(want.text.find("return a + b"), std::string::npos) << want.text;
+  const GenerationResult got = spec.generate(prompt, go, {});
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_GT(got.stats.spec.accepted, 0);
 }
 
 TEST_F(RealModelQwenPair, SampledRunsRepeatWithTheSeedAndStatsAddUp) {

@@ -21,7 +21,7 @@ namespace specdec::cli {
 namespace {
 
 struct RunOptions {
-  std::string model, draft_model, prompt, prompt_file, system_prompt, stats_json;
+  std::string model, draft_model, prompt, prompt_file, system_prompt, stats_json, suffix;
   bool chat = false, ignore_eos = false, quiet = false, draft_ngram = false;
   std::vector<std::string> stop;
   int32_t n_predict = 128, n_ctx = 4096, threads = 0, draft_max = 0;
@@ -62,6 +62,10 @@ int run_command(const std::vector<std::string>& args) {
   p.add_flag({"--chat", "-cnv"},
              "format the prompt as a user message with the model's chat template", o.chat);
   p.add_string({"-sys", "--system-prompt"}, "TEXT", "system message for --chat", o.system_prompt);
+  p.add_string({"--suffix"}, "TEXT",
+               "fill in the middle: write what goes between the prompt and TEXT, with the "
+               "model's FIM tokens (code models)",
+               o.suffix);
   p.add_int({"-n", "--n-predict"}, "N",
             "tokens to generate (-1: until end of text or full context)", o.n_predict, -1, 1 << 20);
   p.add_float({"--temp"}, "T", "temperature (0: greedy)", o.temp, 0.0, 100.0);
@@ -124,6 +128,7 @@ int run_command(const std::vector<std::string>& args) {
   eo.draft_vocab = o.drafting.vocab;
   Engine engine(target, draft.get(), eo);
 
+  if (o.chat && !o.suffix.empty()) fail("--suffix and --chat are mutually exclusive");
   if (o.chat) {
     std::vector<ChatMessage> msgs;
     if (!o.system_prompt.empty()) msgs.push_back({"system", o.system_prompt});
@@ -132,7 +137,9 @@ int run_command(const std::vector<std::string>& args) {
   } else if (!o.system_prompt.empty()) {
     fail("-sys needs --chat");
   }
-  std::vector<int32_t> tokens = engine.tokenize_prompt(prompt);
+  std::vector<int32_t> tokens = o.suffix.empty()
+                                    ? engine.tokenize_prompt(prompt)
+                                    : encode_fim_prompt(engine.tokenizer(), prompt, o.suffix);
 
   GenerationOptions go;
   go.max_tokens = o.n_predict;

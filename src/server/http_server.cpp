@@ -253,10 +253,20 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   // The prompts' tokens: text as the server tokenizes prompts, token ids as given (checked
   // against the vocabulary); a chat request has one, its messages through the template.
   std::vector<EchoedPrompt> prompts;
+  if (!r.suffix.empty() && !e.tokenizer().fim()) {
+    throw invalid_request(
+        "'suffix' needs a model with fill-in-the-middle tokens, and this one "
+        "has none",
+        "suffix", "unsupported_value");
+  }
   if (endpoint == Endpoint::Completions) {
     const int32_t n_vocab = e.tokenizer().n_vocab();
     for (size_t p = 0; p < r.prompts.size(); ++p) {
       const PromptInput& in = r.prompts[p];
+      if (!r.suffix.empty()) {
+        prompts.push_back({in.text, encode_fim_prompt(e.tokenizer(), in.text, r.suffix)});
+        continue;
+      }
       if (!in.tokens) {
         prompts.push_back({in.text, e.tokenize_prompt(in.text)});
         continue;

@@ -356,9 +356,23 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
                             "unsupported_value");
     }
   }
-  if (const json* s = field(j, "suffix");
-      s != nullptr && !(s->is_string() && s->get<std::string>().empty())) {
-    throw invalid_request("'suffix' is not supported", "suffix", "unsupported_value");
+  if (const json* s = field(j, "suffix")) {
+    if (!s->is_string()) wrong_type("suffix", "a string", *s);
+    r.suffix = s->get<std::string>();
+    if (!r.suffix.empty() && endpoint == Endpoint::ChatCompletions) {
+      throw invalid_request("'suffix' is supported by /v1/completions only", "suffix",
+                            "unsupported_value");
+    }
+    if (!r.suffix.empty() && r.echo) {
+      throw invalid_request("'echo' and 'suffix' cannot be used together", "suffix",
+                            "invalid_value");
+    }
+    for (const PromptInput& p : r.prompts) {
+      if (!r.suffix.empty() && p.tokens) {
+        throw invalid_request("'suffix' needs text prompts, not token ids", "suffix",
+                              "invalid_value");
+      }
+    }
   }
   // Completions: "logprobs": N (0..20) alternatives per token (OpenAI allows 5, vLLM 20).
   // Chat: "logprobs": true, with "top_logprobs": N (0..20) alternatives.

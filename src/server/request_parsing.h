@@ -33,6 +33,9 @@ struct CompletionRequest {
   // Completions: one or more prompts (a string, an array of strings, an array of token ids or an
   // array of such arrays); each gets n choices, prompt p's choice i at index p * n + i.
   std::vector<PromptInput> prompts;
+  // Completions: fill in the middle between each (text) prompt and this text, with the model's
+  // FIM markers; empty: none.
+  std::string suffix;
   std::vector<ChatMessage> messages;  // chat completions
   std::optional<int32_t> max_tokens;  // nullopt: the endpoint's default (see resolve_max_tokens)
   // OpenAI's defaults: temperature 1, no top-p/top-k/min-p filtering.

@@ -279,7 +279,11 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
        "response_format", "unsupported_value"},
       {kChat, R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})",
        "tools", "unsupported_value"},
-      {kCmpl, R"({"prompt":"x","suffix":"tail"})", "suffix", "unsupported_value"},
+      {kCmpl, R"({"prompt":"x","suffix":3})", "suffix", "invalid_type"},
+      {kCmpl, R"({"prompt":"x","suffix":"tail","echo":true})", "suffix", "invalid_value"},
+      {kCmpl, R"({"prompt":[1,2],"suffix":"tail"})", "suffix", "invalid_value"},
+      {kChat, R"({"messages":[{"role":"user","content":"x"}],"suffix":"tail"})", "suffix",
+       "unsupported_value"},
   };
   for (const Case& c : cases) expect_400(c.e, c.body, c.param, c.code);
 }
@@ -319,6 +323,13 @@ TEST(RequestParsing, SeveralChoices) {
   EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x"})").n, 1);
   EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x","n":16,"best_of":16})").n, 16);
   EXPECT_EQ(parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],"n":3})").n, 3);
+}
+
+TEST(RequestParsing, SuffixIsReadForFillInTheMiddle) {
+  const CompletionRequest r =
+      parse_request(kCmpl, R"J({"prompt":["def f(x):","def g(y):"],"suffix":"\nprint(1)"})J");
+  EXPECT_EQ(r.suffix, "\nprint(1)");
+  EXPECT_TRUE(parse_request(kCmpl, R"({"prompt":"x","suffix":""})").suffix.empty());
 }
 
 TEST(RequestParsing, PenaltiesAndLogitBiasAreRead) {

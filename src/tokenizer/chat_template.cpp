@@ -260,4 +260,22 @@ std::vector<int32_t> encode_prompt(const Tokenizer& tok, std::string_view render
   return ids;
 }
 
+std::vector<int32_t> encode_fim_prompt(const Tokenizer& tok, std::string_view prefix,
+                                       std::string_view suffix) {
+  const std::optional<Tokenizer::FimTokens> fim = tok.fim();
+  if (!fim) fail("this model has no fill-in-the-middle tokens (a code model's <|fim_prefix|>...)");
+  std::vector<int32_t> out;
+  if (tok.add_bos() && tok.bos() >= 0) out.push_back(tok.bos());
+  out.push_back(fim->prefix);
+  for (int32_t id : tok.encode(prefix, /*add_special=*/false, /*parse_special=*/false)) {
+    out.push_back(id);
+  }
+  out.push_back(fim->suffix);
+  for (int32_t id : tok.encode(suffix, /*add_special=*/false, /*parse_special=*/false)) {
+    out.push_back(id);
+  }
+  out.push_back(fim->middle);
+  return out;
+}
+
 }  // namespace specdec

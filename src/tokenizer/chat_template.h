@@ -60,4 +60,11 @@ class ChatTemplate {
 // vocab wants one and the text does not already begin with the BOS token's text.
 std::vector<int32_t> encode_prompt(const Tokenizer& tok, std::string_view rendered);
 
+// A fill-in-the-middle prompt in the prefix-suffix-middle order code models are trained on (and
+// llama-server's /infill builds): [BOS] PRE prefix SUF suffix MID; the model then writes the
+// middle. The code is text: special-token spellings in it are not parsed. Throws specdec::Error
+// when the vocabulary has no FIM markers (Tokenizer::fim).
+std::vector<int32_t> encode_fim_prompt(const Tokenizer& tok, std::string_view prefix,
+                                       std::string_view suffix);
+
 }  // namespace specdec

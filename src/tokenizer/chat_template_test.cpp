@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "common/error.h"
 #include "tokenizer/test_vocabs.h"
 
 namespace specdec {
@@ -133,6 +136,28 @@ TEST(EncodePrompt, DoesNotAddASecondBos) {
   const auto without = encode_prompt(tok, "hello");
   EXPECT_EQ(without.front(), 1);
   EXPECT_EQ(without.size(), 2u);
+}
+
+// [BOS] PRE prefix SUF suffix MID, the code taken as text (a special token's spelling in it
+// stays text); a vocabulary without the markers refuses.
+TEST(EncodeFimPrompt, PrefixSuffixMiddleWithTheCodeAsText) {
+  VocabData d = testvocab::bpe();
+  EXPECT_THROW(encode_fim_prompt(Tokenizer::from_vocab(d), "a", "b"), Error);
+  const auto pre = static_cast<int32_t>(d.tokens.size());
+  for (const char* t : {"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"}) {
+    d.tokens.push_back(t);
+    d.token_types.push_back(kTokenControl);
+  }
+  const Tokenizer tok = Tokenizer::from_vocab(d);
+  const std::string prefix = "x = 1<|im_end|>", suffix = "print(x)";
+  const std::vector<int32_t> ids = encode_fim_prompt(tok, prefix, suffix);
+  std::vector<int32_t> want = {pre};
+  for (int32_t id : tok.encode(prefix, false, false)) want.push_back(id);
+  want.push_back(pre + 1);
+  for (int32_t id : tok.encode(suffix, false, false)) want.push_back(id);
+  want.push_back(pre + 2);
+  EXPECT_EQ(ids, want);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 0);  // <|im_end|> (id 2) stayed text
 }
 
 }  // namespace

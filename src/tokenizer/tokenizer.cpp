@@ -87,6 +87,9 @@ Tokenizer Tokenizer::from_vocab(VocabData data) {
   check_id("EOT", data.eot, n, false);
   check_id("unknown", data.unk, n, false);
   check_id("padding", data.pad, n, false);
+  check_id("FIM prefix", data.fim_pre, n, false);
+  check_id("FIM suffix", data.fim_suf, n, false);
+  check_id("FIM middle", data.fim_mid, n, false);
   if (data.add_bos && data.bos < 0) fail("tokenizer: add_bos is set but there is no BOS token");
   if (data.add_eos && data.eos < 0) fail("tokenizer: add_eos is set but there is no EOS token");
 
@@ -108,6 +111,14 @@ Tokenizer Tokenizer::from_vocab(VocabData data) {
   }
   force_control(data.eot);
   for (auto t : kFimOtherTexts) force_control(lookup(t));
+  // The FIM markers the file does not name, by their text (llama.cpp's lists, in its order: six
+  // spellings each of prefix, suffix and middle).
+  constexpr size_t kFimSpellings = std::size(kFimOtherTexts) / 3;
+  for (auto [id, group] : {std::pair{&data.fim_pre, 0}, {&data.fim_suf, 1}, {&data.fim_mid, 2}}) {
+    for (size_t k = 0; *id < 0 && k < kFimSpellings; ++k) {
+      *id = lookup(kFimOtherTexts[static_cast<size_t>(group) * kFimSpellings + k]);
+    }
+  }
   force_control(lookup("<|eom_id|>"));
   std::vector<int32_t> eog;
   for (auto list : {std::span<const std::string_view>(kFimEogTexts),
@@ -318,6 +329,12 @@ int32_t Tokenizer::eos() const { return impl_->data.eos; }
 int32_t Tokenizer::eot() const { return impl_->data.eot; }
 int32_t Tokenizer::unk() const { return impl_->data.unk; }
 int32_t Tokenizer::pad() const { return impl_->data.pad; }
+
+std::optional<Tokenizer::FimTokens> Tokenizer::fim() const {
+  const VocabData& d = impl_->data;
+  if (d.fim_pre < 0 || d.fim_suf < 0 || d.fim_mid < 0) return std::nullopt;
+  return FimTokens{d.fim_pre, d.fim_suf, d.fim_mid};
+}
 bool Tokenizer::is_eog(int32_t id) const {
   return std::binary_search(impl_->eog.begin(), impl_->eog.end(), id);
 }

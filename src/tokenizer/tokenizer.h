@@ -41,6 +41,8 @@ struct VocabData {
   std::vector<int32_t> token_types;  // empty means "all normal"
   std::vector<std::string> merges;   // BPE merges "left right", in rank order
   int32_t bos = -1, eos = -1, eot = -1, unk = -1, pad = -1;
+  // Fill-in-the-middle: prefix, suffix and middle markers (-1: found by their text, if any).
+  int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1;
   bool add_bos = false, add_eos = false, add_space_prefix = false;
 };
 
@@ -69,6 +71,12 @@ class Tokenizer {
   int32_t bos() const;
   int32_t eos() const;
   int32_t eot() const;
+  // The fill-in-the-middle markers, when the vocabulary has all three (code models: Qwen2.5-
+  // Coder's <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>, StarCoder's, CodeLlama's...).
+  struct FimTokens {
+    int32_t prefix, suffix, middle;
+  };
+  std::optional<FimTokens> fim() const;
   int32_t unk() const;
   int32_t pad() const;
   bool is_eog(int32_t id) const;

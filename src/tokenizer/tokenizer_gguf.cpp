@@ -60,6 +60,9 @@ Tokenizer Tokenizer::from_gguf(const gguf::GgufFile& f) {
   d.unk = get_id(f, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1);
   d.pad = get_id(f, "tokenizer.ggml.padding_token_id", -1);
   d.eot = get_id(f, "tokenizer.ggml.eot_token_id", -1);
+  d.fim_pre = get_id(f, "tokenizer.ggml.fim_pre_token_id", -1);
+  d.fim_suf = get_id(f, "tokenizer.ggml.fim_suf_token_id", -1);
+  d.fim_mid = get_id(f, "tokenizer.ggml.fim_mid_token_id", -1);
   const bool llama3 = d.pre == "llama3" || d.pre == "llama-bpe" || d.pre == "llama-v3";
   d.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", spm || llama3);
   d.add_eos = f.get_bool_or("tokenizer.ggml.add_eos_token", false);

@@ -209,3 +209,35 @@ TEST(TokenizerValidation, RejectsInconsistentVocab) {
 
 }  // namespace
 }  // namespace specdec
+
+namespace specdec {
+namespace {
+
+// Fill-in-the-middle markers: named by the file, or found by their text (Qwen2.5-Coder's GGUF
+// names none); all three or nothing.
+TEST(Tokenizer, FimMarkersAreFoundByTextOrTakenFromTheFile) {
+  VocabData d = testvocab::bpe();
+  EXPECT_FALSE(Tokenizer::from_vocab(d).fim().has_value());
+  const auto base = static_cast<int32_t>(d.tokens.size());
+  for (const char* t : {"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"}) {
+    d.tokens.push_back(t);
+    d.token_types.push_back(kTokenNormal);  // made control, as llama.cpp does
+  }
+  const Tokenizer tok = Tokenizer::from_vocab(d);
+  ASSERT_TRUE(tok.fim().has_value());
+  EXPECT_EQ(tok.fim()->prefix, base);
+  EXPECT_EQ(tok.fim()->suffix, base + 1);
+  EXPECT_EQ(tok.fim()->middle, base + 2);
+  EXPECT_EQ(tok.token_bytes(base), "");  // control: not text
+  // Ids the file states win; two of three are not enough.
+  d.fim_pre = base + 1;
+  EXPECT_EQ(Tokenizer::from_vocab(d).fim()->prefix, base + 1);
+  VocabData two = testvocab::bpe();
+  two.tokens.push_back("<fim_prefix>");
+  two.tokens.push_back("<fim_middle>");
+  two.token_types.assign(two.tokens.size(), kTokenNormal);
+  EXPECT_FALSE(Tokenizer::from_vocab(two).fim().has_value());
+}
+
+}  // namespace
+}  // namespace specdec

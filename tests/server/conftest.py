@@ -47,7 +47,8 @@ def models(tmp_path_factory, cli):
                    check=True, timeout=60, capture_output=True)
     # n_ctx 4096, n_embd 256, 4 layers, n_ff 1024: slow enough that a long request keeps the
     # worker busy while the test fills the queue.
-    subprocess.run([writer, str(slow), "4096", "256", "4", "1024"], check=True, timeout=60,
+    # Without fill-in-the-middle markers (the others have them): `suffix` is refused on it.
+    subprocess.run([writer, str(slow), "4096", "256", "4", "1024", "1", "0"], check=True, timeout=60,
                    capture_output=True)
     return {"target": str(target), "draft": str(draft), "slow": str(slow)}
 

@@ -197,3 +197,29 @@ def test_prompt_logprobs_in_vllms_shape(server):
     status, doc = post_json(server.base, "/v1/completions",
                             {"prompt": "x", "prompt_logprobs": 1, "stream": True})
     assert status == 400 and doc["error"]["param"] == "prompt_logprobs"
+
+
+def test_suffix_fills_in_the_middle(server, cli, models):
+    """`suffix` (completions): the model writes what goes between the prompt and the suffix,
+    prompted with its fill-in-the-middle markers ([BOS] PRE prefix SUF suffix MID), the same
+    greedy text with and without speculation; a model without the markers refuses it."""
+    prefix, suffix = "def add(a, b):\n    ", "\n\nprint(add(1, 2))"
+    n_prefix = len(post_json(server.base, "/tokenize", {"prompt": prefix})[1]["tokens"])
+    n_suffix = len(post_json(server.base, "/tokenize", {"prompt": suffix})[1]["tokens"])
+    texts = []
+    for speculative in (True, False):
+        body = completion(server, prompt=prefix, suffix=suffix, max_tokens=8,
+                          speculative=speculative)
+        assert body["usage"]["prompt_tokens"] == n_prefix + n_suffix + 3
+        texts.append(body["choices"][0]["text"])
+    assert texts[0] == texts[1]
+    # The markers changed the prompt: a plain completion of the prefix differs in its usage.
+    assert greedy_completion(server, prefix, 8)["usage"]["prompt_tokens"] == n_prefix
+    from conftest import Server
+    s = Server(cli, ["-m", models["slow"], "-t", "1", "-c", "256"])
+    try:
+        status, doc = post_json(s.base, "/v1/completions",
+                                {"prompt": prefix, "suffix": suffix, "max_tokens": 2})
+        assert status == 400 and doc["error"]["param"] == "suffix", doc
+    finally:
+        assert s.stop() == 0

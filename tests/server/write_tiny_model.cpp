@@ -1,6 +1,6 @@
 // Writes a tiny random-weight GGUF model (tests/support/tiny_model.h) for the server's Python
 // end-to-end tests, which need a model file but cannot call the C++ test helpers.
-//   write_tiny_model OUT.gguf [n_ctx] [n_embd] [n_layer] [n_ff] [seed]
+//   write_tiny_model OUT.gguf [n_ctx] [n_embd] [n_layer] [n_ff] [seed] [fim 0|1]
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -10,7 +10,8 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: write_tiny_model OUT.gguf [n_ctx] [n_embd] [n_layer] [n_ff] [seed]\n";
+    std::cerr
+        << "usage: write_tiny_model OUT.gguf [n_ctx] [n_embd] [n_layer] [n_ff] [seed] [fim 0|1]\n";
     return 1;
   }
   specdec::testing::TinyModelSpec spec;
@@ -20,6 +21,9 @@ int main(int argc, char** argv) {
   spec.n_layer = arg(4, spec.n_layer);
   spec.n_ff = arg(5, spec.n_ff);
   spec.seed = static_cast<uint64_t>(arg(6, 1));
+  // A code model's fill-in-the-middle markers (completions' `suffix`); 0 as the 7th argument
+  // leaves them out.
+  spec.fim_tokens = arg(7, 1) != 0;
   try {
     std::cout << specdec::testing::write_tiny_model(spec, argv[1]) << "\n";
   } catch (const std::exception& e) {

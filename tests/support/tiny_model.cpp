@@ -103,8 +103,10 @@ std::string write_tiny_model(const TinyModelSpec& spec, const std::string& path)
     fail("tiny model: n_vocab ", spec.n_vocab, " is smaller than the ", tokens.size(),
          " built-in tokens");
   }
+  const char* fim[] = {"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"};
   for (int i = 0; static_cast<int>(tokens.size()) < spec.n_vocab; ++i) {
-    tokens.push_back("<|extra_" + std::to_string(i) + "|>");
+    tokens.push_back(spec.fim_tokens && i < 3 ? std::string(fim[i])
+                                              : "<|extra_" + std::to_string(i) + "|>");
     types.push_back(3);
   }
 

@@ -28,6 +28,9 @@ struct TinyModelSpec {
   uint64_t seed = 1;
   float rope_theta = 10000;
   int sliding_window = 4;  // gemma3 only
+  // The first three padding tokens become <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|> (a
+  // code model's fill-in-the-middle markers, found by their text as in Qwen2.5-Coder's file).
+  bool fim_tokens = false;
 
   // Hooks for tests of malformed files: keys and tensors named here are left out, and edit (if
   // set) runs on the writer just before it writes (setting a key again replaces its value;
