@@ -335,6 +335,7 @@ std::optional<Tokenizer::FimTokens> Tokenizer::fim() const {
   if (d.fim_pre < 0 || d.fim_suf < 0 || d.fim_mid < 0) return std::nullopt;
   return FimTokens{d.fim_pre, d.fim_suf, d.fim_mid};
 }
+
 bool Tokenizer::is_eog(int32_t id) const {
   return std::binary_search(impl_->eog.begin(), impl_->eog.end(), id);
 }
