@@ -24,7 +24,7 @@ int32_t perplexity_windows(size_t n_tokens, const PerplexityOptions& o) {
 
 PerplexityResult perplexity(CausalLM& lm, std::span<const int32_t> tokens,
                             const PerplexityOptions& o, const PerplexityProgress& progress) {
-  if (o.n_ctx < 4) fail("perplexity: the window must hold at least 4 tokens, got ", o.n_ctx);
+  // The window size itself is checked with the text's length (perplexity_windows, below).
   if (o.n_ctx > lm.capacity()) {
     fail("perplexity: a window of ", o.n_ctx, " tokens exceeds the context of ", lm.capacity());
   }

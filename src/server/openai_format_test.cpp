@@ -89,16 +89,22 @@ TEST(OpenAIFormat, SeveralChoicesShareOnePromptAndSumTheirTokens) {
   EXPECT_EQ(final_chunk_json(meta, rs[1], nullptr, 1)["choices"][0]["index"], 1);
 }
 
-// echo: the prompt's tokens come first in a choice's logprobs, the first without a logprob
-// (nothing precedes it), then the generated tokens with offsets past the echoed prompt.
-TEST(OpenAIFormat, EchoedPromptLogprobsComeFirst) {
+// Two control tokens (<|endoftext|> = 0, the end token, and <|im_start|> = 1) and "a" = 2,
+// "b" = 3, "ab" = 4: enough to render logprobs by token text.
+Tokenizer tiny_tokenizer() {
   VocabData vocab;
   vocab.pre = "gpt2";
   vocab.tokens = {"<|endoftext|>", "<|im_start|>", "a", "b", "ab"};
   vocab.token_types = {kTokenControl, kTokenControl, kTokenNormal, kTokenNormal, kTokenNormal};
   vocab.merges = {"a b"};
   vocab.eos = 0;
-  const Tokenizer tok = Tokenizer::from_vocab(vocab);
+  return Tokenizer::from_vocab(vocab);
+}
+
+// echo: the prompt's tokens come first in a choice's logprobs, the first without a logprob
+// (nothing precedes it), then the generated tokens with offsets past the echoed prompt.
+TEST(OpenAIFormat, EchoedPromptLogprobsComeFirst) {
+  const Tokenizer tok = tiny_tokenizer();
   ResponseMeta meta{Endpoint::Completions, "cmpl-3", 5, "tiny", LogprobFormat{&tok, false}};
   const int32_t a = 2, b = 3;
   // The prompt spelled out <|im_start|> (control, id 1): listed by name, and counted by the
@@ -145,12 +151,7 @@ TEST(OpenAIFormat, EchoedPromptLogprobsComeFirst) {
 // vLLM's prompt_logprobs: null, then per token a map id -> {logprob, rank, decoded_token} with
 // the token itself and its top_n alternatives.
 TEST(OpenAIFormat, PromptLogprobsInVllmsShape) {
-  VocabData vocab;
-  vocab.pre = "gpt2";
-  vocab.tokens = {"<|endoftext|>", "<|im_start|>", "a", "b", "ab"};
-  vocab.token_types = {kTokenControl, kTokenControl, kTokenNormal, kTokenNormal, kTokenNormal};
-  vocab.merges = {"a b"};
-  const Tokenizer tok = Tokenizer::from_vocab(vocab);
+  const Tokenizer tok = tiny_tokenizer();
   const std::vector<int32_t> prompt = {2, 3, 3};
   std::vector<TokenLogprob> entries(2);
   entries[0] = {3, -1.5f, {{2, -0.5f}, {3, -1.5f}, {4, -1.5f}}, 2};

@@ -464,14 +464,13 @@ DetokenizeRequest parse_detokenize(std::string_view body) {
   const json* v = field(j, "tokens");
   if (v == nullptr) throw invalid_request("'tokens' is required", "tokens", "missing_required");
   if (!v->is_array()) wrong_type("tokens", "an array of token ids", *v);
-  for (const json& t : *v) {
-    if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
-        t.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-      throw invalid_request("'tokens' must hold token ids (integers >= 0)", "tokens",
-                            "invalid_value");
-    }
-    r.tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  if (v->empty()) return r;  // detokenizes to ""
+  auto ids = get_token_ids(*v, "tokens");
+  if (!ids) {  // its first element is no number
+    throw invalid_request("'tokens' must hold token ids (integers >= 0)", "tokens",
+                          "invalid_value");
   }
+  r.tokens = std::move(*ids);
   return r;
 }
 
