@@ -148,11 +148,17 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
   for (int32_t i = 0; i < gamma; ++i) {
     Distribution& qi = q[static_cast<size_t>(i)];
     std::span<const float> li = row(logits_, width, last_row);
-    if (penalties_ != nullptr && penalties_->params().active()) {
+    const bool penalize = penalties_ != nullptr && penalties_->params().active();
+    if (penalize || constraint_ != nullptr) {
       // q_i follows the committed text and drafts y_1..y_{i-1}, like the target's row i.
+      const std::span<const int32_t> before(drafts.data(), static_cast<size_t>(i));
       penalized_.assign(li.begin(), li.end());
-      penalties_->apply(penalized_, std::span<const int32_t>(drafts.data(), static_cast<size_t>(i)),
-                        subset);
+      if (penalize) penalties_->apply(penalized_, before, subset);
+      // Where the rule leaves the draft's columns nothing, the round ends: a decision made from
+      // q_i's support, i.e. from the past alone, like the adaptive length's.
+      if (constraint_ != nullptr && !constraint_->apply(penalized_, before, subset, greedy)) {
+        return i;
+      }
       li = penalized_;
     }
     make_distribution(li, params, qi);

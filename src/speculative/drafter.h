@@ -16,6 +16,7 @@
 #include "sampling/distribution.h"
 #include "sampling/penalties.h"
 #include "sampling/rng.h"
+#include "sampling/token_constraint.h"
 #include "speculative/acceptance_calibration.h"
 #include "speculative/causal_lm.h"
 
@@ -56,6 +57,11 @@ class Drafter {
   // too, counting the round's earlier drafts, so that q resembles the penalized p; one whose q
   // is one-hot (prompt lookup) need not. Exactness does not depend on it.
   virtual void set_penalties(const TokenPenalties* /*penalties*/) {}
+  // The request's token constraint (sampling/token_constraint.h; nullptr: none), owned by the
+  // caller and kept at the committed text by the decoder. A drafter that builds q from logits
+  // applies it, counting the round's earlier drafts, so that every draft is an allowed token;
+  // the decoder cuts a one-hot proposal (prompt lookup) at its first token the rule forbids.
+  virtual void set_constraint(TokenConstraint* /*constraint*/) {}
 };
 
 // How many tokens a model draft proposes per round. Fixed: always gamma (the decoder's cap).
@@ -106,6 +112,7 @@ class ModelDrafter : public Drafter {
   void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
                     int32_t accepted) override;
   void set_penalties(const TokenPenalties* penalties) override { penalties_ = penalties; }
+  void set_constraint(TokenConstraint* constraint) override { constraint_ = constraint; }
 
   // Lazy: start() leaves the prompt unread and the first propose() reads it (the catch-up every
   // proposal begins with), so a sequence that never drafts never pays for it; the draft's cache
@@ -149,7 +156,8 @@ class ModelDrafter : public Drafter {
   std::vector<float> logits_;
   std::vector<double> exp_scratch_;  // the greedy confidence's softmax terms
   const TokenPenalties* penalties_ = nullptr;
-  std::vector<float> penalized_;  // a logit row with the penalties applied
+  TokenConstraint* constraint_ = nullptr;
+  std::vector<float> penalized_;  // a logit row with the penalties (and constraint) applied
 };
 
 }  // namespace specdec

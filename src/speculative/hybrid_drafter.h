@@ -30,6 +30,8 @@ class HybridDrafter : public Drafter {
   void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
                     int32_t accepted) override;
   void set_penalties(const TokenPenalties* penalties) override { model_.set_penalties(penalties); }
+  // The lookup's one-hot drafts ignore it; the decoder cuts them at the first forbidden token.
+  void set_constraint(TokenConstraint* constraint) override { model_.set_constraint(constraint); }
 
   // Whether a round the lookup does not take may fall to the model (default true). A caller
   // that finds the draft model's work not worth it (a batched server whose draft has a long

@@ -80,6 +80,7 @@ void SpeculativeDecoder::start(std::span<const int32_t> prompt, int32_t max_new_
   // Before anything changes: the drafter validates n_cached against its own state and throws.
   if (drafter_) drafter_->start(prompt, n_cached);
   if (penalties_) penalties_->reset(prompt);
+  if (constraint_ != nullptr) constraint_->reset();
   tokens_.assign(prompt.begin(), prompt.end());
   origins_.clear();
   logprobs_.clear();
@@ -113,22 +114,35 @@ void SpeculativeDecoder::set_penalties(const PenaltyParams& params) {
   if (drafter_) drafter_->set_penalties(penalties_.get());
 }
 
+void SpeculativeDecoder::set_constraint(TokenConstraint* constraint) {
+  constraint_ = constraint;
+  if (drafter_) drafter_->set_constraint(constraint);
+}
+
 std::span<const float> SpeculativeDecoder::target_row(int32_t j) {
   const int32_t v = target_.n_vocab();
   const auto raw = row(logits_, v, static_cast<size_t>(j));
-  if (!penalties_) return raw;
+  if (!penalties_ && constraint_ == nullptr) return raw;
   const size_t need = static_cast<size_t>(j + 1) * static_cast<size_t>(v);
   if (penalized_.size() < need) penalized_.resize(need);
   const std::span<float> out =
       std::span<float>(penalized_).subspan(static_cast<size_t>(j) * v, static_cast<size_t>(v));
   std::copy(raw.begin(), raw.end(), out.begin());
-  penalties_->apply(out, std::span<const int32_t>(drafts_.data(), static_cast<size_t>(j)));
+  const std::span<const int32_t> before(drafts_.data(), static_cast<size_t>(j));
+  if (penalties_) penalties_->apply(out, before);
+  if (constraint_ != nullptr && j <= live_drafts_ &&
+      !constraint_->apply(out, before, {}, params_.greedy())) {
+    fail("the output constraint allows no token after ", generated_ + j,
+         " generated tokens (a grammar that the vocabulary cannot continue, or one that "
+         "needs an end of text that min_tokens holds back)");
+  }
   return out;
 }
 
 bool SpeculativeDecoder::commit(int32_t token, TokenOrigin origin, size_t row_index) {
   tokens_.push_back(token);
   if (penalties_) penalties_->add(token);
+  if (constraint_ != nullptr) constraint_->add(token);
   origins_.push_back(origin);
   if (logprobs_top_ >= 0) {
     logprobs_.push_back(
@@ -168,6 +182,7 @@ int32_t SpeculativeDecoder::step_baseline() {
   if (done() || target_full()) return 0;
   const auto t0 = Clock::now();
   p_.resize(std::max<size_t>(p_.size(), 1));
+  live_drafts_ = 0;
   target_.forward(std::span<const int32_t>(&tokens_.back(), 1), logits_);
   make_distribution(target_row(0), params_, p_[0]);
   const int32_t token = params_.greedy() ? p_[0].argmax() : sample(p_[0], rng_);
@@ -190,11 +205,22 @@ int32_t SpeculativeDecoder::step() {
 
   // 1. Draft: m <= γ proposals with their distributions.
   auto t0 = Clock::now();
-  const int32_t m = drafter_->propose(tokens_, g, params_, rng_, drafts_, q_);
+  int32_t m = drafter_->propose(tokens_, g, params_, rng_, drafts_, q_);
   stats_.draft_seconds += seconds_since(t0);
   if (m < 0 || m > g || drafts_.size() < static_cast<size_t>(m) ||
       q_.size() < static_cast<size_t>(m)) {
     fail("speculative decoder: drafter proposed ", m, " tokens for gamma ", g);
+  }
+  // Drafts the constraint forbids: a target row after one follows no text the rule allows, and
+  // is never used (p gives the forbidden draft probability 0, so verification stops there); the
+  // rule is not applied to it. A one-hot proposal (prompt lookup, a greedy draft) is cut before
+  // its first forbidden token instead, which is exact because whether to cut is then a function
+  // of the past; a sampled draft's proposal is not cut (that would depend on the draw).
+  live_drafts_ = m;
+  if (constraint_ != nullptr && m > 0) {
+    live_drafts_ = constraint_->allowed_prefix(
+        std::span<const int32_t>(drafts_.data(), static_cast<size_t>(m)));
+    if (live_drafts_ < m && q_[static_cast<size_t>(live_drafts_)].size() == 1) m = live_drafts_;
   }
   // Nothing proposed (prompt lookup found no match): a plain target step. It consumes the stream
   // exactly like a round with zero drafts would (one draw for the "bonus"), and is counted as a
@@ -252,7 +278,7 @@ int32_t SpeculativeDecoder::step() {
 void SpeculativeDecoder::make_target_distributions(int32_t k) {
   // Penalized rows first, on this thread (a few dozen logits each, once the buffer holds all k
   // rows, so that no row moves); then the distributions.
-  if (penalties_) {
+  if (penalties_ || constraint_ != nullptr) {
     const size_t need = static_cast<size_t>(k) * static_cast<size_t>(target_.n_vocab());
     if (penalized_.size() < need) penalized_.resize(need);
   }

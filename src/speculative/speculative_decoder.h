@@ -41,6 +41,7 @@
 #include "sampling/distribution.h"
 #include "sampling/logprobs.h"
 #include "sampling/rng.h"
+#include "sampling/token_constraint.h"
 #include "speculative/causal_lm.h"
 #include "speculative/decode_stats.h"
 #include "speculative/drafter.h"
@@ -115,6 +116,14 @@ class SpeculativeDecoder {
   // raw model's. Throws specdec::Error, changing nothing, when params are out of range. Call
   // before start().
   void set_penalties(const PenaltyParams& params);
+  // A rule on which tokens may come next (sampling/token_constraint.h: a grammar), applied to
+  // every target distribution after the penalties, counting on a verify row the drafts before
+  // it; the drafter gets it too, and a one-hot proposal is cut at its first forbidden token
+  // (see step()). nullptr
+  // (the default): none. The constraint must outlive the decoder's use of it; start() resets
+  // it. A target row that the rule leaves no token ends the run with specdec::Error. Logprobs
+  // stay the raw model's. Call before start().
+  void set_constraint(TokenConstraint* constraint);
   // logprobs()[i] belongs to generated()[i] (empty unless set_logprobs was called).
   std::span<const TokenLogprob> logprobs() const { return logprobs_; }
 
@@ -131,8 +140,8 @@ class SpeculativeDecoder {
   bool commit(int32_t token, TokenOrigin origin, size_t row);
   // p_[0..k) from the first k rows of logits_ (on pool_ when set and k > 1).
   void make_target_distributions(int32_t k);
-  // Row j of logits_ as the distribution sees it: with penalties, a copy adjusted for the text
-  // it follows (the committed tokens and drafts_[0..j)).
+  // Row j of logits_ as the distribution sees it: with penalties or a constraint, a copy
+  // adjusted for the text it follows (the committed tokens and drafts_[0..j)).
   std::span<const float> target_row(int32_t j);
   int32_t effective_gamma() const;
   bool target_full();
@@ -155,6 +164,8 @@ class SpeculativeDecoder {
   int32_t logprobs_top_ = -1;
   std::vector<TokenLogprob> logprobs_;         // one per generated token when logprobs_top_ >= 0
   std::unique_ptr<TokenPenalties> penalties_;  // null: none (heap: the drafter points at it)
+  TokenConstraint* constraint_ = nullptr;      // not owned; null: none
+  int32_t live_drafts_ = 0;                    // this round's leading drafts the constraint allows
   std::vector<float> penalized_;               // target_row()'s adjusted copies
   std::vector<std::span<const float>> target_rows_;
   size_t prompt_len_ = 0;
