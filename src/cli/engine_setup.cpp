@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "engine/draft_vocab.h"
+#include "grammar/json_schema.h"
 
 namespace specdec::cli {
 
@@ -152,6 +153,48 @@ void add_draft_length_options(ArgParser& p, DraftLengthParams& params) {
                 if (params.pass_costs.size() > 63)
                   fail("--draft-pass-costs takes at most 63 values");
               });
+}
+
+void add_grammar_options(ArgParser& p, GrammarOptions& options) {
+  p.add_string({"--grammar"}, "GBNF",
+               "generate only text this grammar (llama.cpp's GBNF, root rule 'root') matches",
+               options.grammar);
+  p.add_string({"--grammar-file"}, "FILE", "--grammar, read from a file", options.grammar_file);
+  p.add_string({"-j", "--json-schema"}, "SCHEMA",
+               "generate only JSON valid under this JSON Schema ('{}': any JSON value)",
+               options.json_schema);
+  p.add_string({"-jf", "--json-schema-file"}, "FILE", "--json-schema, read from a file",
+               options.json_schema_file);
+}
+
+std::shared_ptr<const Grammar> load_grammar(const GrammarOptions& options) {
+  const int given = !options.grammar.empty() + !options.grammar_file.empty() +
+                    !options.json_schema.empty() + !options.json_schema_file.empty();
+  if (given == 0) return nullptr;
+  if (given > 1) {
+    fail("give one of --grammar, --grammar-file, --json-schema and --json-schema-file");
+  }
+  const char* flag = !options.grammar.empty()        ? "--grammar"
+                     : !options.grammar_file.empty() ? "--grammar-file"
+                     : !options.json_schema.empty()  ? "--json-schema"
+                                                     : "--json-schema-file";
+  try {
+    std::string gbnf;
+    if (!options.grammar.empty() || !options.grammar_file.empty()) {
+      gbnf = options.grammar.empty() ? read_text_file(options.grammar_file, "grammar file")
+                                     : options.grammar;
+    } else {
+      const std::string text = options.json_schema.empty()
+                                   ? read_text_file(options.json_schema_file, "JSON Schema file")
+                                   : options.json_schema;
+      const nlohmann::json schema = nlohmann::json::parse(text, nullptr, false);
+      if (schema.is_discarded()) fail("not valid JSON");
+      gbnf = json_schema_gbnf(schema);
+    }
+    return Grammar::parse(gbnf);
+  } catch (const Error& e) {
+    fail(flag, ": ", e.what());
+  }
 }
 
 void add_penalty_options(ArgParser& p, PenaltyParams& penalties) {

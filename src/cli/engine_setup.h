@@ -10,6 +10,7 @@
 
 #include "cli/arg_parser.h"
 #include "engine/loaded_model.h"
+#include "grammar/grammar.h"
 #include "speculative/drafter.h"
 #include "speculative/ngram_drafter.h"
 
@@ -73,6 +74,16 @@ inline constexpr bool kDefaultDraftHybrid = true;
 // (llama.cpp's names; sampling/penalties.h has what each does). Ranges are checked at parse
 // time, token ids against the vocabulary when the engine runs.
 void add_penalty_options(ArgParser& p, PenaltyParams& penalties);
+
+// Structured output, with llama.cpp's flags: --grammar GBNF, --grammar-file FILE, -j/--json-schema
+// SCHEMA, -jf/--json-schema-file FILE (at most one of them).
+struct GrammarOptions {
+  std::string grammar, grammar_file, json_schema, json_schema_file;
+};
+void add_grammar_options(ArgParser& p, GrammarOptions& options);
+// The compiled grammar (null: none given). Throws specdec::Error naming the flag on a bad
+// grammar or schema, before any model is loaded.
+std::shared_ptr<const Grammar> load_grammar(const GrammarOptions& options);
 
 struct HybridOption {
   bool on = kDefaultDraftHybrid;

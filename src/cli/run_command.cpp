@@ -29,6 +29,7 @@ struct RunOptions {
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int32_t top_k = 40;
   PenaltyParams penalties;
+  GrammarOptions grammar;
   NgramParams ngram;
   bool ngram_given = false;  // any --ngram-* option
   int64_t seed = -1;
@@ -75,6 +76,7 @@ int run_command(const std::vector<std::string>& args) {
   p.add_float({"--min-p"}, "P", "drop tokens below P times the top probability (0: off)", o.min_p,
               0.0, 1.0);
   add_penalty_options(p, o.penalties);
+  add_grammar_options(p, o.grammar);
   p.add_value({"-s", "--seed"}, "SEED",
               "random seed (default: -1, a random seed, printed in the summary)",
               [&o](const std::string& v) {
@@ -114,6 +116,7 @@ int run_command(const std::vector<std::string>& args) {
   check_draft_model_options(o.drafting);  // bad --draft-*type values fail before any model loads
   const bool hybrid = check_hybrid_option(o.drafting.hybrid, !o.draft_model.empty());
   check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram || hybrid);
+  const std::shared_ptr<const Grammar> grammar = load_grammar(o.grammar);
 
   const auto load_start = std::chrono::steady_clock::now();
   LoadedModel target = LoadedModel::load(o.model);
@@ -149,6 +152,7 @@ int run_command(const std::vector<std::string>& args) {
   go.sampling.min_p = o.min_p;
   go.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
   go.penalties = o.penalties;
+  go.grammar = grammar;
   go.stop = o.stop;
   go.ignore_eos = o.ignore_eos;
   go.draft_max = draft_max_for(o.draft_max, go.sampling.greedy(), !o.draft_ngram);

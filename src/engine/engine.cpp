@@ -7,6 +7,7 @@
 #include "engine/batch_coordinator.h"
 #include "engine/batch_gamma.h"
 #include "engine/draft_vocab.h"
+#include "engine/grammar_constraint.h"
 #include "engine/model_lm.h"
 #include "engine/prompt_scoring.h"
 #include "engine/stop_matcher.h"
@@ -122,6 +123,12 @@ Engine::~Engine() = default;
 
 std::vector<int32_t> Engine::tokenize_prompt(std::string_view text) const {
   return encode_prompt(tokenizer(), text);
+}
+
+std::shared_ptr<const GrammarVocab> Engine::grammar_vocab() const {
+  const std::lock_guard<std::mutex> lock(grammar_vocab_mu_);
+  if (!grammar_vocab_) grammar_vocab_ = make_grammar_vocab(tokenizer());
+  return grammar_vocab_;
 }
 
 GenerationResult Engine::generate(std::span<const int32_t> prompt, const GenerationOptions& opts,
@@ -265,6 +272,8 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   } else if (use_ngram) {
     drafter = std::make_unique<NgramDrafter>(s.target.n_vocab(), opts.ngram);
   }
+  std::optional<GrammarConstraint> constraint;
+  if (opts.grammar) constraint.emplace(opts.grammar, grammar_vocab());
   Rng rng(opts.sampling.seed);
   SpeculativeDecoder decoder =
       drafter ? SpeculativeDecoder(s.target, *drafter, opts.sampling, opts.draft_max, rng)
@@ -345,6 +354,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   }
   decoder.set_logprobs(opts.logprobs);
   decoder.set_penalties(penalties);
+  if (constraint) decoder.set_constraint(&*constraint);
   const Tokenizer& tok = tokenizer();
   auto is_end = [&tok, &opts](int32_t id) {
     return (!opts.ignore_eos && tok.is_eog(id)) ||

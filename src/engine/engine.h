@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/loaded_model.h"
+#include "grammar/grammar.h"
 #include "sampling/distribution.h"
 #include "speculative/ngram_drafter.h"
 #include "speculative/speculative_decoder.h"
@@ -24,6 +25,7 @@
 namespace specdec {
 
 class BatchCoordinator;
+class GrammarVocab;
 class ThreadPool;
 
 struct EngineOptions {
@@ -108,6 +110,13 @@ struct GenerationOptions {
   // prompt again (a cached row holds K/V but no logits, so no prefix is reused or shared), with
   // logits for every row.
   int32_t prompt_logprobs = -1;
+  // Structured output: only text this grammar (grammar/grammar.h, compiled from GBNF, a JSON
+  // Schema or the JSON grammar; grammar/json_schema.h) can continue may be generated, and an
+  // end-of-generation token only where the text is a whole sentence of it. Applied to the
+  // target's distributions and the draft's alike (engine/grammar_constraint.h): the output
+  // distribution is the target's restricted to the grammar, and greedy output target-only
+  // constrained greedy output. null: none.
+  std::shared_ptr<const Grammar> grammar;
   // The caller fixed sampling.seed and expects the same text from it in any batch, so a sampled
   // request's γ must not follow the batch (EngineOptions::batch_row_cost). false (a server
   // request that gave no seed): the text is a fresh draw either way and γ may follow the batch.
@@ -172,6 +181,8 @@ class Engine {
   // Logits the draft model computed per position in slot 0's last generation: its vocabulary
   // subset's size, or its head's rows (0 without a draft model).
   int32_t draft_vocab_width() const;
+  // The vocabulary as grammars see it (engine/grammar_constraint.h), built on first use.
+  std::shared_ptr<const GrammarVocab> grammar_vocab() const;
 
   // Tokenizes a prompt the way llama.cpp does (BOS per the vocabulary, special tokens parsed);
   // a chat-formatted prompt that already starts with the BOS text gets no second BOS.
@@ -206,6 +217,8 @@ class Engine {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<BatchCoordinator> coordinator_;  // with several slots
   std::mutex pool_guard_;  // slots take turns using the pool for distributions
+  mutable std::mutex grammar_vocab_mu_;
+  mutable std::shared_ptr<const GrammarVocab> grammar_vocab_;
   struct Sequences;
   std::vector<std::unique_ptr<Sequences>> slots_;
   // Guards every slot's Sequences::shared, shared_draft, claim, reading and draft_reading, and is

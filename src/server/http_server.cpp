@@ -295,6 +295,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   o.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   o.fixed_seed = r.seed.has_value();
   o.penalties = r.penalties;
+  o.grammar = r.grammar;
   try {
     check_penalty_params(o.penalties, e.tokenizer().n_vocab());
   } catch (const Error& err) {

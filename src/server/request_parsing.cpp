@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "grammar/json_schema.h"
 #include "sampling/logprobs.h"
 
 namespace specdec::server {
@@ -99,6 +100,118 @@ PenaltyParams get_penalties(const json& j) {
 }
 
 // A request body: JSON no deeper than kMaxJsonDepth, an object.
+// A GBNF string literal matching `text` exactly (vLLM's guided_choice).
+std::string gbnf_literal(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    } else {
+      out += c;  // UTF-8 bytes stay as they are: the grammar reads code points
+    }
+  }
+  return out + "\"";
+}
+
+// A JSON Schema given as an object, or as JSON text (vLLM's guided_json takes either).
+std::string schema_gbnf(const json& schema, const std::string& param) {
+  if (schema.is_string()) {
+    json parsed = json::parse(schema.get<std::string>(), nullptr, false);
+    if (parsed.is_discarded()) {
+      throw invalid_request(str_cat("'", param, "' is not valid JSON"), param, "invalid_value");
+    }
+    return schema_gbnf(parsed, param);
+  }
+  if (!schema.is_object() && !schema.is_boolean())
+    wrong_type(param, "a JSON Schema object", schema);
+  try {
+    return json_schema_gbnf(schema);
+  } catch (const Error& e) {
+    throw invalid_request(str_cat("'", param, "': ", e.what()), param, "invalid_value");
+  }
+}
+
+// Structured output, whichever API names it: OpenAI's response_format (json_object, or
+// json_schema with json_schema.schema; llama-server's json_object with a "schema"), llama.cpp's
+// grammar (GBNF) and json_schema, vLLM's guided_json, guided_grammar and guided_choice. At most
+// one may be given. The grammar is compiled here, so that a bad one is a 400 before anything
+// runs. null: free text.
+std::shared_ptr<const Grammar> get_grammar(const json& j) {
+  std::string gbnf, param;
+  const auto take = [&](const std::string& name, std::string text) {
+    if (!param.empty()) {
+      throw invalid_request(
+          str_cat("'", param, "' and '", name, "' both constrain the output; ", "give one"), name,
+          "invalid_value");
+    }
+    param = name;
+    gbnf = std::move(text);
+  };
+  if (const json* f = field(j, "response_format")) {
+    const json* type = f->is_object() ? field(*f, "type") : nullptr;
+    if (type == nullptr || !type->is_string()) {
+      throw invalid_request("'response_format' must be an object with a string 'type'",
+                            "response_format", "invalid_type");
+    }
+    const std::string t = type->get<std::string>();
+    if (t == "json_object") {
+      const json* schema = field(*f, "schema");
+      take("response_format",
+           schema != nullptr ? schema_gbnf(*schema, "response_format.schema") : json_object_gbnf());
+    } else if (t == "json_schema") {
+      const json* spec = field(*f, "json_schema");
+      if (spec == nullptr || !spec->is_object()) {
+        throw invalid_request("'response_format' of type json_schema needs a 'json_schema' object",
+                              "response_format", "invalid_value");
+      }
+      const json* schema = field(*spec, "schema");
+      // OpenAI's schema is optional: without one, any JSON value.
+      take("response_format", schema_gbnf(schema != nullptr ? *schema : json::object(),
+                                          "response_format.json_schema.schema"));
+    } else if (t != "text") {
+      throw invalid_request(
+          str_cat("unknown 'response_format' type '", t, "' (text, json_object or json_schema)"),
+          "response_format", "unsupported_value");
+    }
+  }
+  for (const char* name : {"grammar", "guided_grammar"}) {
+    if (const json* g = field(j, name)) {
+      if (!g->is_string()) wrong_type(name, "a string (GBNF)", *g);
+      take(name, g->get<std::string>());
+    }
+  }
+  for (const char* name : {"json_schema", "guided_json"}) {
+    if (const json* s = field(j, name)) take(name, schema_gbnf(*s, name));
+  }
+  if (const json* c = field(j, "guided_choice")) {
+    if (!c->is_array() || c->empty())
+      wrong_type("guided_choice", "a non-empty array of strings", *c);
+    std::string rule = "root ::= ";
+    for (size_t i = 0; i < c->size(); ++i) {
+      if (!(*c)[i].is_string()) wrong_type("guided_choice", "a non-empty array of strings", *c);
+      rule += (i > 0 ? " | " : "") + gbnf_literal((*c)[i].get<std::string>());
+    }
+    take("guided_choice", rule + "\n");
+  }
+  if (field(j, "guided_regex") != nullptr) {
+    throw invalid_request("'guided_regex' is not supported (use guided_grammar or guided_json)",
+                          "guided_regex", "unsupported_value");
+  }
+  if (param.empty()) return nullptr;
+  try {
+    return Grammar::parse(gbnf);
+  } catch (const Error& e) {
+    throw invalid_request(str_cat("'", param, "': ", e.what()), param, "invalid_value");
+  }
+}
+
 json parse_body(std::string_view body) {
   if (json_nesting_depth(body) > kMaxJsonDepth) {
     throw invalid_request(
@@ -340,15 +453,9 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
     throw invalid_request("'echo' is supported by /v1/completions only", "echo",
                           "unsupported_value");
   }
+  r.grammar = get_grammar(j);
   // What would change the output's form is refused rather than ignored: a client asking for
-  // JSON or tool calls must not get free text in their place.
-  if (const json* f = field(j, "response_format")) {
-    const json* type = f->is_object() ? field(*f, "type") : nullptr;
-    if (type == nullptr || !type->is_string() || type->get<std::string>() != "text") {
-      throw invalid_request("only 'response_format': {\"type\": \"text\"} is supported",
-                            "response_format", "unsupported_value");
-    }
-  }
+  // tool calls must not get free text in their place.
   for (const char* name : {"tools", "functions"}) {
     const json* t = field(j, name);
     if (t != nullptr && !(t->is_array() && t->empty())) {

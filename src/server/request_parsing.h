@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "grammar/grammar.h"
 #include "sampling/penalties.h"
 #include "server/api_error.h"
 #include "tokenizer/chat_template.h"
@@ -67,6 +69,9 @@ struct CompletionRequest {
   int32_t prompt_logprobs = -1;
   // vLLM's extension: logprobs name tokens "token_id:N" instead of by their text.
   bool tokens_as_ids = false;
+  // Structured output (response_format json_object/json_schema, grammar, json_schema,
+  // guided_json, guided_grammar, guided_choice), compiled; null: free text.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 inline constexpr size_t kMaxStopStrings = 16;

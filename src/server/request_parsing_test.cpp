@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
+
+#include "common/error.h"
 
 namespace specdec::server {
 namespace {
@@ -273,10 +276,27 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
       {kCmpl, R"({"prompt":"x","logit_bias":{"12x":1}})", "logit_bias", "invalid_value"},
       {kCmpl, R"({"prompt":"x","logit_bias":{"99999999999":1}})", "logit_bias", "invalid_value"},
       {kCmpl, R"({"prompt":"x","logit_bias":{"5":101}})", "logit_bias", "invalid_value"},
-      {kCmpl, R"({"prompt":"x","response_format":{"type":"json_object"}})", "response_format",
+      {kCmpl, R"({"prompt":"x","response_format":{"type":"yaml"}})", "response_format",
        "unsupported_value"},
       {kChat, R"({"messages":[{"role":"user","content":"x"}],"response_format":"json"})",
-       "response_format", "unsupported_value"},
+       "response_format", "invalid_type"},
+      {kCmpl, R"({"prompt":"x","response_format":{"type":"json_schema"}})", "response_format",
+       "invalid_value"},
+      {kCmpl, R"({"prompt":"x","grammar":"root ::= \"a"})", "grammar", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","grammar":"root ::= undefined-rule"})", "grammar", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","grammar":7})", "grammar", "invalid_type"},
+      {kCmpl, R"({"prompt":"x","json_schema":{"type":"string","pattern":"a+"}})", "json_schema",
+       "invalid_value"},
+      {kCmpl, R"({"prompt":"x","guided_json":"{not json"})", "guided_json", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","guided_choice":[]})", "guided_choice", "invalid_type"},
+      {kCmpl, R"({"prompt":"x","guided_choice":["a",1]})", "guided_choice", "invalid_type"},
+      {kCmpl, R"({"prompt":"x","guided_regex":"a+"})", "guided_regex", "unsupported_value"},
+      {kCmpl, R"({"prompt":"x","grammar":"root ::= \"a\"","json_schema":{}})", "json_schema",
+       "invalid_value"},
+      {kChat,
+       R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"},
+           "guided_grammar":"root ::= \"a\""})",
+       "guided_grammar", "invalid_value"},
       {kChat, R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]})",
        "tools", "unsupported_value"},
       {kCmpl, R"({"prompt":"x","suffix":3})", "suffix", "invalid_type"},
@@ -330,6 +350,54 @@ TEST(RequestParsing, SuffixIsReadForFillInTheMiddle) {
       parse_request(kCmpl, R"J({"prompt":["def f(x):","def g(y):"],"suffix":"\nprint(1)"})J");
   EXPECT_EQ(r.suffix, "\nprint(1)");
   EXPECT_TRUE(parse_request(kCmpl, R"({"prompt":"x","suffix":""})").suffix.empty());
+}
+
+// Every API's name for structured output compiles to a grammar that takes what it promises
+// and refuses the rest (the grammar module's tests cover the grammars themselves).
+TEST(RequestParsing, StructuredOutputFormsCompileToGrammars) {
+  const auto accepts = [](const CompletionRequest& r, std::string_view text) {
+    if (!r.grammar) return false;
+    GrammarState state(r.grammar);
+    return state.accept(text) && state.complete();
+  };
+  const CompletionRequest plain = parse_request(kCmpl, R"({"prompt":"x"})");
+  EXPECT_EQ(plain.grammar, nullptr);
+  EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x","response_format":{"type":"text"}})").grammar,
+            nullptr);
+  const CompletionRequest object =
+      parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],
+                               "response_format":{"type":"json_object"}})");
+  EXPECT_TRUE(accepts(object, R"({"a": [1, 2.5, "x"], "b": null})"));
+  EXPECT_FALSE(accepts(object, R"([1, 2])"));
+  EXPECT_FALSE(accepts(object, R"({"a": 1)"));
+  const char* schema = R"({"type":"object","properties":{"n":{"type":"integer"}},
+                           "required":["n"],"additionalProperties":false})";
+  for (const std::string& body :
+       {str_cat(R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":)",
+                R"({"name":"n","strict":true,"schema":)", schema, "}}}"),
+        str_cat(R"({"prompt":"x","response_format":{"type":"json_object","schema":)", schema, "}}"),
+        str_cat(R"({"prompt":"x","json_schema":)", schema, "}"),
+        str_cat(R"({"prompt":"x","guided_json":)", schema, "}"),
+        str_cat(R"({"prompt":"x","guided_json":)", nlohmann::json(std::string(schema)).dump(),
+                "}")}) {
+    const CompletionRequest r = parse_request(kCmpl, body);
+    EXPECT_TRUE(accepts(r, R"({"n": 42})")) << body;
+    EXPECT_FALSE(accepts(r, R"({"n": "42"})")) << body;
+    EXPECT_FALSE(accepts(r, R"({"n": 4, "m": 1})")) << body;
+  }
+  const CompletionRequest gbnf =
+      parse_request(kCmpl, R"({"prompt":"x","grammar":"root ::= [a-c]+ \"!\""})");
+  EXPECT_TRUE(accepts(gbnf, "abca!"));
+  EXPECT_FALSE(accepts(gbnf, "abd!"));
+  EXPECT_TRUE(
+      accepts(parse_request(kCmpl, R"({"prompt":"x","guided_grammar":"root ::= \"q\""})"), "q"));
+  const CompletionRequest choice =
+      parse_request(kCmpl, R"({"prompt":"x","guided_choice":["yes","no","say \"hi\"\\"]})");
+  EXPECT_TRUE(accepts(choice, "yes"));
+  EXPECT_TRUE(accepts(choice, "no"));
+  EXPECT_TRUE(accepts(choice, "say \"hi\"\\"));
+  EXPECT_FALSE(accepts(choice, "yesno"));
+  EXPECT_FALSE(accepts(choice, "maybe"));
 }
 
 TEST(RequestParsing, PenaltiesAndLogitBiasAreRead) {

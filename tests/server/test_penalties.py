@@ -59,7 +59,7 @@ def test_seeded_sampling_with_penalties_is_reproducible(server):
     ({"logit_bias": [1, 2]}, "logit_bias"),
     ({"presence_penalty": 3}, "presence_penalty"),
     ({"repetition_penalty": -1}, "repetition_penalty"),
-    ({"response_format": {"type": "json_object"}}, "response_format"),
+    ({"response_format": {"type": "xml"}}, "response_format"),
     ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
 ])
 def test_bad_or_unsupported_parameters_get_400(server, extra, param):
