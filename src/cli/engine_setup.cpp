@@ -187,7 +187,7 @@ std::shared_ptr<const Grammar> load_grammar(const GrammarOptions& options) {
       const std::string text = options.json_schema.empty()
                                    ? read_text_file(options.json_schema_file, "JSON Schema file")
                                    : options.json_schema;
-      const nlohmann::json schema = nlohmann::json::parse(text, nullptr, false);
+      const auto schema = nlohmann::ordered_json::parse(text, nullptr, false);
       if (schema.is_discarded()) fail("not valid JSON");
       gbnf = json_schema_gbnf(schema);
     }

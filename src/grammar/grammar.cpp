@@ -1,16 +1,26 @@
-// The GBNF compiler and the matcher. A compiled grammar is one flat array of elements: every
-// alternative of every rule is a run of terminals (character sets) and rule references ending in
-// an End element. A position in that array is "the next thing to match"; a stack of positions
-// is one way the text so far can continue (the top is matched first, the rest are the callers'
-// continuations), and a state is the set of all such stacks. Repetitions become helper rules
-// (x* is R ::= x R | ε), so matching needs nothing but rules, alternatives and sets.
+// GBNF compiler and parse state (grammar.h).
+//
+// Compiled form, as in llama.cpp's sampler: every rule is a list of alternatives, each a run of
+// elements in one flat array `code` ending with an end marker. An element is a character set
+// (a terminal: one code point), a reference to a rule, or the end. Repetitions and groups are
+// rewritten into helper rules while parsing (x* -> r ::= x r | ; x{m,n} -> m copies of x, then
+// n - m nested optional rules). Position 0 holds a reference to the root rule, so that the
+// initial state is the expansion of the stack [0].
+//
+// A state is a set of stacks of positions (the top is the next element to match). Expanding a
+// stack replaces a rule reference on top by one stack per alternative (first pushing the
+// position after the reference unless it is the end of its alternative, so right recursion
+// does not grow the stack), until the top is a character set or the stack is empty. Left
+// recursion is rejected at compile time, so expansion terminates.
 #include "grammar/grammar.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "common/error.h"
 
@@ -18,125 +28,156 @@ namespace specdec {
 
 namespace {
 
-constexpr size_t kMaxGrammarBytes = 1 << 20;
-constexpr int64_t kMaxRepetition = 10000;
+constexpr size_t kMaxGrammarBytes = size_t{1} << 20;
+constexpr uint32_t kMaxRepetition = 10000;
+// Elements after expanding repetitions (16 MiB of code): a 1 MiB grammar of x{10000} items
+// would otherwise compile to billions.
 constexpr size_t kMaxElements = size_t{1} << 22;
-constexpr size_t kMaxStackDepth = 1 << 16;
+constexpr int kMaxNesting = 256;  // parentheses (the parser recurses on them)
+constexpr size_t kMaxStacks = 4096;
+constexpr size_t kMaxStateEntries = size_t{1} << 20;  // positions over all stacks of a state
+// Positions copied while expanding stacks for one code point (GrammarState) or stacks visited
+// (StackSetMachine): bounds the time of one step on a pathological grammar.
+constexpr size_t kMaxStepWork = size_t{1} << 22;
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 
-enum class Kind : uint8_t { End, Set, Rule };
+constexpr uint32_t kEnd = 0;
+constexpr uint32_t kChars = 1u << 30;
+constexpr uint32_t kRef = 2u << 30;
+constexpr uint32_t kAlt = 3u << 30;  // only while parsing: separates alternatives
+constexpr uint32_t kPayload = (1u << 30) - 1;
 
-struct Element {
-  Kind kind;
-  uint32_t index;  // Set: into sets; Rule: into rules
-};
-
-struct CharSet {
-  bool negated = false;
-  std::vector<std::pair<uint32_t, uint32_t>> ranges;  // inclusive
-  bool contains(uint32_t c) const {
-    bool in = false;
-    for (const auto& [lo, hi] : ranges) {
-      if (c >= lo && c <= hi) {
-        in = true;
-        break;
-      }
-    }
-    return in != negated;
-  }
-  bool intersects(uint32_t lo, uint32_t hi) const {
-    if (negated) return true;  // conservative: only used to prune early
-    for (const auto& [a, b] : ranges) {
-      if (a <= hi && b >= lo) return true;
-    }
-    return false;
-  }
-};
+[[noreturn]] void too_ambiguous(size_t n) {
+  fail("grammar too ambiguous: more than ", n,
+       " ways to continue the text at once (simplify alternatives that overlap, or optional "
+       "items that may all be empty)");
+}
 
 }  // namespace
 
 struct Grammar::Impl {
-  std::vector<Element> elements;
-  std::vector<CharSet> sets;
-  // rules[r]: the positions where its alternatives start (an End there: the empty one).
-  std::vector<std::vector<uint32_t>> rules;
-  uint32_t root = 0;
+  std::vector<uint32_t> code;       // the elements; code[0] = root reference, code[1] = end
+  std::vector<uint32_t> alt_begin;  // rule r's alternatives: alts[alt_begin[r] .. alt_begin[r+1])
+  std::vector<uint32_t> alts;       // the position where each alternative starts
+  std::vector<uint32_t> cs_begin;   // charset c's ranges: pairs cs_begin[c] .. cs_begin[c+1]
+  std::vector<uint32_t> ranges;     // lo, hi, lo, hi, ... (sorted, disjoint, inclusive)
+  std::vector<std::array<uint64_t, 2>> ascii;  // per charset: which code points < 128 it holds
+  std::vector<std::string> rule_names;
+
+  bool is_end(uint32_t pos) const { return code[pos] == kEnd; }
+  bool is_chars(uint32_t pos) const { return (code[pos] & ~kPayload) == kChars; }
+  uint32_t payload(uint32_t pos) const { return code[pos] & kPayload; }
+
+  // The first range of charset cs whose end is >= cp (its index, or the charset's end).
+  uint32_t first_range_ending_at_or_after(uint32_t cs, uint32_t cp) const {
+    uint32_t lo = cs_begin[cs], hi = cs_begin[cs + 1];
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo) / 2;
+      if (ranges[2 * mid + 1] < cp) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+  bool matches(uint32_t pos, uint32_t cp) const {
+    const uint32_t cs = payload(pos);
+    if (cp < 128) return ((ascii[cs][cp >> 6] >> (cp & 63)) & 1) != 0;
+    const uint32_t i = first_range_ending_at_or_after(cs, cp);
+    return i < cs_begin[cs + 1] && ranges[2 * i] <= cp;
+  }
+  bool intersects(uint32_t pos, uint32_t lo, uint32_t hi) const {
+    const uint32_t cs = payload(pos);
+    const uint32_t i = first_range_ending_at_or_after(cs, lo);
+    return i < cs_begin[cs + 1] && ranges[2 * i] <= hi;
+  }
 };
+
+Grammar::Grammar(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Grammar::~Grammar() = default;
 
 namespace {
 
-using Stack = std::vector<uint32_t>;
-
 // ---------------------------------------------------------------------------------------------
-// Parsing
+// Parser
+
+std::string describe_byte(int c) {
+  if (c < 0) return "the end of the input";
+  if (c == '\n') return "the end of the line";
+  if (c >= 0x20 && c < 0x7F) return str_cat("'", static_cast<char>(c), "'");
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  return str_cat("byte 0x", kHex[c >> 4], kHex[c & 15]);
+}
+
+bool is_word_char(int c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+}
+
+int hex_value(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
 
 class Parser {
  public:
   explicit Parser(std::string_view src) : src_(src) {}
 
-  const std::vector<std::string>& names() const { return names_; }
-
-  std::unique_ptr<Grammar::Impl> run(std::string_view root_name) {
+  std::unique_ptr<Grammar::Impl> run(std::string_view root) {
     skip_space(true);
-    if (at_end()) fail("grammar: empty grammar (no rules)");
-    while (!at_end()) {
-      parse_rule();
-      skip_space(true);
+    if (eof()) fail("grammar is empty: no rules");
+    while (!eof()) parse_rule();
+    check_defined();
+    const auto it = by_name_.find(std::string(root));
+    if (it == by_name_.end() || !syms_[it->second].defined) {
+      fail("grammar has no rule named '", root, "' (the start symbol)");
     }
-    for (const auto& [name, id] : ids_) {
-      if (!defined_[id]) {
-        fail("grammar: rule '", name, "' is used (first at ", where(first_use_[id]),
-             ") but never defined");
-      }
-    }
-    auto it = ids_.find(std::string(root_name));
-    if (it == ids_.end()) fail("grammar: no rule named '", root_name, "' (the start symbol)");
-    // Flatten: rule bodies are alternatives of element sequences.
-    auto impl = std::make_unique<Grammar::Impl>();
-    impl->sets = std::move(sets_);
-    impl->rules.resize(bodies_.size());
-    for (size_t r = 0; r < bodies_.size(); ++r) {
-      for (const auto& alt : bodies_[r]) {
-        impl->rules[r].push_back(static_cast<uint32_t>(impl->elements.size()));
-        impl->elements.insert(impl->elements.end(), alt.begin(), alt.end());
-        impl->elements.push_back({Kind::End, 0});
-        if (impl->elements.size() > kMaxElements) fail("grammar: too large once compiled");
-      }
-    }
-    impl->root = it->second;
-    return impl;
+    auto g = flatten(it->second);
+    check_left_recursion(*g, it->second);
+    return g;
   }
 
  private:
-  using Seq = std::vector<Element>;
+  struct Symbol {
+    std::string name;
+    std::string owner;  // for a helper rule: the rule it was written in
+    bool defined = false;
+    bool helper = false;
+    size_t def_at = 0;
+    size_t first_use = std::string_view::npos;
+  };
 
-  bool at_end() const { return pos_ >= src_.size(); }
-  char peek(size_t ahead = 0) const {
-    return pos_ + ahead < src_.size() ? src_[pos_ + ahead] : '\0';
+  int peek(size_t k = 0) const {
+    return pos_ + k < src_.size() ? static_cast<uint8_t>(src_[pos_ + k]) : -1;
   }
+  bool eof() const { return pos_ >= src_.size(); }
 
   std::string where(size_t at) const {
-    size_t line = 1, col = 1;
+    size_t line = 1, line_start = 0;
     for (size_t i = 0; i < at && i < src_.size(); ++i) {
       if (src_[i] == '\n') {
         ++line;
-        col = 1;
-      } else {
-        ++col;
+        line_start = i + 1;
       }
     }
-    return str_cat("line ", line, ", column ", col);
+    return str_cat(line, ":", at - line_start + 1);
   }
-  [[noreturn]] void error(const std::string& what) const {
-    fail("grammar: ", what, " at ", where(pos_));
+
+  template <typename... Args>
+  [[noreturn]] void error_at(size_t at, Args&&... args) const {
+    fail("grammar syntax error at ", where(at), ": ", std::forward<Args>(args)...);
   }
 
   void skip_space(bool newline_ok) {
-    while (!at_end()) {
-      const char c = peek();
-      if (c == '#') {
-        while (!at_end() && peek() != '\n') ++pos_;
-      } else if (c == ' ' || c == '\t' || c == '\r' || (newline_ok && c == '\n')) {
+    while (!eof()) {
+      const int c = peek();
+      if (c == ' ' || c == '\t') {
+        ++pos_;
+      } else if (c == '#') {
+        while (!eof() && peek() != '\n' && peek() != '\r') ++pos_;
+      } else if (newline_ok && (c == '\n' || c == '\r')) {
         ++pos_;
       } else {
         break;
@@ -144,234 +185,327 @@ class Parser {
     }
   }
 
-  static bool word_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_';
-  }
-
   std::string parse_name() {
     const size_t start = pos_;
-    while (!at_end() && word_char(peek())) ++pos_;
-    if (pos_ == start) error("expected a rule name");
+    while (is_word_char(peek())) ++pos_;
     return std::string(src_.substr(start, pos_ - start));
   }
 
-  uint32_t rule_id(const std::string& name, size_t at) {
-    auto [it, added] = ids_.emplace(name, static_cast<uint32_t>(bodies_.size()));
-    if (added) {
-      bodies_.emplace_back();
-      defined_.push_back(false);
-      first_use_.push_back(at);
-      names_.push_back(name);
+  uint32_t symbol(const std::string& name) {
+    const auto [it, inserted] = by_name_.try_emplace(name, static_cast<uint32_t>(syms_.size()));
+    if (inserted) {
+      syms_.push_back({name, name});
+      rules_.emplace_back();
     }
     return it->second;
   }
 
-  uint32_t new_rule() {
-    const auto id = static_cast<uint32_t>(bodies_.size());
-    bodies_.emplace_back();
-    defined_.push_back(true);
-    first_use_.push_back(pos_);
-    names_.push_back(str_cat("a group or repetition in ", current_));
+  uint32_t new_helper(const std::string& owner) {
+    const auto id = static_cast<uint32_t>(syms_.size());
+    Symbol s{str_cat(owner, "-", id), owner};
+    s.defined = true;
+    s.helper = true;
+    syms_.push_back(std::move(s));
+    rules_.emplace_back();
+    count(1);
     return id;
   }
 
-  uint32_t hex(int digits) {
+  void count(size_t n) {
+    n_elements_ += n;
+    if (n_elements_ > kMaxElements) {
+      error_at(pos_, "grammar too large: its repetitions expand to over ", kMaxElements,
+               " elements");
+    }
+  }
+  void emit(std::vector<uint32_t>& out, uint32_t e) {
+    count(1);
+    out.push_back(e);
+  }
+
+  void parse_rule() {
+    const size_t at = pos_;
+    const std::string name = parse_name();
+    if (name.empty()) error_at(pos_, "expected a rule name, found ", describe_byte(peek()));
+    skip_space(false);
+    if (src_.substr(pos_, 3) != "::=") {
+      error_at(pos_, "expected '::=' after the rule name '", name, "', found ",
+               describe_byte(peek()));
+    }
+    pos_ += 3;
+    skip_space(true);
+    const uint32_t id = symbol(name);
+    Symbol& s = syms_[id];
+    if (s.defined) {
+      error_at(at, "rule '", name, "' is defined twice (first at ", where(s.def_at), ")");
+    }
+    s.defined = true;
+    s.def_at = at;
+    parse_alternates(id, name, false, 0);
+    if (!eof()) {
+      if (peek() == '\r') {
+        ++pos_;
+        if (peek() == '\n') ++pos_;
+      } else if (peek() == '\n') {
+        ++pos_;
+      } else {
+        error_at(pos_, "expected an item, '|' or the end of the line in rule '", name,
+                 "', found ", describe_byte(peek()));
+      }
+    }
+    skip_space(true);
+  }
+
+  // At a line end outside parentheses: whether the next non-blank line starts with '|' (an
+  // extension of llama.cpp's syntax: the alternatives go on); if so, moves there.
+  bool continuation_line() {
+    if (peek() != '\n' && peek() != '\r') return false;
+    const size_t save = pos_;
+    skip_space(true);
+    if (peek() == '|') return true;
+    pos_ = save;
+    return false;
+  }
+
+  void parse_alternates(uint32_t id, const std::string& rule_name, bool nested, int depth) {
+    std::vector<uint32_t> out;
+    parse_sequence(rule_name, out, nested, depth);
+    while (peek() == '|' || (!nested && continuation_line())) {
+      ++pos_;
+      skip_space(true);
+      emit(out, kAlt);
+      parse_sequence(rule_name, out, nested, depth);
+    }
+    count(1);  // the end marker
+    rules_[id] = std::move(out);
+  }
+
+  uint32_t parse_hex(int digits, size_t esc_at) {
     uint32_t v = 0;
     for (int i = 0; i < digits; ++i) {
-      const char c = peek();
-      int d;
-      if (c >= '0' && c <= '9') {
-        d = c - '0';
-      } else if (c >= 'a' && c <= 'f') {
-        d = c - 'a' + 10;
-      } else if (c >= 'A' && c <= 'F') {
-        d = c - 'A' + 10;
-      } else {
-        error(str_cat("expected ", digits, " hex digits"));
+      const int h = hex_value(peek());
+      if (h < 0) {
+        error_at(pos_, "expected ", digits, " hex digits in the escape at ", where(esc_at),
+                 ", found ", describe_byte(peek()));
       }
-      v = v * 16 + static_cast<uint32_t>(d);
+      v = (v << 4) | static_cast<uint32_t>(h);
       ++pos_;
     }
-    if (v > kMaxCodePoint) error("code point out of range");
+    if (v > kMaxCodePoint) error_at(esc_at, "code point above U+10FFFF");
     return v;
   }
 
   // One character of a literal or a class: an escape or a UTF-8 sequence.
   uint32_t parse_char() {
-    if (at_end()) error("unexpected end of grammar");
-    const auto c = static_cast<unsigned char>(peek());
-    if (c == '\\') {
+    const size_t at = pos_;
+    if (peek() == '\\') {
       ++pos_;
-      const char e = peek();
+      const int c = peek();
+      if (c < 0) error_at(at, "unfinished escape at the end of the input");
       ++pos_;
-      switch (e) {
-        case 'x':
-          return hex(2);
-        case 'u':
-          return hex(4);
-        case 'U':
-          return hex(8);
-        case 't':
-          return '\t';
-        case 'r':
-          return '\r';
+      switch (c) {
         case 'n':
           return '\n';
+        case 'r':
+          return '\r';
+        case 't':
+          return '\t';
         case '\\':
         case '"':
+        case '\'':
         case '[':
         case ']':
         case '-':
-        case '^':
-        case '.':
         case '/':
-          return static_cast<unsigned char>(e);
+        case '^':
+          return static_cast<uint32_t>(c);
+        case 'x':
+          return parse_hex(2, at);
+        case 'u':
+          return parse_hex(4, at);
+        case 'U':
+          return parse_hex(8, at);
         default:
-          --pos_;
-          error(str_cat("unknown escape '\\", e == '\0' ? std::string("end") : std::string(1, e),
-                        "'"));
+          error_at(at, "unknown escape '\\", describe_byte(c), "'");
       }
     }
-    // UTF-8: the grammar's own text must be valid.
-    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (len == 0) error("invalid UTF-8 in the grammar");
-    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-    ++pos_;
-    for (int i = 1; i < len; ++i) {
-      const auto b = static_cast<unsigned char>(peek());
-      if (at_end() || (b & 0xC0) != 0x80) error("invalid UTF-8 in the grammar");
-      cp = (cp << 6) | (b & 0x3F);
+    grammar_detail::Utf8Decoder d;
+    while (true) {
+      const int c = peek();
+      if (c < 0) error_at(at, "incomplete UTF-8 character at the end of the input");
+      const int r = d.feed(static_cast<uint8_t>(c));
+      if (r < 0) error_at(pos_, "invalid UTF-8 (", describe_byte(c), ")");
       ++pos_;
+      if (r == 1) return d.cp;
     }
-    if (cp > kMaxCodePoint) error("invalid UTF-8 in the grammar");
-    return cp;
   }
 
-  Element set_of(CharSet set) {
-    sets_.push_back(std::move(set));
-    return {Kind::Set, static_cast<uint32_t>(sets_.size() - 1)};
+  uint32_t charset(std::vector<std::pair<uint32_t, uint32_t>> r, bool negated) {
+    std::sort(r.begin(), r.end());
+    std::vector<uint32_t> merged;
+    for (const auto& [lo, hi] : r) {
+      if (!merged.empty() && lo <= merged.back() + 1) {
+        merged.back() = std::max(merged.back(), hi);
+      } else {
+        merged.push_back(lo);
+        merged.push_back(hi);
+      }
+    }
+    if (negated) {
+      std::vector<uint32_t> comp;
+      uint32_t next = 0;
+      for (size_t i = 0; i < merged.size(); i += 2) {
+        if (merged[i] > next) {
+          comp.push_back(next);
+          comp.push_back(merged[i] - 1);
+        }
+        next = merged[i + 1] + 1;
+      }
+      if (next <= kMaxCodePoint) {
+        comp.push_back(next);
+        comp.push_back(kMaxCodePoint);
+      }
+      merged = std::move(comp);
+    }
+    const auto [it, inserted] =
+        charset_ids_.try_emplace(merged, static_cast<uint32_t>(charsets_.size()));
+    if (inserted) charsets_.push_back(std::move(merged));
+    return kChars | it->second;
   }
 
-  void check_size(size_t n) {
-    total_ += n;
-    if (total_ > kMaxElements) error("the grammar is too large once repetitions are expanded");
-  }
-
-  // Appends the repetition of out[start..) with bounds [lo, hi] (hi < 0: unbounded).
-  void repeat(Seq& out, size_t start, int64_t lo, int64_t hi) {
-    const Seq item(out.begin() + static_cast<std::ptrdiff_t>(start), out.end());
-    out.resize(start);
-    check_size(item.size() * static_cast<size_t>(std::max<int64_t>(lo, hi < 0 ? 1 : hi) + 1));
-    for (int64_t i = 0; i < lo; ++i) out.insert(out.end(), item.begin(), item.end());
-    if (hi < 0) {
-      // R ::= item R | ε
-      const uint32_t r = new_rule();
-      Seq loop = item;
-      loop.push_back({Kind::Rule, r});
-      bodies_[r] = {loop, {}};
-      out.push_back({Kind::Rule, r});
+  // Applies a repetition to the item out[last..]: m copies, then a helper rule (x* and x{m,})
+  // or n - m nested optional ones.
+  void repeat(std::vector<uint32_t>& out, size_t last, uint32_t min, int64_t max, size_t at,
+              const std::string& rule_name, const char* what) {
+    if (last >= out.size()) error_at(at, "'", what, "' has nothing before it to repeat");
+    if (out.size() - last > 1) {  // a literal of several characters: one rule, one reference
+      const uint32_t h = new_helper(rule_name);
+      rules_[h].assign(out.begin() + static_cast<std::ptrdiff_t>(last), out.end());
+      out.resize(last);
+      out.push_back(kRef | h);
+    }
+    const uint32_t item = out[last];
+    out.resize(last);
+    for (uint32_t i = 0; i < min; ++i) emit(out, item);
+    if (max < 0) {
+      const uint32_t r = new_helper(rule_name);
+      count(3);
+      rules_[r] = {item, kRef | r, kAlt};
+      emit(out, kRef | r);
       return;
     }
-    // hi - lo nested optionals: R1 ::= item R2 | ε, ..., Rk ::= item | ε.
-    uint32_t next = 0;
-    bool have_next = false;
-    for (int64_t i = hi - lo; i > 0; --i) {
-      const uint32_t r = new_rule();
-      Seq body = item;
-      if (have_next) body.push_back({Kind::Rule, next});
-      bodies_[r] = {body, {}};
-      next = r;
-      have_next = true;
+    uint32_t prev = 0;
+    for (int64_t i = 0; i < max - static_cast<int64_t>(min); ++i) {
+      const uint32_t r = new_helper(rule_name);
+      count(3);
+      std::vector<uint32_t> body = {item};
+      if (i > 0) body.push_back(kRef | prev);
+      body.push_back(kAlt);
+      rules_[r] = std::move(body);
+      prev = r;
     }
-    if (have_next) out.push_back({Kind::Rule, next});
+    if (max > static_cast<int64_t>(min)) emit(out, kRef | prev);
   }
 
-  void parse_sequence(Seq& out, bool nested) {
-    size_t last_start = out.size();
-    bool have_last = false;
-    while (!at_end()) {
-      const char c = peek();
+  uint32_t parse_count(size_t brace_at) {
+    if (peek() < '0' || peek() > '9') {
+      error_at(pos_, "expected a number in the repetition at ", where(brace_at), ", found ",
+               describe_byte(peek()));
+    }
+    uint32_t v = 0;
+    while (peek() >= '0' && peek() <= '9') {
+      v = v * 10 + static_cast<uint32_t>(peek() - '0');
+      if (v > kMaxRepetition) {
+        error_at(brace_at, "repetition bound over ", kMaxRepetition);
+      }
+      ++pos_;
+    }
+    return v;
+  }
+
+  void parse_sequence(const std::string& rule_name, std::vector<uint32_t>& out, bool nested,
+                      int depth) {
+    size_t last = out.size();
+    while (!eof()) {
+      const int c = peek();
+      const size_t at = pos_;
       if (c == '"') {
         ++pos_;
-        last_start = out.size();
+        last = out.size();
         while (peek() != '"') {
-          if (at_end()) error("unterminated string literal");
-          const uint32_t ch = parse_char();
-          out.push_back(set_of({false, {{ch, ch}}}));
+          if (eof()) error_at(at, "unterminated string literal");
+          const uint32_t cp = parse_char();
+          emit(out, charset({{cp, cp}}, false));
         }
         ++pos_;
-        check_size(out.size() - last_start);
-        have_last = out.size() > last_start;  // "" matches the empty text: nothing to repeat
       } else if (c == '[') {
         ++pos_;
-        CharSet set;
-        if (peek() == '^') {
-          set.negated = true;
-          ++pos_;
-        }
+        const bool negated = peek() == '^';
+        if (negated) ++pos_;
+        std::vector<std::pair<uint32_t, uint32_t>> r;
         while (peek() != ']') {
-          if (at_end()) error("unterminated character class");
-          const uint32_t a = parse_char();
-          uint32_t b = a;
-          if (peek() == '-' && peek(1) != ']' && pos_ + 1 < src_.size()) {
+          if (eof()) error_at(at, "unterminated character class");
+          const size_t lo_at = pos_;
+          const uint32_t lo = parse_char();
+          uint32_t hi = lo;
+          if (peek() == '-' && peek(1) != ']' && peek(1) >= 0) {
             ++pos_;
-            b = parse_char();
-            if (b < a) error("character range is backwards");
+            hi = parse_char();
+            if (hi < lo) error_at(lo_at, "character range whose end comes before its start");
           }
-          set.ranges.emplace_back(a, b);
+          r.emplace_back(lo, hi);
         }
         ++pos_;
-        last_start = out.size();
-        out.push_back(set_of(std::move(set)));
-        have_last = true;
+        last = out.size();
+        emit(out, charset(std::move(r), negated));
       } else if (c == '.') {
         ++pos_;
-        last_start = out.size();
-        out.push_back(set_of({true, {}}));
-        have_last = true;
-      } else if (word_char(c)) {
-        const size_t at = pos_;
+        last = out.size();
+        emit(out, charset({{0, kMaxCodePoint}}, false));
+      } else if (is_word_char(c)) {
         const std::string name = parse_name();
-        last_start = out.size();
-        out.push_back({Kind::Rule, rule_id(name, at)});
-        have_last = true;
+        const uint32_t id = symbol(name);
+        if (syms_[id].first_use == std::string_view::npos) syms_[id].first_use = at;
+        last = out.size();
+        emit(out, kRef | id);
       } else if (c == '(') {
+        if (depth >= kMaxNesting) error_at(at, "groups nested more than ", kMaxNesting, " deep");
         ++pos_;
         skip_space(true);
-        const uint32_t r = new_rule();
-        bodies_[r] = parse_alternates(true);
-        if (peek() != ')') error("expected ')'");
-        ++pos_;
-        last_start = out.size();
-        out.push_back({Kind::Rule, r});
-        have_last = true;
-      } else if (c == '*' || c == '+' || c == '?' || c == '{') {
-        if (!have_last) error(str_cat("'", c, "' has nothing to repeat"));
-        int64_t lo = 0, hi = -1;
-        ++pos_;
-        if (c == '+') {
-          lo = 1;
-        } else if (c == '?') {
-          hi = 1;
-        } else if (c == '{') {
-          skip_space(nested);
-          lo = peek() == ',' ? 0 : parse_count();
-          skip_space(nested);
-          if (peek() == ',') {
-            ++pos_;
-            skip_space(nested);
-            hi = peek() == '}' ? -1 : parse_count();
-            skip_space(nested);
-          } else {
-            hi = lo;
-          }
-          if (peek() != '}') error("expected '}'");
-          ++pos_;
-          if (hi >= 0 && hi < lo) error("repetition's upper bound is below its lower bound");
+        const uint32_t sub = new_helper(rule_name);
+        parse_alternates(sub, rule_name, true, depth + 1);
+        if (peek() != ')') {
+          error_at(pos_, "expected ')' to close the group opened at ", where(at), ", found ",
+                   describe_byte(peek()));
         }
-        repeat(out, last_start, lo, hi);
-        have_last = false;  // x** is not allowed
+        ++pos_;
+        last = out.size();
+        emit(out, kRef | sub);
+      } else if (c == '*' || c == '+' || c == '?') {
+        ++pos_;
+        const char what[2] = {static_cast<char>(c), 0};
+        repeat(out, last, c == '+' ? 1 : 0, c == '?' ? 1 : -1, at, rule_name, what);
+      } else if (c == '{') {
+        ++pos_;
+        skip_space(nested);
+        const uint32_t min = parse_count(at);
+        int64_t max = min;
+        skip_space(nested);
+        if (peek() == ',') {
+          ++pos_;
+          skip_space(nested);
+          max = peek() >= '0' && peek() <= '9' ? static_cast<int64_t>(parse_count(at)) : -1;
+          skip_space(nested);
+        }
+        if (peek() != '}') {
+          error_at(pos_, "expected '}' to close the repetition at ", where(at), ", found ",
+                   describe_byte(peek()));
+        }
+        ++pos_;
+        if (max >= 0 && max < static_cast<int64_t>(min)) {
+          error_at(at, "repetition {", min, ",", max, "} whose maximum is below its minimum");
+        }
+        repeat(out, last, min, max, at, rule_name, "{");
       } else {
         break;
       }
@@ -379,353 +513,172 @@ class Parser {
     }
   }
 
-  int64_t parse_count() {
-    const size_t start = pos_;
-    int64_t v = 0;
-    while (peek() >= '0' && peek() <= '9') {
-      v = v * 10 + (peek() - '0');
-      if (v > kMaxRepetition) error(str_cat("repetition bound over ", kMaxRepetition));
-      ++pos_;
+  void check_defined() const {
+    size_t first = std::string_view::npos;
+    const Symbol* bad = nullptr;
+    for (const Symbol& s : syms_) {
+      if (!s.defined && s.first_use < first) {
+        first = s.first_use;
+        bad = &s;
+      }
     }
-    if (pos_ == start) error("expected a number");
-    return v;
+    if (bad != nullptr) fail("grammar: undefined rule '", bad->name, "' (used at ", where(first), ")");
   }
 
-  std::vector<Seq> parse_alternates(bool nested) {
-    if (++depth_ > 256) error("groups nested too deeply");
-    std::vector<Seq> alts(1);
-    parse_sequence(alts.back(), nested);
-    while (peek() == '|') {
-      ++pos_;
-      skip_space(true);
-      alts.emplace_back();
-      parse_sequence(alts.back(), nested);
+  std::unique_ptr<Grammar::Impl> flatten(uint32_t root) {
+    auto g = std::make_unique<Grammar::Impl>();
+    g->code = {kRef | root, kEnd};
+    g->code.reserve(n_elements_ + 2);
+    g->alt_begin.reserve(rules_.size() + 1);
+    for (const auto& rule : rules_) {
+      g->alt_begin.push_back(static_cast<uint32_t>(g->alts.size()));
+      g->alts.push_back(static_cast<uint32_t>(g->code.size()));
+      for (const uint32_t e : rule) {
+        if (e == kAlt) {
+          g->code.push_back(kEnd);
+          g->alts.push_back(static_cast<uint32_t>(g->code.size()));
+        } else {
+          g->code.push_back(e);
+        }
+      }
+      g->code.push_back(kEnd);
     }
-    --depth_;
-    return alts;
+    g->alt_begin.push_back(static_cast<uint32_t>(g->alts.size()));
+    g->cs_begin.reserve(charsets_.size() + 1);
+    g->ascii.resize(charsets_.size());
+    for (size_t c = 0; c < charsets_.size(); ++c) {
+      g->cs_begin.push_back(static_cast<uint32_t>(g->ranges.size() / 2));
+      const auto& r = charsets_[c];
+      g->ranges.insert(g->ranges.end(), r.begin(), r.end());
+      auto& bits = g->ascii[c];
+      bits = {0, 0};
+      for (size_t i = 0; i < r.size(); i += 2) {
+        for (uint32_t cp = r[i]; cp <= r[i + 1] && cp < 128; ++cp) bits[cp >> 6] |= 1ull << (cp & 63);
+      }
+    }
+    g->cs_begin.push_back(static_cast<uint32_t>(g->ranges.size() / 2));
+    g->rule_names.reserve(syms_.size());
+    for (const Symbol& s : syms_) g->rule_names.push_back(s.name);
+    return g;
   }
 
-  void parse_rule() {
-    const size_t at = pos_;
-    const std::string name = parse_name();
-    skip_space(false);
-    if (src_.substr(pos_, 3) != "::=") error("expected '::=' after the rule name");
-    pos_ += 3;
-    skip_space(true);
-    const uint32_t id = rule_id(name, at);
-    current_ = name;
-    if (defined_[id]) fail("grammar: rule '", name, "' is defined twice (", where(at), ")");
-    defined_[id] = true;
-    bodies_[id] = parse_alternates(false);
-    skip_space(false);
-    if (!at_end() && peek() != '\n') error("unexpected character");
+  // Rejects a rule that can reach itself through references each preceded only by items that
+  // may match the empty text: expanding it would never end.
+  void check_left_recursion(const Grammar::Impl& g, uint32_t root) const {
+    const size_t n_rules = g.alt_begin.size() - 1;
+    // Nullable rules, by counting down each alternative's references (linear time).
+    std::vector<uint32_t> alt_rule(g.alts.size()), pending(g.alts.size(), 0);
+    std::vector<uint8_t> blocked(g.alts.size(), 0), nullable(n_rules, 0);
+    std::vector<std::vector<uint32_t>> uses(n_rules);
+    std::vector<uint32_t> queue;
+    for (uint32_t r = 0; r < n_rules; ++r) {
+      for (uint32_t a = g.alt_begin[r]; a < g.alt_begin[r + 1]; ++a) {
+        alt_rule[a] = r;
+        for (uint32_t p = g.alts[a]; !g.is_end(p); ++p) {
+          if (g.is_chars(p)) {
+            blocked[a] = 1;
+            break;
+          }
+          ++pending[a];
+        }
+        if (blocked[a]) continue;
+        for (uint32_t p = g.alts[a]; !g.is_end(p); ++p) uses[g.payload(p)].push_back(a);
+        if (pending[a] == 0 && !nullable[r]) {
+          nullable[r] = 1;
+          queue.push_back(r);
+        }
+      }
+    }
+    while (!queue.empty()) {
+      const uint32_t r = queue.back();
+      queue.pop_back();
+      for (const uint32_t a : uses[r]) {
+        if (--pending[a] == 0 && !nullable[alt_rule[a]]) {
+          nullable[alt_rule[a]] = 1;
+          queue.push_back(alt_rule[a]);
+        }
+      }
+    }
+    // Edges r -> s: s is referenced after a prefix that may be empty.
+    std::vector<uint32_t> edge_begin(n_rules + 1, 0), edges;
+    for (uint32_t r = 0; r < n_rules; ++r) {
+      edge_begin[r] = static_cast<uint32_t>(edges.size());
+      for (uint32_t a = g.alt_begin[r]; a < g.alt_begin[r + 1]; ++a) {
+        for (uint32_t p = g.alts[a]; !g.is_end(p) && !g.is_chars(p); ++p) {
+          edges.push_back(g.payload(p));
+          if (!nullable[g.payload(p)]) break;
+        }
+      }
+    }
+    edge_begin[n_rules] = static_cast<uint32_t>(edges.size());
+    // Depth-first search for a cycle, iterative (chains of helper rules can be long).
+    std::vector<uint8_t> color(n_rules, 0);  // 0 unseen, 1 on the path, 2 done
+    std::vector<std::pair<uint32_t, uint32_t>> path;
+    auto visit = [&](uint32_t start) {
+      if (color[start]) return;
+      color[start] = 1;
+      path.emplace_back(start, edge_begin[start]);
+      while (!path.empty()) {
+        auto& [r, next] = path.back();
+        if (next == edge_begin[r + 1]) {
+          color[r] = 2;
+          path.pop_back();
+          continue;
+        }
+        const uint32_t s = edges[next++];
+        if (color[s] == 1) report_cycle(path, s);
+        if (color[s] == 0) {
+          color[s] = 1;
+          path.emplace_back(s, edge_begin[s]);
+        }
+      }
+    };
+    visit(root);
+    for (uint32_t r = 0; r < n_rules; ++r) visit(r);
+  }
+
+  [[noreturn]] void report_cycle(const std::vector<std::pair<uint32_t, uint32_t>>& path,
+                                 uint32_t s) const {
+    size_t i = 0;
+    while (path[i].first != s) ++i;
+    std::vector<uint32_t> cycle;
+    for (; i < path.size(); ++i) cycle.push_back(path[i].first);
+    // Name the cycle after a rule the user wrote, when it passes through one.
+    size_t lead = 0;
+    for (size_t k = 0; k < cycle.size(); ++k) {
+      if (!syms_[cycle[k]].helper) {
+        lead = k;
+        break;
+      }
+    }
+    std::rotate(cycle.begin(), cycle.begin() + static_cast<std::ptrdiff_t>(lead), cycle.end());
+    std::string trail;
+    for (size_t k = 0; k < cycle.size() && k < 12; ++k) trail += syms_[cycle[k]].name + " -> ";
+    trail += cycle.size() > 12 ? "..." : syms_[cycle[0]].name;
+    const Symbol& head = syms_[cycle[0]];
+    fail("grammar: left recursion: rule '", head.owner, "' can reach itself without consuming a ",
+         "character (", trail, ")",
+         head.helper ? "; a repetition of something that may be empty, such as (x?)*, does this"
+                     : "");
   }
 
   std::string_view src_;
   size_t pos_ = 0;
-  int depth_ = 0;
-  size_t total_ = 0;
-  std::string current_;             // the rule being parsed
-  std::vector<std::string> names_;  // per rule id
-  std::map<std::string, uint32_t> ids_;
-  std::vector<std::vector<Seq>> bodies_;
-  std::vector<bool> defined_;
-  std::vector<size_t> first_use_;
-  std::vector<CharSet> sets_;
+  std::vector<Symbol> syms_;
+  std::unordered_map<std::string, uint32_t> by_name_;
+  std::vector<std::vector<uint32_t>> rules_;
+  std::map<std::vector<uint32_t>, uint32_t> charset_ids_;
+  std::vector<std::vector<uint32_t>> charsets_;
+  size_t n_elements_ = 0;
 };
-
-// Rejects left recursion: a rule that can reach itself through references each preceded only
-// by what can match the empty text. Matching would expand such a rule forever.
-void check_left_recursion(const Grammar::Impl& g, const std::vector<std::string>& names) {
-  const size_t n = g.rules.size();
-  std::vector<bool> nullable(n, false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < n; ++r) {
-      if (nullable[r]) continue;
-      for (uint32_t p : g.rules[r]) {
-        bool all = true;
-        for (; g.elements[p].kind != Kind::End; ++p) {
-          const Element& e = g.elements[p];
-          if (e.kind == Kind::Set || !nullable[e.index]) {
-            all = false;
-            break;
-          }
-        }
-        if (all) {
-          nullable[r] = true;
-          changed = true;
-          break;
-        }
-      }
-    }
-  }
-  // Edges r -> s where s can come first in r; then a cycle search (iterative DFS).
-  std::vector<std::vector<uint32_t>> first(n);
-  for (size_t r = 0; r < n; ++r) {
-    for (uint32_t p : g.rules[r]) {
-      for (; g.elements[p].kind == Kind::Rule; ++p) {
-        first[r].push_back(g.elements[p].index);
-        if (!nullable[g.elements[p].index]) break;
-      }
-    }
-  }
-  std::vector<uint8_t> color(n, 0);  // 0 new, 1 on the path, 2 done
-  for (size_t start = 0; start < n; ++start) {
-    if (color[start] != 0) continue;
-    std::vector<std::pair<uint32_t, size_t>> path{{static_cast<uint32_t>(start), 0}};
-    color[start] = 1;
-    while (!path.empty()) {
-      auto& [r, i] = path.back();
-      if (i < first[r].size()) {
-        const uint32_t s = first[r][i++];
-        if (color[s] == 1) {
-          fail("grammar: rule '", names[s],
-               "' is left-recursive (it can reach itself before matching any character)");
-        }
-        if (color[s] == 0) {
-          color[s] = 1;
-          path.emplace_back(s, 0);
-        }
-      } else {
-        color[r] = 2;
-        path.pop_back();
-      }
-    }
-  }
-}
 
 }  // namespace
 
 std::shared_ptr<const Grammar> Grammar::parse(std::string_view gbnf, std::string_view root) {
   if (gbnf.size() > kMaxGrammarBytes) {
-    fail("grammar: ", gbnf.size(), " bytes is over the limit of ", kMaxGrammarBytes);
+    fail("grammar of ", gbnf.size(), " bytes is over the limit of ", kMaxGrammarBytes, " (1 MiB)");
   }
-  Parser parser(gbnf);
-  std::unique_ptr<Impl> impl = parser.run(root);
-  check_left_recursion(*impl, parser.names());
-  return std::make_shared<const Grammar>(std::move(impl));
-}
-
-Grammar::Grammar(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Grammar::~Grammar() = default;
-
-// ---------------------------------------------------------------------------------------------
-// Matching
-
-struct GrammarState::Data {
-  std::vector<Stack> stacks;  // sorted, distinct
-  std::string key;            // the stacks, serialized
-  bool any_empty = false;     // some stack is empty: the text may end here
-  // Transitions already computed from this state (weak: states may form cycles), and the code
-  // points that lead back to this very state (inside a JSON string: almost all).
-  mutable std::unordered_map<uint32_t, std::weak_ptr<const Data>> next;
-  mutable std::unordered_set<uint32_t> self;
-};
-
-namespace {
-
-struct StackHash {
-  size_t operator()(const Stack& s) const {
-    uint64_t h = 1469598103934665603ull;
-    for (uint32_t v : s) h = (h ^ v) * 1099511628211ull;
-    return static_cast<size_t>(h);
-  }
-};
-using StackSet = std::unordered_set<Stack, StackHash>;
-
-// Expands a stack until its top is a character set (or it is empty), into out. Paths through
-// rules that match nothing converge on the same stacks (x? x? x? can skip or enter each one);
-// `seen` (shared by one step's expansions) expands each stack once, so that the work stays
-// proportional to the distinct stacks rather than to the paths.
-void expand(const Grammar::Impl& g, Stack stack, std::vector<Stack>& out, StackSet& seen) {
-  std::vector<Stack> work{std::move(stack)};
-  while (!work.empty()) {
-    Stack s = std::move(work.back());
-    work.pop_back();
-    if (!seen.insert(s).second) continue;
-    if (seen.size() > GrammarState::kMaxStacks * 16) {
-      fail("grammar: too ambiguous (over ", GrammarState::kMaxStacks,
-           " ways to continue the text)");
-    }
-    if (s.empty() || g.elements[s.back()].kind == Kind::Set) {
-      out.push_back(std::move(s));
-      if (out.size() > GrammarState::kMaxStacks * 4) {
-        fail("grammar: too ambiguous (over ", GrammarState::kMaxStacks,
-             " ways to continue the text)");
-      }
-      continue;
-    }
-    const uint32_t pos = s.back();
-    s.pop_back();
-    const Element& e = g.elements[pos];  // a rule reference
-    if (g.elements[pos + 1].kind != Kind::End) s.push_back(pos + 1);
-    if (s.size() >= kMaxStackDepth) fail("grammar: nesting deeper than ", kMaxStackDepth);
-    for (uint32_t alt : g.rules[e.index]) {
-      Stack t = s;
-      if (g.elements[alt].kind != Kind::End) t.push_back(alt);
-      work.push_back(std::move(t));
-    }
-  }
-}
-
-std::shared_ptr<const GrammarState::Data> make_data(std::vector<Stack> stacks) {
-  std::sort(stacks.begin(), stacks.end());
-  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
-  if (stacks.size() > GrammarState::kMaxStacks) {
-    fail("grammar: too ambiguous (over ", GrammarState::kMaxStacks, " ways to continue the text)");
-  }
-  auto d = std::make_shared<GrammarState::Data>();
-  for (const Stack& s : stacks) {
-    if (s.empty()) d->any_empty = true;
-    const auto n = static_cast<uint32_t>(s.size());
-    d->key.append(reinterpret_cast<const char*>(&n), sizeof n);
-    d->key.append(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(uint32_t));
-  }
-  d->stacks = std::move(stacks);
-  return d;
-}
-
-}  // namespace
-
-GrammarState::GrammarState(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
-  const Grammar::Impl& g = grammar_->impl();
-  std::vector<Stack> stacks;
-  StackSet seen;
-  for (uint32_t alt : g.rules[g.root]) {
-    expand(g, g.elements[alt].kind == Kind::End ? Stack{} : Stack{alt}, stacks, seen);
-  }
-  data_ = make_data(std::move(stacks));
-}
-
-bool GrammarState::dead() const { return data_ == nullptr; }
-
-bool GrammarState::complete() const {
-  return data_ != nullptr && partial_left_ == 0 && data_->any_empty;
-}
-
-bool GrammarState::can_continue() const {
-  if (data_ == nullptr) return false;
-  for (const Stack& s : data_->stacks) {
-    if (!s.empty()) return true;
-  }
-  return false;
-}
-
-size_t GrammarState::n_stacks() const { return data_ ? data_->stacks.size() : 0; }
-
-const std::string& GrammarState::key() const {
-  key_.clear();
-  if (data_ == nullptr) return key_;
-  key_ = data_->key;
-  const char tail[3] = {static_cast<char>(partial_left_), static_cast<char>(partial_len_), 0};
-  key_.append(tail, 2);
-  key_.append(reinterpret_cast<const char*>(&partial_), sizeof partial_);
-  return key_;
-}
-
-bool GrammarState::may_match(uint32_t lo, uint32_t hi) const {
-  const Grammar::Impl& g = grammar_->impl();
-  for (const Stack& s : data_->stacks) {
-    if (!s.empty() && g.sets[g.elements[s.back()].index].intersects(lo, hi)) return true;
-  }
-  return false;
-}
-
-bool GrammarState::accept_code_point(uint32_t cp) {
-  if (data_->self.count(cp) != 0) return true;
-  if (auto it = data_->next.find(cp); it != data_->next.end()) {
-    if (auto d = it->second.lock()) {
-      data_ = std::move(d);
-      return true;
-    }
-  }
-  const Grammar::Impl& g = grammar_->impl();
-  std::vector<Stack> out;
-  StackSet seen;
-  for (const Stack& s : data_->stacks) {
-    if (s.empty()) continue;
-    const uint32_t pos = s.back();
-    if (!g.sets[g.elements[pos].index].contains(cp)) continue;
-    Stack t(s.begin(), s.end() - 1);
-    if (g.elements[pos + 1].kind != Kind::End) t.push_back(pos + 1);
-    expand(g, std::move(t), out, seen);
-  }
-  if (out.empty()) {
-    data_ = nullptr;
-    return false;
-  }
-  std::shared_ptr<const Data> next = make_data(std::move(out));
-  if (next->key == data_->key) {
-    data_->self.insert(cp);
-    return true;
-  }
-  data_->next[cp] = next;
-  data_ = std::move(next);
-  return true;
-}
-
-bool GrammarState::accept_byte(uint8_t b) {
-  if (data_ == nullptr) return false;
-  if (partial_left_ == 0) {
-    if (b < 0x80) return accept_code_point(b);
-    // A lead byte: 0xC2-0xDF (2 bytes), 0xE0-0xEF (3), 0xF0-0xF4 (4).
-    if (b >= 0xC2 && b <= 0xDF) {
-      partial_ = b & 0x1Fu;
-      partial_left_ = 1;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      partial_ = b & 0x0Fu;
-      partial_left_ = 2;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      partial_ = b & 0x07u;
-      partial_left_ = 3;
-    } else {
-      data_ = nullptr;
-      return false;
-    }
-    partial_len_ = 1;
-  } else {
-    if ((b & 0xC0) != 0x80) {
-      data_ = nullptr;
-      return false;
-    }
-    partial_ = (partial_ << 6) | (b & 0x3Fu);
-    --partial_left_;
-    ++partial_len_;
-    // Overlong forms, surrogates and code points past U+10FFFF show after the second byte.
-    if (partial_len_ == 2) {
-      const uint32_t lo = partial_ << (6 * partial_left_);
-      const bool bad = (partial_left_ == 1 && lo < 0x800) ||                    // 3-byte overlong
-                       (partial_left_ == 1 && lo >= 0xD800 && lo <= 0xDFFF) ||  // surrogate
-                       (partial_left_ == 2 && (lo < 0x10000 || lo > kMaxCodePoint));
-      if (bad) {
-        data_ = nullptr;
-        return false;
-      }
-    }
-  }
-  if (partial_left_ == 0) {
-    partial_len_ = 0;
-    return accept_code_point(partial_);
-  }
-  // Prune a sequence no stack can finish. Its code point is at least the smallest one its length
-  // encodes (shorter forms are overlong).
-  const int total = partial_len_ + partial_left_;
-  const uint32_t least = total == 2 ? 0x80 : total == 3 ? 0x800 : 0x10000;
-  const uint32_t lo = std::max(least, partial_ << (6 * partial_left_));
-  const uint32_t hi = lo | ((1u << (6 * partial_left_)) - 1);
-  if (!may_match(lo, hi)) {
-    data_ = nullptr;
-    return false;
-  }
-  return true;
-}
-
-bool GrammarState::accept(std::string_view bytes) {
-  for (const char c : bytes) {
-    if (!accept_byte(static_cast<uint8_t>(c))) return false;
-  }
-  return data_ != nullptr;
+  return std::make_shared<const Grammar>(Parser(gbnf).run(root));
 }
 
 }  // namespace specdec

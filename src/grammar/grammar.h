@@ -39,19 +39,34 @@ class Grammar {
   std::unique_ptr<Impl> impl_;
 };
 
+namespace grammar_detail {
+class StackSetMachine;
+}
+
 // Where a match stands. A value: copies are independent.
+//
+// Ambiguity is bounded: a state holds at most 4,096 stacks (and at most 2^20 stack entries in
+// all). A grammar so ambiguous that one character would exceed that (e.g. a long chain of
+// optional items that may all be empty) makes the constructor or accept() throw specdec::Error
+// ("grammar too ambiguous ..."); the state is left unchanged in that case.
 class GrammarState {
  public:
   // The state before any text.
   explicit GrammarState(std::shared_ptr<const Grammar> grammar);
 
-  // Consumes bytes (UTF-8; a code point may be split across calls). Returns false when no
+  // Consumes bytes (UTF-8; a code point may be split across calls). A trailing incomplete
+  // character is kept, and refused at once when no character it could become fits the
+  // grammar. Throws specdec::Error past the ambiguity bound above. Returns false when no
   // sentence of the grammar starts with the text so far plus these bytes (or they are not
   // UTF-8); the state is then unusable (dead()) and every later accept() returns false. Throws
   // specdec::Error when the grammar is so ambiguous that more than kMaxStacks ways to continue
   // would have to be tracked (a request then fails with that error instead of slowing down).
   bool accept(std::string_view bytes);
   bool accept_byte(uint8_t byte);
+  // Whether accept_byte(byte) is known to leave the state as it is (an ASCII character that
+  // loops, as any plain character inside a JSON string does; known once it was consumed from an
+  // equal state): a mask walk then needs no copy.
+  bool loops_on(uint8_t byte) const;
 
   static constexpr size_t kMaxStacks = 4096;
   struct Data;  // the stacks (grammar.cpp)
@@ -83,5 +98,95 @@ class GrammarState {
   uint8_t partial_len_ = 0;           // bytes of it seen
   mutable std::string key_;           // key(), built on demand
 };
+
+// Internals shared by grammar.cpp and token_mask.cpp; not an API.
+namespace grammar_detail {
+
+// Incremental strict UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above
+// U+10FFFF), one byte at a time.
+struct Utf8Decoder {
+  uint32_t cp = 0;    // the bits so far (the code point once complete)
+  uint8_t need = 0;   // continuation bytes still to come
+  uint8_t lo = 0x80;  // the range the next continuation byte must fall in
+  uint8_t hi = 0xBF;
+
+  // -1: invalid (the decoder is then unusable); 0: inside a character; 1: cp is complete.
+  int feed(uint8_t b) {
+    if (need == 0) {
+      if (b < 0x80) {
+        cp = b;
+        return 1;
+      }
+      lo = 0x80;
+      hi = 0xBF;
+      if (b >= 0xC2 && b <= 0xDF) {
+        need = 1;
+        cp = b & 0x1Fu;
+      } else if (b >= 0xE0 && b <= 0xEF) {
+        need = 2;
+        cp = b & 0x0Fu;
+        if (b == 0xE0) lo = 0xA0;  // no overlong forms
+        if (b == 0xED) hi = 0x9F;  // no surrogates
+      } else if (b >= 0xF0 && b <= 0xF4) {
+        need = 3;
+        cp = b & 0x07u;
+        if (b == 0xF0) lo = 0x90;
+        if (b == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
+      } else {
+        return -1;
+      }
+      return 0;
+    }
+    if (b < lo || b > hi) return -1;
+    cp = (cp << 6) | (b & 0x3Fu);
+    lo = 0x80;
+    hi = 0xBF;
+    return --need == 0 ? 1 : 0;
+  }
+  // Inside a character (need > 0): the code points it may still become, a contiguous range.
+  uint32_t min_cp() const { return ((cp << 6) | (lo & 0x3Fu)) << (6 * (need - 1)); }
+  uint32_t max_cp() const {
+    const uint32_t shift = 6 * (need - 1u);
+    return (((cp << 6) | (hi & 0x3Fu)) << shift) | ((1u << shift) - 1);
+  }
+};
+
+// The token mask's engine: a grammar's stack sets interned as small integers (stacks as
+// hash-consed linked nodes, so a step copies nothing), with memoized transitions per set and
+// code point, so that a trie walk that keeps returning to the same set (every character inside
+// a JSON string) costs a table lookup per byte. Not thread safe; one per GrammarMasker.
+class StackSetMachine {
+ public:
+  static constexpr int32_t kDead = -1;
+
+  explicit StackSetMachine(std::shared_ptr<const Grammar> grammar);
+  ~StackSetMachine();
+  StackSetMachine(const StackSetMachine&) = delete;
+  StackSetMachine& operator=(const StackSetMachine&) = delete;
+
+  const Grammar* grammar() const;
+  // The set of a live state's stacks, and its pending UTF-8 decoder.
+  int32_t set_of(const GrammarState& state, Utf8Decoder* decoder);
+  // The set after one more code point, or kDead. Throws specdec::Error past the ambiguity bound
+  // (as GrammarState::accept) or past the work budget (see reset_budget).
+  int32_t step(int32_t set, uint32_t cp);
+  // Whether some stack of the set accepts a code point in [lo, hi].
+  bool accepts_some(int32_t set, uint32_t lo, uint32_t hi);
+  // Whether some stack of the set is empty (the text so far is a sentence).
+  bool has_empty(int32_t set) const;
+
+  // Interned data, in 4-byte units; clear() forgets it (invalidating every set id).
+  size_t size() const;
+  void clear();
+  // step() throws once this many stack expansions were done since the last reset, or once
+  // size() passes `max_size`: bounds the time and memory of one mask on a hostile grammar.
+  void reset_budget(size_t max_work, size_t max_size);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace grammar_detail
 
 }  // namespace specdec

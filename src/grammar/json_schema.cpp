@@ -1,10 +1,17 @@
-// JSON Schema -> GBNF. Every schema becomes one rule whose text is a JSON value without leading
-// or trailing whitespace; objects and arrays put the (bounded) whitespace between their parts.
-// Shared pieces (string, number, any value, ...) are rules added on first use.
+// JSON Schema -> GBNF. Every schema becomes one rule (or a shared primitive) whose text is a JSON
+// value without leading or trailing whitespace; objects and arrays put the bounded whitespace
+// rule `ws` between their parts. Shared pieces (string, number, any value, ...) are rules added
+// on first use; rules with identical bodies are merged; each $ref target becomes one rule, so
+// recursion is a rule naming itself and the output stays linear in the schema.
 #include "grammar/json_schema.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <map>
 #include <set>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -15,71 +22,164 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kMaxDepth = 64;
-constexpr size_t kMaxRules = 20000;
-constexpr int64_t kMaxBound = 10000;
+constexpr int kMaxDepth = 64;                   // nested schemas (and nested const/enum values)
+constexpr size_t kMaxRules = 20000;             // rules in the output
+constexpr size_t kMaxOutputBytes = 1 << 20;     // Grammar::parse's own limit
+constexpr int64_t kMaxBound = 10000;            // minItems/maxItems/minLength/maxLength
+constexpr int64_t kMaxRepetitionTotal = 1000000;  // the sum of every emitted bound
 
-// Whitespace between tokens, bounded as in llama.cpp so that a model cannot pad forever.
-constexpr const char* kWs = R"(ws ::= | " " | "\n" [ \t]{0,20})";
+struct Primitive {
+  const char* body;
+  std::vector<const char*> deps;
+};
 
-const std::map<std::string, std::string>& primitives() {
-  static const std::map<std::string, std::string> rules = {
-      {"ws", kWs},
-      {"value", "value ::= object | array | string | number | boolean | null"},
-      {"object",
-       R"(object ::= "{" ws ( string ws ":" ws value ws ( "," ws string ws ":" ws value ws )* )? "}")"},
-      {"array", R"(array ::= "[" ws ( value ws ( "," ws value ws )* )? "]")"},
-      {"char", R"(char ::= [^"\\\x7F\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} ))"},
-      {"string", R"(string ::= "\"" char* "\"")"},
-      {"integer", R"(integer ::= "-"? ( "0" | [1-9] [0-9]{0,15} ))"},
-      {"number",
-       R"(number ::= "-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?)"},
-      {"boolean", R"(boolean ::= "true" | "false")"},
-      {"null", R"(null ::= "null")"},
-      {"date",
-       R"(date ::= [0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ))"},
+// Whitespace between tokens, bounded as in llama.cpp so that a model cannot pad forever: none,
+// one space, or a newline and up to 20 spaces or tabs of indentation. Numbers are bounded too
+// (20 integer digits, 20 fraction digits, 4 exponent digits).
+const std::map<std::string, Primitive>& primitives() {
+  static const std::map<std::string, Primitive> rules = {
+      {"ws", {R"(| " " | "\n" [ \t]{0,20})", {}}},
+      {"value", {"object | array | string | number | boolean | null",
+                 {"object", "array", "string", "number", "boolean", "null"}}},
+      {"object", {R"("{" ws ( member ( "," ws member )* )? "}")", {"ws", "member"}}},
+      {"member", {R"(string ws ":" ws value ws)", {"string", "ws", "value"}}},
+      {"array", {R"("[" ws ( value ws ( "," ws value ws )* )? "]")", {"ws", "value"}}},
+      {"hex", {"[0-9a-fA-F]", {}}},
+      {"escape", {R"(["\\/bfnrt] | "u" hex{4})", {"hex"}}},
+      {"char", {R"([^"\\\x7F\x00-\x1F] | "\\" escape)", {"escape"}}},
+      {"string", {R"("\"" char* "\"")", {"char"}}},
+      {"int-part", {R"("0" | [1-9] [0-9]{0,19})", {}}},
+      {"integer", {R"("-"? int-part)", {"int-part"}}},
+      {"number", {R"("-"? int-part ( "." [0-9]{1,20} )? ( [eE] [-+]? [0-9]{1,4} )?)", {"int-part"}}},
+      {"boolean", {R"("true" | "false")", {}}},
+      {"null", {R"("null")", {}}},
+      {"date", {R"([0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ))",
+                {}}},
       {"time",
-       R"(time ::= ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))"},
-      {"hex", R"(hex ::= [0-9a-fA-F])"},
+       {R"(( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( [zZ] | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))",
+        {}}},
+      {"date-time", {R"(date [tT] time)", {"date", "time"}}},
+      {"uuid", {R"(hex{8} "-" hex{4} "-" hex{4} "-" hex{4} "-" hex{12})", {"hex"}}},
   };
   return rules;
 }
 
-// What each primitive rule uses.
-const std::map<std::string, std::vector<std::string>>& primitive_deps() {
-  static const std::map<std::string, std::vector<std::string>> deps = {
-      {"value", {"object", "array", "string", "number", "boolean", "null"}},
-      {"object", {"ws", "string", "value"}},
-      {"array", {"ws", "value"}},
-      {"string", {"char"}},
-  };
-  return deps;
+// Keywords that do not constrain the text: ignored wherever they appear. ("discriminator" is
+// OpenAPI's hint beside a oneOf whose branches already say everything.)
+const std::set<std::string>& annotations() {
+  static const std::set<std::string> words = {
+      "title",    "description", "default",   "examples",        "$schema",
+      "$id",      "$comment",    "$defs",     "definitions",     "deprecated",
+      "readOnly", "writeOnly",   "discriminator", "contentEncoding", "contentMediaType"};
+  return words;
 }
 
-// A GBNF literal matching `text` exactly.
-std::string literal(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u == 0x7f) {
-      constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
+// Keywords that do constrain it and are supported (not everywhere in every combination).
+const std::set<std::string>& validations() {
+  static const std::set<std::string> words = {
+      "type",     "properties", "required", "additionalProperties", "items",     "prefixItems",
+      "additionalItems", "minItems", "maxItems", "minLength",          "maxLength", "format",
+      "enum",     "const",      "anyOf",    "oneOf",                "allOf",     "$ref"};
+  return words;
+}
+
+const std::set<std::string>& type_names() {
+  static const std::set<std::string> names = {"object", "array",   "string", "number",
+                                              "integer", "boolean", "null"};
+  return names;
+}
+
+// A JSON pointer one level down.
+std::string child(const std::string& path, std::string_view key) {
+  std::string out = path + "/";
+  for (const char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
     } else {
       out += c;
     }
   }
+  return out;
+}
+
+std::string hint_of(const std::string& hint, std::string_view part) {
+  return hint.empty() ? std::string(part) : str_cat(hint, "-", part);
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// Code points of valid UTF-8 (nlohmann's dump() output).
+std::vector<uint32_t> code_points(std::string_view s) {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k < len && i + k < s.size(); ++k) {
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    }
+    out.push_back(cp);
+    i += len;
+  }
+  return out;
+}
+
+// One code point as GBNF writes it inside a literal or a class (escaping what either treats
+// specially; control characters as \x, the rest of ASCII as is, other text as raw UTF-8).
+std::string gbnf_char(uint32_t cp) {
+  constexpr char kHex[] = "0123456789abcdef";
+  if (cp == '"' || cp == '\\' || cp == ']' || cp == '[' || cp == '-' || cp == '^') {
+    return std::string{'\\', static_cast<char>(cp)};
+  }
+  if (cp < 0x20 || cp == 0x7F) return std::string{'\\', 'x', kHex[cp >> 4], kHex[cp & 15]};
+  std::string out;
+  append_utf8(out, cp);
+  return out;
+}
+
+// A GBNF literal matching `text` (UTF-8) exactly.
+std::string literal(std::string_view text) {
+  std::string out = "\"";
+  for (const uint32_t cp : code_points(text)) {
+    // Inside a literal only '"' and '\' need escaping; keep '[' '-' '^' ']' readable.
+    out += (cp == '[' || cp == ']' || cp == '-' || cp == '^') ? std::string(1, static_cast<char>(cp))
+                                                              : gbnf_char(cp);
+  }
   return out + "\"";
 }
 
-std::string bounds(int64_t lo, int64_t hi) {  // hi < 0: unbounded
-  if (hi < 0) return str_cat("{", lo, ",}");
-  if (lo == hi) return str_cat("{", lo, "}");
-  return str_cat("{", lo, ",", hi, "}");
+bool has_type(const json& v, const std::string& t) {
+  if (t == "null") return v.is_null();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "string") return v.is_string();
+  if (t == "array") return v.is_array();
+  if (t == "object") return v.is_object();
+  if (t == "number") return v.is_number();
+  if (t == "integer") {
+    if (v.is_number_integer()) return true;
+    if (!v.is_number_float()) return false;
+    const double d = v.get<double>();
+    return std::isfinite(d) && d == std::floor(d);
+  }
+  return false;
 }
 
 class Converter {
@@ -87,9 +187,12 @@ class Converter {
   explicit Converter(const json& root) : root_(root) {}
 
   std::string run() {
-    const std::string top = visit(root_, "root-value", "", 0);
+    const std::string top = visit(root_, "", "", 0);
     std::string out = "root ::= " + top + "\n";
     for (const std::string& name : order_) out += rules_[name] + "\n";
+    if (out.size() > kMaxOutputBytes) {
+      fail("JSON Schema: too large (the grammar would be over ", kMaxOutputBytes, " bytes)");
+    }
     return out;
   }
 
@@ -98,13 +201,14 @@ class Converter {
     fail("JSON Schema ", path.empty() ? std::string("(root)") : path, ": ", what);
   }
 
+  // --- rules ---------------------------------------------------------------------------------
+
   std::string use(const std::string& name) {
     if (rules_.count(name) == 0) {
-      rules_[name] = primitives().at(name);
+      const Primitive& p = primitives().at(name);
+      rules_[name] = name + " ::= " + p.body;
       order_.push_back(name);
-      if (auto it = primitive_deps().find(name); it != primitive_deps().end()) {
-        for (const std::string& d : it->second) use(d);
-      }
+      for (const char* d : p.deps) use(d);
     }
     return name;
   }
@@ -117,128 +221,121 @@ class Converter {
     by_body_[body] = name;
     return name;
   }
+
+  // A unique rule name from a hint: letters, digits and single dashes, at most 40 characters
+  // before a numeric suffix; never "root" or a primitive's name.
   std::string fresh(const std::string& hint) {
     std::string base;
     for (const char c : hint) {
-      const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-      base += ok ? c : '-';
+      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+        base += c;
+      } else if (!base.empty() && base.back() != '-') {
+        base += '-';
+      }
     }
-    if (base.empty() || base.size() > 40) base = base.empty() ? "r" : base.substr(0, 40);
-    std::string name = "s-" + base;
-    for (int i = 2; rules_.count(name) != 0 || reserved_.count(name) != 0; ++i) {
-      name = str_cat("s-", base, "-", i);
-    }
+    if (base.size() > 40) base.resize(40);
+    while (!base.empty() && base.back() == '-') base.pop_back();
+    if (base.empty()) base = "schema";
+    const auto taken = [&](const std::string& n) {
+      return n == "root" || primitives().count(n) != 0 || rules_.count(n) != 0 ||
+             reserved_.count(n) != 0;
+    };
+    std::string name = base;
+    for (int i = 2; taken(name); ++i) name = str_cat(base, "-", i);
     reserved_.insert(name);
     return name;
   }
+
   void define(const std::string& name, const std::string& body) {
     if (rules_.size() >= kMaxRules) fail("JSON Schema: too large (over ", kMaxRules, " rules)");
-    rules_[name] = name + " ::= " + body;
+    std::string line = name + " ::= " + body;
+    bytes_ += line.size() + 1;
+    if (bytes_ > kMaxOutputBytes) {
+      fail("JSON Schema: too large (the grammar would be over ", kMaxOutputBytes, " bytes)");
+    }
+    rules_[name] = std::move(line);
     order_.push_back(name);
   }
 
-  const json& resolve(const std::string& ref, const std::string& path) const {
-    if (ref == "#") return root_;
-    if (ref.rfind("#/", 0) != 0) error(path, str_cat("$ref '", ref, "' is not in this document"));
-    const json* at = &root_;
-    size_t i = 2;
-    while (i <= ref.size()) {
-      const size_t j = std::min(ref.find('/', i), ref.size());
-      std::string part;  // JSON pointer escapes: ~1 is '/', ~0 is '~'
-      for (size_t k = i; k < j; ++k) {
-        if (ref[k] == '~' && k + 1 < j && (ref[k + 1] == '0' || ref[k + 1] == '1')) {
-          part += ref[++k] == '1' ? '/' : '~';
-        } else {
-          part += ref[k];
-        }
-      }
-      if (!at->is_object() || !at->contains(part)) {
-        error(path, str_cat("$ref '", ref, "' points nowhere"));
-      }
-      at = &(*at)[part];
-      i = j + 1;
+  // The repetition suffix for [lo, hi] (hi < 0: unbounded); "" for exactly one. The total of all
+  // bounds is limited, because the grammar compiler expands each into that many copies.
+  std::string repeat(int64_t lo, int64_t hi, const std::string& path) {
+    repetitions_ += std::max(lo, hi) + 1;
+    if (repetitions_ > kMaxRepetitionTotal) {
+      error(path, str_cat("too large (item and length bounds add up to over ",
+                          kMaxRepetitionTotal, ")"));
     }
-    return *at;
+    if (lo == 1 && hi == 1) return "";
+    if (hi < 0) return lo == 0 ? "*" : lo == 1 ? "+" : str_cat("{", lo, ",}");
+    if (lo == 0 && hi == 1) return "?";
+    if (lo == hi) return str_cat("{", lo, "}");
+    return str_cat("{", lo, ",", hi, "}");
   }
 
+  std::string dump(const json& v, const std::string& path) const {
+    try {
+      return v.dump();
+    } catch (const json::exception&) {
+      error(path, "a string that is not valid UTF-8");
+    }
+  }
+
+  // --- schemas -------------------------------------------------------------------------------
+
+  // The rule (or primitive, or a short expression naming rules) for schema `s` at `path`.
   std::string visit(const json& s, const std::string& hint, const std::string& path, int depth) {
-    if (depth > kMaxDepth) error(path, str_cat("nested deeper than ", kMaxDepth));
+    if (depth > kMaxDepth) error(path, str_cat("nested deeper than ", kMaxDepth, " schemas"));
     if (s.is_boolean()) {
       if (!s.get<bool>()) error(path, "the schema false allows nothing");
       return use("value");
     }
     if (!s.is_object()) error(path, "a schema must be an object or a boolean");
-    static const std::set<std::string> kKnown = {
-        "type",        "properties",  "required",   "additionalProperties",
-        "items",       "prefixItems", "minItems",   "maxItems",
-        "enum",        "const",       "anyOf",      "oneOf",
-        "allOf",       "$ref",        "$defs",      "definitions",
-        "minLength",   "maxLength",   "format",     "title",
-        "description", "default",     "examples",   "$schema",
-        "$id",         "$comment",    "deprecated", "readOnly",
-        "writeOnly"};
+    std::vector<std::string> keys;  // the constraining keywords present
     for (const auto& [key, v] : s.items()) {
-      if (kKnown.count(key) == 0) error(path + "/" + key, "unsupported keyword");
+      if (annotations().count(key) != 0) continue;
+      if (validations().count(key) == 0) error(child(path, key), "unsupported keyword");
+      keys.push_back(key);
     }
-    if (const auto it = s.find("$ref"); it != s.end()) {
-      if (!it->is_string()) error(path + "/$ref", "must be a string");
-      const std::string ref = it->get<std::string>();
-      for (const char* k : {"type", "properties", "items", "enum", "const", "anyOf", "oneOf",
-                            "allOf", "minLength", "maxLength", "minItems", "maxItems"}) {
-        if (s.contains(k)) error(path + "/" + k, "is not supported beside $ref");
-      }
-      if (auto r = refs_.find(ref); r != refs_.end()) return r->second;
-      const std::string name = fresh(ref.substr(ref.rfind('/') + 1));
-      refs_[ref] = name;  // before visiting: the definition may refer to itself
-      define(name, visit(resolve(ref, path + "/$ref"), name, ref.substr(1), depth + 1));
-      return name;
-    }
-    if (const auto it = s.find("const"); it != s.end()) return add(hint, literal(it->dump()));
-    if (const auto it = s.find("enum"); it != s.end()) {
-      if (!it->is_array() || it->empty()) error(path + "/enum", "must be a non-empty array");
-      std::string body;
-      for (const json& v : *it) body += (body.empty() ? "" : " | ") + literal(v.dump());
-      return add(hint, body);
-    }
-    for (const char* k : {"anyOf", "oneOf"}) {
-      if (const auto it = s.find(k); it != s.end()) {
-        if (!it->is_array() || it->empty()) error(path + "/" + k, "must be a non-empty array");
-        std::string body;
-        for (size_t i = 0; i < it->size(); ++i) {
-          body += (i > 0 ? " | " : "") +
-                  visit((*it)[i], str_cat(hint, "-", i), str_cat(path, "/", k, "/", i), depth + 1);
+    // A keyword that stands alone (besides annotations and those in `allowed`).
+    const auto alone = [&](const std::string& kw, const std::set<std::string>& allowed) {
+      for (const std::string& k : keys) {
+        if (k != kw && allowed.count(k) == 0) {
+          error(child(path, k), str_cat("is not supported beside ", kw));
         }
-        return add(hint, body);
+      }
+    };
+    if (s.contains("$ref")) {
+      alone("$ref", {});
+      return ref(s, path, depth);
+    }
+    for (const char* kw : {"anyOf", "oneOf", "allOf"}) {
+      if (s.contains(kw)) {
+        alone(kw, {});
+        return combination(s, kw, hint, path, depth);
       }
     }
-    if (const auto it = s.find("allOf"); it != s.end()) {
-      if (!it->is_array() || it->size() != 1) {
-        error(path + "/allOf", "only an allOf of one schema is supported");
-      }
-      return visit((*it)[0], hint, path + "/allOf/0", depth + 1);
+    if (s.contains("const") || s.contains("enum")) {
+      alone(s.contains("const") ? "const" : "enum", {"type"});
+      return enumeration(s, hint, path);
     }
-    std::vector<std::string> types;
-    if (const auto it = s.find("type"); it != s.end()) {
-      if (it->is_string()) {
-        types.push_back(it->get<std::string>());
-      } else if (it->is_array() && !it->empty()) {
-        for (const json& t : *it) {
-          if (!t.is_string()) error(path + "/type", "must be a string or a list of strings");
-          types.push_back(t.get<std::string>());
+    std::vector<std::string> types = types_of(s, path);
+    if (types.empty()) {
+      // No type: what the keywords present imply (stricter than JSON Schema, which would let
+      // values of other types through, but never looser).
+      const auto any_of = [&](std::initializer_list<const char*> words) {
+        for (const char* w : words) {
+          if (s.contains(w)) return true;
         }
-      } else {
-        error(path + "/type", "must be a string or a list of strings");
+        return false;
+      };
+      if (any_of({"properties", "required", "additionalProperties"})) types.push_back("object");
+      if (any_of({"items", "prefixItems", "additionalItems", "minItems", "maxItems"})) {
+        types.push_back("array");
       }
-    } else if (s.contains("properties") || s.contains("additionalProperties")) {
-      types = {"object"};
-    } else if (s.contains("items") || s.contains("prefixItems")) {
-      types = {"array"};
-    } else if (s.contains("minLength") || s.contains("maxLength") || s.contains("format")) {
-      types = {"string"};
-    } else {
-      return use("value");  // no constraint
+      if (any_of({"minLength", "maxLength", "format"})) types.push_back("string");
+      if (types.empty()) return use("value");  // no constraint
     }
-    std::string body;
+    std::vector<std::string> alts;
     for (const std::string& t : types) {
       std::string one;
       if (t == "object") {
@@ -247,140 +344,505 @@ class Converter {
         one = array(s, hint, path, depth);
       } else if (t == "string") {
         one = string(s, hint, path);
-      } else if (t == "number" || t == "integer" || t == "boolean" || t == "null") {
-        one = use(t);
       } else {
-        error(path + "/type", str_cat("unknown type '", t, "'"));
+        one = use(t);
       }
-      body += (body.empty() ? "" : " | ") + one;
+      if (std::find(alts.begin(), alts.end(), one) == alts.end()) alts.push_back(one);
     }
-    return types.size() == 1 ? body : add(hint, body);
+    return alternatives(hint, alts);
   }
+
+  std::string alternatives(const std::string& hint, const std::vector<std::string>& alts) {
+    if (alts.size() == 1) return alts[0];
+    std::string body;
+    for (const std::string& a : alts) body += (body.empty() ? "" : " | ") + a;
+    return add(hint, body);
+  }
+
+  // "type": a name or a non-empty list of names (repeats dropped); empty when absent.
+  std::vector<std::string> types_of(const json& s, const std::string& path) const {
+    std::vector<std::string> types;
+    const auto it = s.find("type");
+    if (it == s.end()) return types;
+    const std::string at = child(path, "type");
+    const auto take = [&](const json& t) {
+      if (!t.is_string()) error(at, "must be a type name or a list of them");
+      const std::string name = t.get<std::string>();
+      if (type_names().count(name) == 0) {
+        error(at, str_cat("unknown type '", name,
+                          "' (object, array, string, number, integer, boolean or null)"));
+      }
+      if (std::find(types.begin(), types.end(), name) == types.end()) types.push_back(name);
+    };
+    if (it->is_array()) {
+      if (it->empty()) error(at, "must not be an empty list");
+      for (const json& t : *it) take(t);
+    } else {
+      take(*it);
+    }
+    return types;
+  }
+
+  // A schema that constrains nothing: true, or an object of annotations only.
+  static bool trivial(const json& s) {
+    if (s.is_boolean()) return s.get<bool>();
+    if (!s.is_object()) return false;
+    for (const auto& [key, v] : s.items()) {
+      if (annotations().count(key) == 0) return false;
+    }
+    return true;
+  }
+
+  std::string combination(const json& s, const std::string& kw, const std::string& hint,
+                          const std::string& path, int depth) {
+    const json& list = s[kw];
+    const std::string at = child(path, kw);
+    if (!list.is_array() || list.empty()) error(at, "must be a non-empty array of schemas");
+    if (kw == "allOf") {
+      // Only the trivial case: one constraining schema, the rest annotations.
+      std::vector<size_t> real;
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (!trivial(list[i])) real.push_back(i);
+      }
+      if (real.empty()) return use("value");
+      if (real.size() > 1) {
+        error(at, "an allOf of more than one constraining schema is not supported");
+      }
+      return visit(list[real[0]], hint, child(at, std::to_string(real[0])), depth + 1);
+    }
+    // anyOf, and oneOf as anyOf: a value that two branches accept is let through.
+    std::vector<std::string> alts;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string one =
+          visit(list[i], hint_of(hint, std::to_string(i)), child(at, std::to_string(i)), depth + 1);
+      if (std::find(alts.begin(), alts.end(), one) == alts.end()) alts.push_back(one);
+    }
+    return alternatives(hint, alts);
+  }
+
+  // --- $ref ----------------------------------------------------------------------------------
+
+  // The schema a "#..." reference names (a JSON pointer, percent-decoded as in a URI fragment).
+  const json& resolve(const std::string& ref, const std::string& at) const {
+    std::string pointer;
+    for (size_t i = 1; i < ref.size(); ++i) {
+      const auto hex = [](char c) {
+        return c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                      : -1;
+      };
+      if (ref[i] == '%' && i + 2 < ref.size() + 0 && hex(ref[i + 1]) >= 0 && hex(ref[i + 2]) >= 0) {
+        pointer += static_cast<char>(hex(ref[i + 1]) * 16 + hex(ref[i + 2]));
+        i += 2;
+      } else {
+        pointer += ref[i];
+      }
+    }
+    const json* node = &root_;
+    for (size_t i = 1; i <= pointer.size() && !pointer.empty();) {
+      const size_t j = std::min(pointer.find('/', i), pointer.size());
+      std::string part;
+      for (size_t k = i; k < j; ++k) {
+        if (pointer[k] == '~' && k + 1 < j && (pointer[k + 1] == '0' || pointer[k + 1] == '1')) {
+          part += pointer[++k] == '0' ? '~' : '/';
+        } else {
+          part += pointer[k];
+        }
+      }
+      if (node->is_object() && node->contains(part)) {
+        node = &(*node)[part];
+      } else if (node->is_array() && !part.empty() &&
+                 part.find_first_not_of("0123456789") == std::string::npos && part.size() < 10 &&
+                 std::stoul(part) < node->size()) {
+        node = &(*node)[std::stoul(part)];
+      } else {
+        error(at, str_cat("'", ref, "' points to nothing in this document"));
+      }
+      i = j + 1;
+    }
+    return *node;
+  }
+
+  std::string ref(const json& s, const std::string& path, int depth) {
+    const std::string at = child(path, "$ref");
+    if (!s["$ref"].is_string()) error(at, "must be a string");
+    const std::string ref = s["$ref"].get<std::string>();
+    if (ref.empty() || ref[0] != '#') {
+      error(at, str_cat("'", ref,
+                        "' is outside this document (only references such as "
+                        "#/$defs/name are supported)"));
+    }
+    if (ref.size() > 1 && ref[1] != '/') {
+      error(at, str_cat("'", ref, "' is an anchor (only JSON pointers such as #/$defs/name)"));
+    }
+    if (auto it = refs_.find(ref); it != refs_.end()) {
+      if (head_.count(ref) != 0) {
+        error(at, str_cat("'", ref,
+                          "' refers to itself before any text (left recursion, which a grammar "
+                          "cannot match)"));
+      }
+      return it->second;
+    }
+    const json& target = resolve(ref, at);
+    const size_t slash = ref.rfind('/');
+    const std::string name = fresh(slash == std::string::npos ? "ref" : ref.substr(slash + 1));
+    refs_[ref] = name;  // before visiting: the definition may refer to itself
+    head_.insert(ref);
+    const std::string body = visit(target, name, ref.substr(1), depth + 1);
+    head_.erase(ref);
+    define(name, body);
+    return name;
+  }
+
+  // While the parts of an object or an array are visited: something ('{' or '[') was matched
+  // before them, so a reference back to a definition in progress is not left recursion.
+  class Consumed {
+   public:
+    explicit Consumed(Converter& c) : c_(c) { std::swap(saved_, c_.head_); }
+    ~Consumed() { std::swap(saved_, c_.head_); }
+    Consumed(const Consumed&) = delete;
+    Consumed& operator=(const Consumed&) = delete;
+
+   private:
+    Converter& c_;
+    std::set<std::string> saved_;
+  };
+
+  // --- const and enum ------------------------------------------------------------------------
+
+  std::string enumeration(const json& s, const std::string& hint, const std::string& path) {
+    const bool is_const = s.contains("const");
+    const std::string kw = is_const ? "const" : "enum";
+    const std::string at = child(path, kw);
+    if (is_const && s.contains("enum")) error(child(path, "enum"), "is not supported beside const");
+    std::vector<std::pair<const json*, std::string>> values;  // (value, its path)
+    if (is_const) {
+      values.emplace_back(&s["const"], at);
+    } else {
+      const json& list = s["enum"];
+      if (!list.is_array() || list.empty()) error(at, "must be a non-empty array");
+      for (size_t i = 0; i < list.size(); ++i) {
+        values.emplace_back(&list[i], child(at, std::to_string(i)));
+      }
+    }
+    const std::vector<std::string> types = types_of(s, path);
+    std::vector<std::string> alts;
+    for (const auto& [v, vpath] : values) {
+      bool typed = types.empty();
+      for (const std::string& t : types) typed = typed || has_type(*v, t);
+      if (!typed) continue;  // "type" rules it out
+      const std::string text = value_text(*v, vpath, 0);
+      if (std::find(alts.begin(), alts.end(), text) == alts.end()) alts.push_back(text);
+    }
+    if (alts.empty()) error(at, "no value here has the type that \"type\" asks for");
+    std::string body;
+    for (const std::string& a : alts) body += (body.empty() ? "" : " | ") + a;
+    return add(hint_of(hint, kw), body);
+  }
+
+  // A JSON value as a GBNF sequence: scalars as their exact JSON text, objects and arrays with
+  // the usual whitespace allowed between their tokens.
+  std::string value_text(const json& v, const std::string& path, int depth) {
+    if (depth > kMaxDepth) error(path, str_cat("a value nested deeper than ", kMaxDepth));
+    if (v.is_object() || v.is_array()) {
+      use("ws");
+      const bool obj = v.is_object();
+      std::string out = obj ? R"("{" ws)" : R"("[" ws)";
+      bool first = true;
+      for (const auto& [key, x] : v.items()) {
+        if (!first) out += R"( "," ws)";
+        first = false;
+        if (obj) out += " " + literal(dump(json(key), path)) + R"( ws ":" ws)";
+        out += " " + value_text(x, child(path, key), depth + 1) + " ws";
+      }
+      return out + (obj ? R"( "}")" : R"( "]")");
+    }
+    return literal(dump(v, path));
+  }
+
+  // --- strings -------------------------------------------------------------------------------
 
   int64_t count(const json& s, const char* key, const std::string& path, int64_t fallback) const {
     const auto it = s.find(key);
     if (it == s.end()) return fallback;
-    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxBound) {
-      error(path + "/" + key, str_cat("must be an integer from 0 to ", kMaxBound));
+    int64_t n = -1;
+    if (it->is_number_unsigned() || it->is_number_integer()) {
+      n = it->is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(
+                                         it->get<uint64_t>(), uint64_t{kMaxBound} + 1))
+                                   : it->get<int64_t>();
+    } else if (it->is_number_float() && has_type(*it, "integer") && it->get<double>() >= 0) {
+      n = static_cast<int64_t>(std::min<double>(it->get<double>(), kMaxBound + 1));
     }
-    return it->get<int64_t>();
+    if (n < 0 || n > kMaxBound) {
+      error(child(path, key), str_cat("must be an integer from 0 to ", kMaxBound));
+    }
+    return n;
   }
 
   std::string string(const json& s, const std::string& hint, const std::string& path) {
-    if (const auto it = s.find("format"); it != s.end() && it->is_string()) {
+    if (const auto it = s.find("format"); it != s.end()) {
+      if (!it->is_string()) error(child(path, "format"), "must be a string");
       const std::string f = it->get<std::string>();
-      if (f == "date") return add(hint, "\"\\\"\" " + use("date") + " \"\\\"\"");
-      if (f == "time") return add(hint, "\"\\\"\" " + use("time") + " \"\\\"\"");
-      if (f == "date-time") {
-        return add(hint, "\"\\\"\" " + use("date") + " \"T\" " + use("time") + " \"\\\"\"");
-      }
-      if (f == "uuid") {
-        use("hex");
-        return add(hint, R"("\"" hex{8} "-" hex{4} "-" hex{4} "-" hex{4} "-" hex{12} "\"")");
+      if (f == "date" || f == "time" || f == "date-time" || f == "uuid") {
+        for (const char* k : {"minLength", "maxLength"}) {
+          if (s.contains(k)) error(child(path, k), str_cat("is not supported beside format ", f));
+        }
+        return add(hint, str_cat(R"("\"" )", use(f), R"( "\"")"));
       }
       // Any other format is an annotation (JSON Schema's default): a plain string.
     }
     const int64_t lo = count(s, "minLength", path, 0);
     const int64_t hi = count(s, "maxLength", path, -1);
-    if (hi >= 0 && hi < lo) error(path + "/maxLength", "is below minLength");
+    if (hi >= 0 && hi < lo) error(child(path, "maxLength"), "is below minLength");
     if (lo == 0 && hi < 0) return use("string");
-    use("char");
-    return add(hint, "\"\\\"\" char" + bounds(lo, hi) + " \"\\\"\"");
+    if (hi == 0) return add(hint, R"("\"\"")");
+    const std::string reps = repeat(lo, hi, path);
+    return add(hint, str_cat(R"("\"" )", use("char"), reps, R"( "\"")"));
+  }
+
+  // --- arrays --------------------------------------------------------------------------------
+
+  // What a schema-valued keyword allows: a rule, "" for nothing (false); absent or true: any.
+  std::string part(const json& s, const char* key, const std::string& hint,
+                   const std::string& path, int depth) {
+    const auto it = s.find(key);
+    if (it == s.end() || trivial(*it)) return use("value");
+    if (*it == json(false)) return "";
+    if (!it->is_object()) error(child(path, key), "must be a schema (an object or a boolean)");
+    return visit(*it, hint, child(path, key), depth + 1);
   }
 
   std::string array(const json& s, const std::string& hint, const std::string& path, int depth) {
     const int64_t lo = count(s, "minItems", path, 0);
     const int64_t hi = count(s, "maxItems", path, -1);
-    if (hi >= 0 && hi < lo) error(path + "/maxItems", "is below minItems");
+    if (hi >= 0 && hi < lo) error(child(path, "maxItems"), "is below minItems");
+    // A tuple: prefixItems then items (JSON Schema 2020-12), or an array-valued items then
+    // additionalItems (draft 7).
+    const json* tuple = nullptr;
+    const char* tuple_key = nullptr;
+    const char* rest_key = "items";
+    if (const auto it = s.find("prefixItems"); it != s.end()) {
+      if (!it->is_array()) error(child(path, "prefixItems"), "must be an array of schemas");
+      if (s.contains("items") && s["items"].is_array()) {
+        error(child(path, "items"), "must be a schema when prefixItems is given");
+      }
+      tuple = &*it;
+      tuple_key = "prefixItems";
+    } else if (const auto items = s.find("items"); items != s.end() && items->is_array()) {
+      tuple = &*items;
+      tuple_key = "items";
+      rest_key = "additionalItems";
+    }
+    const auto n = static_cast<int64_t>(tuple ? tuple->size() : 0);
+    const auto rest_it = s.find(rest_key);
+    if (n == 0 && lo == 0 && hi < 0 && (rest_it == s.end() || trivial(*rest_it))) {
+      return use("array");
+    }
+    Consumed consumed(*this);
     use("ws");
-    if (const auto pre = s.find("prefixItems"); pre != s.end()) {
-      const auto items = s.find("items");
-      if (!pre->is_array() || (items != s.end() && *items != json(false)) ||
-          s.contains("minItems") || s.contains("maxItems")) {
-        error(path + "/prefixItems",
-              "only a tuple (an array of schemas, items false) is supported");
-      }
-      std::string body = "\"[\" ws";
-      for (size_t i = 0; i < pre->size(); ++i) {
-        body += str_cat(
-            i > 0 ? " \",\" ws " : " ",
-            visit((*pre)[i], str_cat(hint, "-", i), str_cat(path, "/prefixItems/", i), depth + 1),
-            " ws");
-      }
-      return add(hint, body + " \"]\"");
+    std::vector<std::string> fixed;
+    for (int64_t i = 0; i < n; ++i) {
+      const std::string at = child(child(path, tuple_key), std::to_string(i));
+      fixed.push_back(visit((*tuple)[i], hint_of(hint, std::to_string(i)), at, depth + 1));
     }
-    std::string item = use("value");
-    if (const auto it = s.find("items"); it != s.end()) {
-      if (*it == json(false)) {
-        if (lo > 0) error(path + "/minItems", "items false allows no items");
-        return add(hint, "\"[\" ws \"]\"");
-      }
-      item = visit(*it, hint + "-item", path + "/items", depth + 1);
+    const std::string rest = part(s, rest_key, hint_of(hint, "item"), path, depth);
+    // The whole tuple is asked for (JSON Schema would also allow a prefix of it).
+    if (hi >= 0 && hi < n) {
+      error(child(path, "maxItems"), str_cat("below the number of ", tuple_key,
+                                              " is not supported (the whole tuple is required)"));
     }
-    const std::string more =
-        str_cat("( \",\" ws ", item, " ws )", bounds(lo > 0 ? lo - 1 : 0, hi < 0 ? -1 : hi - 1));
-    const std::string items = str_cat(item, " ws ", more);
-    if (hi == 0) return add(hint, "\"[\" ws \"]\"");
-    return add(hint, str_cat("\"[\" ws ", lo > 0 ? items : "( " + items + " )?", " \"]\""));
+    const int64_t least = std::max(lo, n);
+    const int64_t most = rest.empty() ? n : hi;
+    if (most >= 0 && most < least) {
+      error(child(path, "minItems"), str_cat("asks for more items than ", rest_key, " allows"));
+    }
+    std::string body = R"("[" ws)";
+    if (n > 0) {
+      for (int64_t i = 0; i < n; ++i) body += str_cat(i > 0 ? R"( "," ws )" : " ", fixed[i], " ws");
+      if (most != n) {
+        body += str_cat(R"( ( "," ws )", rest, " ws )",
+                        repeat(least - n, most < 0 ? -1 : most - n, path));
+      }
+    } else if (most != 0) {
+      std::string seq = rest + " ws";
+      const int64_t more_lo = std::max<int64_t>(least, 1) - 1;
+      const int64_t more_hi = most < 0 ? -1 : most - 1;
+      if (more_hi != 0) {
+        seq += str_cat(R"( ( "," ws )", rest, " ws )", repeat(more_lo, more_hi, path));
+      }
+      body += least > 0 ? " " + seq : " ( " + seq + " )?";
+    }
+    return add(hint, body + R"( "]")");
+  }
+
+  // --- objects -------------------------------------------------------------------------------
+
+  // An expression matching the rest of a JSON string (its closing quote included) whose text,
+  // from the opening quote on, is none of `names` as JSON writes them: the keys an object's
+  // additional properties may use. Names are compared as written (an unusual escape of a
+  // listed name is not caught). A trie of the names' JSON text: at each node, a character that
+  // leaves every name, a step to a child, or the closing quote where no name ends.
+  std::string not_names(const std::vector<std::string>& names, const std::string& hint,
+                        const std::string& path) {
+    struct Node {
+      std::map<uint32_t, size_t> kids;
+      bool end = false;
+    };
+    std::vector<Node> trie(1);
+    for (const std::string& name : names) {
+      const std::string text = dump(json(name), path);
+      size_t at = 0;
+      for (const uint32_t cp : code_points(std::string_view(text).substr(1, text.size() - 2))) {
+        auto it = trie[at].kids.find(cp);
+        if (it == trie[at].kids.end()) {
+          it = trie[at].kids.emplace(cp, trie.size()).first;
+          trie.emplace_back();
+        }
+        at = it->second;
+      }
+      trie[at].end = true;
+    }
+    use("char");
+    const std::string tail = R"( char* "\"")";
+    // where: 0 between characters, 1 after a backslash, 2..5 after "\u" and that many - 2 digits.
+    std::vector<std::pair<std::string, int>> unused;
+    const auto expr = [&](auto&& self, size_t node, int where, int level) -> std::string {
+      std::vector<std::string> alts;
+      const Node& nd = trie[node];
+      if (!nd.end && where == 0) alts.emplace_back(R"("\"")");
+      std::string seen;
+      for (const auto& [cp, kid] : nd.kids) {
+        seen += gbnf_char(cp);
+        const int next = where == 0   ? (cp == '\\' ? 1 : 0)
+                         : where == 1 ? (cp == 'u' ? 2 : 0)
+                         : where == 5 ? 0
+                                      : where + 1;
+        std::string sub = self(self, kid, next, level + 1);
+        // Name a rule every 32 levels: the grammar compiler limits how deep groups nest.
+        if ((level + 1) % 32 == 0) sub = add(hint_of(hint, "key"), sub);
+        alts.push_back(str_cat("\"", gbnf_char(cp), "\" ", sub));
+      }
+      if (where == 0) {
+        alts.push_back(str_cat(R"([^"\\\x7F\x00-\x1F)", seen, "]", tail));
+        if (nd.kids.count('\\') == 0) alts.push_back(str_cat(R"("\\" escape)", tail));
+      } else if (where == 1) {
+        std::string simple;
+        for (const char c : std::string_view("\"\\/bfnrt")) {
+          if (nd.kids.count(static_cast<unsigned char>(c)) == 0) simple += gbnf_char(c);
+        }
+        if (!simple.empty()) alts.push_back(str_cat("[", simple, "]", tail));
+        if (nd.kids.count('u') == 0) alts.push_back(str_cat(R"("u" hex{4})", tail));
+      } else {
+        std::string digits;
+        for (const char c : std::string_view("0123456789abcdefABCDEF")) {
+          if (nd.kids.count(static_cast<unsigned char>(c)) == 0) digits += c;
+        }
+        const int left = 5 - where;  // digits after this one
+        if (!digits.empty()) {
+          alts.push_back(str_cat("[", digits, "]", left > 0 ? str_cat(" hex{", left, "}") : "",
+                                 tail));
+        }
+      }
+      std::string out;
+      for (const std::string& a : alts) out += (out.empty() ? "" : " | ") + a;
+      return alts.size() == 1 ? out : "( " + out + " )";
+    };
+    return str_cat(R"("\"" )", expr(expr, 0, 0, 0));
   }
 
   std::string object(const json& s, const std::string& hint, const std::string& path, int depth) {
-    use("ws");
-    std::vector<std::pair<std::string, std::string>> members;  // (key, "key" ws ":" ws value)
-    std::set<std::string> required;
-    if (const auto it = s.find("required"); it != s.end()) {
-      if (!it->is_array()) error(path + "/required", "must be an array of strings");
-      for (const json& r : *it) {
-        if (!r.is_string()) error(path + "/required", "must be an array of strings");
-        required.insert(r.get<std::string>());
-      }
-    }
     const auto props = s.find("properties");
-    if (props != s.end()) {
-      if (!props->is_object()) error(path + "/properties", "must be an object");
-      for (const auto& [key, sub] : props->items()) {
-        const std::string value =
-            visit(sub, hint + "-" + key, path + "/properties/" + key, depth + 1);
-        members.emplace_back(key, str_cat(literal(json(key).dump()), " ws \":\" ws ", value));
+    if (props != s.end() && !props->is_object()) {
+      error(child(path, "properties"), "must be an object of schemas");
+    }
+    std::vector<std::string> required;  // in the order given, without repeats
+    if (const auto it = s.find("required"); it != s.end()) {
+      if (!it->is_array()) error(child(path, "required"), "must be an array of strings");
+      for (const json& r : *it) {
+        if (!r.is_string()) error(child(path, "required"), "must be an array of strings");
+        const std::string name = r.get<std::string>();
+        if (std::find(required.begin(), required.end(), name) == required.end()) {
+          required.push_back(name);
+        }
       }
     }
     // additionalProperties: false by default when properties are listed (OpenAI's strict mode
     // and llama.cpp), true otherwise.
-    std::string extra;
-    const auto add_props = s.find("additionalProperties");
-    const bool listed = props != s.end();
-    if (add_props == s.end() ? !listed : *add_props != json(false)) {
-      const std::string value =
-          add_props == s.end() || add_props->is_boolean()
-              ? use("value")
-              : visit(*add_props, hint + "-extra", path + "/additionalProperties", depth + 1);
-      extra = add(hint + "-kv", str_cat(use("string"), " ws \":\" ws ", value));
+    const auto extra_it = s.find("additionalProperties");
+    const bool extras =
+        extra_it == s.end() ? props == s.end() : *extra_it != json(false);
+    if (props == s.end() && required.empty() && extras &&
+        (extra_it == s.end() || trivial(*extra_it))) {
+      return use("object");
     }
-    for (const std::string& r : required) {
-      bool found = false;
-      for (const auto& m : members) found = found || m.first == r;
-      if (!found) {
-        error(path + "/required", str_cat("'", r, "' is required but not among the properties"));
+    Consumed consumed(*this);
+    use("ws");
+    struct Member {
+      std::string key;
+      std::string value;  // a rule
+      bool required;
+    };
+    std::vector<Member> members;
+    const auto is_required = [&](const std::string& key) {
+      return std::find(required.begin(), required.end(), key) != required.end();
+    };
+    if (props != s.end()) {
+      const std::string at = child(path, "properties");
+      for (const auto& [key, sub] : props->items()) {
+        members.push_back(
+            {key, visit(sub, hint_of(hint, key), child(at, key), depth + 1), is_required(key)});
       }
     }
-    // rest_i: what may follow once some member was written, from property i on; first_i: the
-    // first member written is property i or a later one.
-    const size_t n = members.size();
-    std::string rest = extra.empty() ? "" : str_cat("( \",\" ws ", extra, " ws )*");
-    std::string first = extra.empty() ? "" : str_cat("( ", extra, " ws ", rest, " )?");
-    for (size_t k = n; k-- > 0;) {
-      const auto& [key, member] = members[k];
-      const bool req = required.count(key) != 0;
-      const std::string after = rest.empty() ? "" : " " + rest;
-      const std::string here = str_cat(member, " ws", after);
-      const std::string name_rest = add(hint + "-rest", str_cat("\",\" ws ", here));
-      const std::string new_rest =
-          req ? name_rest : str_cat("( ", name_rest, " | ", rest.empty() ? "\"\"" : rest, " )");
-      std::string new_first = req ? here : str_cat(here, " | ", first.empty() ? "\"\"" : first);
-      first = add(hint + "-first", new_first);
-      rest = new_rest;
+    const std::string extra =
+        extras ? part(s, "additionalProperties", hint_of(hint, "extra"), path, depth) : "";
+    // A required name that is not among the properties: an additional property that must be
+    // there (after the listed ones), or an error when there may be none.
+    for (const std::string& name : required) {
+      if (props != s.end() && props->contains(name)) continue;
+      if (!extras) {
+        error(child(path, "required"),
+              str_cat("'", name,
+                      "' is required but is not among the properties, and additionalProperties "
+                      "is false"));
+      }
+      members.push_back({name, extra, true});
     }
-    return add(hint, str_cat("\"{\" ws ", first.empty() ? "" : first + " ", "\"}\""));
+    // Additional properties, under any name but the members' ones.
+    std::string kv;
+    if (extras) {
+      std::vector<std::string> names;
+      for (const Member& m : members) names.push_back(m.key);
+      const std::string key =
+          names.empty() ? use("string") : add(hint_of(hint, "extra-key"), not_names(names, hint, path));
+      kv = add(hint_of(hint, "extra-kv"), str_cat(key, R"( ws ":" ws )", extra));
+    }
+    // Members in order, each optional one may be left out; extras after them. Going backwards:
+    // `rest` matches what may follow once something was written (from member k on: each starts
+    // with a comma), `first` what may follow the '{' (from member k on).
+    std::string rest = kv.empty() ? "" : str_cat(R"(( "," ws )", kv, " ws )*");
+    std::string first = kv.empty() ? "" : str_cat("( ", kv, " ws ", rest, " )?");
+    for (size_t k = members.size(); k-- > 0;) {
+      const Member& m = members[k];
+      const std::string member =
+          str_cat(literal(dump(json(m.key), path)), R"( ws ":" ws )", m.value, " ws");
+      const std::string tail = rest.empty() ? "" : " " + rest;
+      std::string f;
+      if (m.required) {
+        f = member + tail;
+      } else if (first.empty()) {
+        f = str_cat("( ", member, tail, " )?");
+      } else {
+        f = str_cat(member, tail, " | ", first);
+      }
+      first = add(hint_of(hint, "from-" + m.key), f);
+      if (k > 0) {
+        rest = add(hint_of(hint, "then-" + m.key),
+                   m.required ? str_cat(R"("," ws )", member, tail)
+                              : str_cat(R"(( "," ws )", member, " )?", tail));
+      }
+    }
+    return add(hint, str_cat(R"("{" ws )", first.empty() ? "" : first + " ", R"("}")"));
   }
 
   const json& root_;
@@ -388,7 +850,10 @@ class Converter {
   std::vector<std::string> order_;
   std::set<std::string> reserved_;
   std::map<std::string, std::string> by_body_;
-  std::map<std::string, std::string> refs_;
+  std::map<std::string, std::string> refs_;  // "$ref" text -> its rule
+  std::set<std::string> head_;  // references being defined, reached without matching any text
+  size_t bytes_ = 0;
+  int64_t repetitions_ = 0;
 };
 
 }  // namespace

@@ -25,6 +25,8 @@ std::string json_object_gbnf();
 // Anything else (pattern, minimum/maximum, multipleOf, uniqueItems, if/then/else, not, a $ref
 // outside the document, ...) throws specdec::Error naming the keyword and where it is, rather
 // than silently allowing text the schema forbids.
-std::string json_schema_gbnf(const nlohmann::json& schema);
+// Properties come in the schema's order, which needs the schema parsed as an ordered_json (a
+// plain nlohmann::json sorts its keys).
+std::string json_schema_gbnf(const nlohmann::ordered_json& schema);
 
 }  // namespace specdec

@@ -10,7 +10,7 @@
 namespace specdec {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 bool valid(const std::string& gbnf, std::string_view text) {
   GrammarState s(Grammar::parse(gbnf));
@@ -46,7 +46,7 @@ TEST(JsonSchema, ObjectsWithRequiredAndOptionalProperties) {
   const std::string g = gbnf_of(R"({"type": "object",
       "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
       "required": ["b"]})");
-  // Properties come in the schema's key order (alphabetical: the JSON parser sorts keys).
+  // Properties come in the schema's order.
   for (const char* ok : {R"({"b": "x"})", R"({"a": 1, "b": "x"})", R"({"b": "x", "c": true})",
                          R"({"a": -3, "b": "", "c": false})"}) {
     EXPECT_TRUE(valid(g, ok)) << ok;
@@ -56,6 +56,13 @@ TEST(JsonSchema, ObjectsWithRequiredAndOptionalProperties) {
                           R"({"c": true, "b": "x"})", R"({"b": "x", "b": "y"})"}) {
     EXPECT_FALSE(valid(g, bad)) << bad;
   }
+}
+
+TEST(JsonSchema, PropertiesKeepTheSchemasOrder) {
+  const std::string g = gbnf_of(R"({"properties": {"z": {"type": "null"}, "a": {"type": "null"}},
+                                    "required": ["z", "a"]})");
+  EXPECT_TRUE(valid(g, R"({"z": null, "a": null})"));
+  EXPECT_FALSE(valid(g, R"({"a": null, "z": null})"));
 }
 
 TEST(JsonSchema, AdditionalProperties) {

@@ -101,12 +101,21 @@ void set_bit(std::vector<uint64_t>& bits, int32_t token) {
 void walk(const GrammarVocab::Trie& t, uint32_t node, const GrammarState& state,
           std::vector<uint64_t>& bits) {
   for (uint32_t c = t.first[node]; c < t.first[node + 1]; ++c) {
+    const uint32_t child = t.child_node[c];
+    const auto mark = [&] {
+      for (uint32_t k = t.token_first[child]; k < t.token_first[child + 1]; ++k) {
+        set_bit(bits, t.tokens[k]);
+      }
+    };
+    // Inside a JSON string most bytes leave the state as it is: no copy for those.
+    if (state.loops_on(t.child_byte[c])) {
+      mark();
+      walk(t, child, state, bits);
+      continue;
+    }
     GrammarState next = state;
     if (!next.accept_byte(t.child_byte[c])) continue;
-    const uint32_t child = t.child_node[c];
-    for (uint32_t k = t.token_first[child]; k < t.token_first[child + 1]; ++k) {
-      set_bit(bits, t.tokens[k]);
-    }
+    mark();
     walk(t, child, next, bits);
   }
 }

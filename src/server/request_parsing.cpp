@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/error.h"
 #include "grammar/json_schema.h"
@@ -120,19 +121,23 @@ std::string gbnf_literal(std::string_view text) {
   return out + "\"";
 }
 
-// A JSON Schema given as an object, or as JSON text (vLLM's guided_json takes either).
-std::string schema_gbnf(const json& schema, const std::string& param) {
+// A JSON Schema given as an object, or as JSON text (vLLM's guided_json takes either). `ordered`
+// is the same value parsed with its keys in order (properties are generated in the schema's
+// order; the plain parse sorts them).
+std::string schema_gbnf(const json& schema, const nlohmann::ordered_json& ordered,
+                        const std::string& param) {
   if (schema.is_string()) {
-    json parsed = json::parse(schema.get<std::string>(), nullptr, false);
+    const std::string text = schema.get<std::string>();
+    const json parsed = json::parse(text, nullptr, false);
     if (parsed.is_discarded()) {
       throw invalid_request(str_cat("'", param, "' is not valid JSON"), param, "invalid_value");
     }
-    return schema_gbnf(parsed, param);
+    return schema_gbnf(parsed, nlohmann::ordered_json::parse(text), param);
   }
   if (!schema.is_object() && !schema.is_boolean())
     wrong_type(param, "a JSON Schema object", schema);
   try {
-    return json_schema_gbnf(schema);
+    return json_schema_gbnf(ordered);
   } catch (const Error& e) {
     throw invalid_request(str_cat("'", param, "': ", e.what()), param, "invalid_value");
   }
@@ -143,8 +148,20 @@ std::string schema_gbnf(const json& schema, const std::string& param) {
 // grammar (GBNF) and json_schema, vLLM's guided_json, guided_grammar and guided_choice. At most
 // one may be given. The grammar is compiled here, so that a bad one is a 400 before anything
 // runs. null: free text.
-std::shared_ptr<const Grammar> get_grammar(const json& j) {
+std::shared_ptr<const Grammar> get_grammar(const json& j, std::string_view body) {
   std::string gbnf, param;
+  // The body again, with its keys in order, parsed only when a schema needs it.
+  std::optional<nlohmann::ordered_json> ordered_body;
+  const auto in_order = [&](std::initializer_list<const char*> path) {
+    try {
+      if (!ordered_body) ordered_body = nlohmann::ordered_json::parse(body);
+      const nlohmann::ordered_json* at = &*ordered_body;
+      for (const char* key : path) at = &at->at(key);
+      return *at;
+    } catch (const nlohmann::json::exception&) {  // parsed once already: not expected
+      throw invalid_request("the request body could not be read again in order");
+    }
+  };
   const auto take = [&](const std::string& name, std::string text) {
     if (!param.empty()) {
       throw invalid_request(
@@ -163,8 +180,10 @@ std::shared_ptr<const Grammar> get_grammar(const json& j) {
     const std::string t = type->get<std::string>();
     if (t == "json_object") {
       const json* schema = field(*f, "schema");
-      take("response_format",
-           schema != nullptr ? schema_gbnf(*schema, "response_format.schema") : json_object_gbnf());
+      take("response_format", schema != nullptr
+                                  ? schema_gbnf(*schema, in_order({"response_format", "schema"}),
+                                                "response_format.schema")
+                                  : json_object_gbnf());
     } else if (t == "json_schema") {
       const json* spec = field(*f, "json_schema");
       if (spec == nullptr || !spec->is_object()) {
@@ -172,9 +191,12 @@ std::shared_ptr<const Grammar> get_grammar(const json& j) {
                               "response_format", "invalid_value");
       }
       const json* schema = field(*spec, "schema");
-      // OpenAI's schema is optional: without one, any JSON value.
-      take("response_format", schema_gbnf(schema != nullptr ? *schema : json::object(),
-                                          "response_format.json_schema.schema"));
+      // OpenAI's schema is optional: without one, a JSON object.
+      take("response_format",
+           schema != nullptr
+               ? schema_gbnf(*schema, in_order({"response_format", "json_schema", "schema"}),
+                             "response_format.json_schema.schema")
+               : json_object_gbnf());
     } else if (t != "text") {
       throw invalid_request(
           str_cat("unknown 'response_format' type '", t, "' (text, json_object or json_schema)"),
@@ -188,7 +210,7 @@ std::shared_ptr<const Grammar> get_grammar(const json& j) {
     }
   }
   for (const char* name : {"json_schema", "guided_json"}) {
-    if (const json* s = field(j, name)) take(name, schema_gbnf(*s, name));
+    if (const json* s = field(j, name)) take(name, schema_gbnf(*s, in_order({name}), name));
   }
   if (const json* c = field(j, "guided_choice")) {
     if (!c->is_array() || c->empty())
@@ -453,7 +475,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
     throw invalid_request("'echo' is supported by /v1/completions only", "echo",
                           "unsupported_value");
   }
-  r.grammar = get_grammar(j);
+  r.grammar = get_grammar(j, body);
   // What would change the output's form is refused rather than ignored: a client asking for
   // tool calls must not get free text in their place.
   for (const char* name : {"tools", "functions"}) {

@@ -120,3 +120,13 @@ def test_bad_grammars_and_schemas_get_400(server, body, param):
     assert status == 400, doc
     assert doc["error"]["param"] == param, doc
     assert server.alive()
+
+
+def test_properties_come_in_the_schemas_order(server):
+    schema = {"type": "object", "properties": {"zeta": {"const": 1}, "alpha": {"const": 2}},
+              "required": ["zeta", "alpha"]}
+    for body in ({"json_schema": schema}, {"guided_json": json.dumps(schema)},
+                 {"response_format": {"type": "json_schema",
+                                      "json_schema": {"name": "o", "schema": schema}}}):
+        text = text_of(complete(server, **body))
+        assert json.loads(text, object_pairs_hook=list) == [("zeta", 1), ("alpha", 2)], text
