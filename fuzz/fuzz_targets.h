@@ -35,6 +35,10 @@ int fuzz_one_request(const uint8_t* data, size_t size);
 // and all at once: the same requests or error both ways, each request well formed.
 int fuzz_one_http(const uint8_t* data, size_t size);
 
+// Grammar::parse on arbitrary GBNF, then GrammarState on a text fed whole and byte by byte (the
+// same result) and the token mask of a tiny vocabulary checked against each token's bytes.
+int fuzz_one_grammar(const uint8_t* data, size_t size);
+
 struct FuzzTarget {
   std::string_view name;  // the folder under fuzz/corpus and fuzz/regressions, fuzz_<name>
   int (*run)(const uint8_t*, size_t);
@@ -45,6 +49,7 @@ inline constexpr FuzzTarget kFuzzTargets[] = {
     {"chat_template", fuzz_one_chat_template},
     {"request", fuzz_one_request},
     {"http", fuzz_one_http},
+    {"grammar", fuzz_one_grammar},
 };
 
 // Aborts with a message naming the broken invariant: libFuzzer reports it as a crash and saves

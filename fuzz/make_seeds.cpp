@@ -299,6 +299,48 @@ void http_seeds(const fs::path& dir) {
   put(dir, "bad_version", http(0, "GET / HTTP/2.0\r\n\r\nBREW /pot HTCPCP/1.0\r\n\r\n"));
 }
 
+void grammar_seeds(const fs::path& dir) {
+  // GBNF, then NUL and a text to match (without a NUL the input's last 32 bytes are the text).
+  auto gbnf = [](std::string_view grammar, std::string_view text) {
+    std::string out(grammar);
+    out += '\0';
+    out.append(text);
+    return out;
+  };
+  put(dir, "json",
+      gbnf(R"(root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+object ::=
+  "{" ws (
+            string ":" ws value
+    ("," ws string ":" ws value)*
+  )? "}" ws
+array  ::= "[" ws ( value ("," ws value)* )? "]" ws
+string ::=
+  "\"" (
+    [^"\\\x7F\x00-\x1F] |
+    "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}) # escapes
+  )* "\"" ws
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-7]{0,15})? ws
+ws ::= | " " | "\n" [ \t]{0,20}
+)",
+           "{\"a\": [1, -2.5e3, \"caf\xC3\xA9 \\u00e9\"], \"b\": {\"c\": null}}"));
+  put(dir, "arithmetic",
+      gbnf("root ::= expr\nexpr ::= term ((\"+\" | \"-\") term)*\n"
+           "term ::= factor ((\"*\" | \"/\") factor)*\n"
+           "factor ::= [0-9]+ | \"(\" ws expr ws \")\"\nws ::= [ \\t]*\n",
+           "(1+2)*3-( 4/5 )"));
+  put(dir, "unicode_bounds",
+      gbnf("root ::= greeting{1,3} [^\\x00-\\x7F]? tail\r\n"
+           "greeting ::= (\"h\\u00e9llo\" | [\xE4\xB8\x80-\xE9\xBF\xBF]{2,}) \" \"?\r\n"
+           "tail ::= \"\\U0001F600\" | . | \r\n    \"end\"\r\n",
+           "h\xC3\xA9llo \xE4\xB8\x80\xE4\xBA\x8C \xF0\x9F\x98\x80"));
+  put(dir, "left_recursion", gbnf("root ::= a \"x\"\na ::= b root | \"y\"\nb ::= \"z\"?\n", "yx"));
+  put(dir, "ambiguous",
+      gbnf("root ::= x \"b\"\nx ::= \"a\" x \"c\" | \"a\" x \"d\" | \"\"\n# doubles per a\n",
+           "aaaaaaaaaaaaaaab"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -313,6 +355,7 @@ int main(int argc, char** argv) {
     chat_seeds(out / "chat_template");
     request_seeds(out / "request");
     http_seeds(out / "http");
+    grammar_seeds(out / "grammar");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_make_seeds: %s\n", e.what());
     return 1;

@@ -6,7 +6,9 @@
 // [...] / [^...] with ranges and the escapes \n \r \t \\ \" \] \- \xHH \uHHHH \UHHHHHHHH;
 // the any-character `.`; grouping ( ... ); repetition * + ? {m} {m,} {m,n}; `#` comments to the
 // end of the line; rule names of letters, digits and '-'. A rule's definition may continue on
-// following lines (inside parentheses, or after a trailing `|`), as in llama.cpp.
+// following lines (inside parentheses, or after a trailing `|`), as in llama.cpp. Beyond
+// llama.cpp: a line that starts with `|` continues the rule above, `{,n}` is `{0,n}`, and the
+// escapes \[ \' \/ \^ stand for their character.
 //
 // Matching is on Unicode code points. The state is the set of every way the text so far can be
 // continued (a set of stacks of grammar positions, as in llama.cpp's sampler), plus the bytes of
@@ -43,30 +45,29 @@ namespace grammar_detail {
 class StackSetMachine;
 }
 
-// Where a match stands. A value: copies are independent.
+// Where a match stands. A value: copies are independent (and cheap: the stacks are shared,
+// immutable; accept() builds new ones).
 //
-// Ambiguity is bounded: a state holds at most 4,096 stacks (and at most 2^20 stack entries in
-// all). A grammar so ambiguous that one character would exceed that (e.g. a long chain of
-// optional items that may all be empty) makes the constructor or accept() throw specdec::Error
-// ("grammar too ambiguous ..."); the state is left unchanged in that case.
+// Ambiguity is bounded: a state holds at most kMaxStacks stacks and 2^20 positions in all, and
+// one character may cost at most 2^22 steps of expansion. A grammar so ambiguous that one
+// character would pass a bound (say a long chain of optional items that may all be empty) makes
+// the constructor or accept() throw specdec::Error ("grammar too ambiguous ..."), leaving the
+// state as it was: a request then fails with that error instead of slowing down.
 class GrammarState {
  public:
   // The state before any text.
   explicit GrammarState(std::shared_ptr<const Grammar> grammar);
 
-  // Consumes bytes (UTF-8; a code point may be split across calls). A trailing incomplete
-  // character is kept, and refused at once when no character it could become fits the
-  // grammar. Throws specdec::Error past the ambiguity bound above. Returns false when no
+  // Consumes bytes (UTF-8; a code point may be split across calls). Returns false when no
   // sentence of the grammar starts with the text so far plus these bytes (or they are not
-  // UTF-8); the state is then unusable (dead()) and every later accept() returns false. Throws
-  // specdec::Error when the grammar is so ambiguous that more than kMaxStacks ways to continue
-  // would have to be tracked (a request then fails with that error instead of slowing down).
+  // UTF-8); the state is then unusable (dead()) and every later accept() returns false. A
+  // trailing unfinished character is kept, and refused at once when nothing it may still become
+  // fits the grammar. Throws specdec::Error past the bounds above.
   bool accept(std::string_view bytes);
-  bool accept_byte(uint8_t byte);
-  // Whether accept_byte(byte) is known to leave the state as it is (an ASCII character that
-  // loops, as any plain character inside a JSON string does; known once it was consumed from an
-  // equal state): a mask walk then needs no copy.
-  bool loops_on(uint8_t byte) const;
+  bool accept_byte(uint8_t byte) {
+    const char c = static_cast<char>(byte);
+    return accept(std::string_view(&c, 1));
+  }
 
   static constexpr size_t kMaxStacks = 4096;
   struct Data;  // the stacks (grammar.cpp)
@@ -79,24 +80,18 @@ class GrammarState {
 
   // The state's identity for memoization: equal keys mean equal futures. Two states reached by
   // different texts may share a key (inside one JSON string every character leaves the same
-  // key), which is what lets a caller cache the token mask of a state.
+  // key), which is what lets a caller cache the token mask of a state. The key is the sorted
+  // set of stacks and the pending bytes, serialized; it does not name the grammar (a cache must
+  // not mix states of different grammars).
   const std::string& key() const;
 
-  // The number of alternative stacks (a measure of ambiguity; bounded, see accept()).
+  // The number of alternative stacks (a measure of ambiguity; bounded, see above).
   size_t n_stacks() const;
 
  private:
-  bool accept_code_point(uint32_t cp);
-  // Whether some stack's next character can be a code point from lo to hi (pruning a partial
-  // UTF-8 sequence early).
-  bool may_match(uint32_t lo, uint32_t hi) const;
-
+  friend class grammar_detail::StackSetMachine;
   std::shared_ptr<const Grammar> grammar_;
-  std::shared_ptr<const Data> data_;  // immutable; accept() builds a new one (null: dead)
-  uint32_t partial_ = 0;              // the bits of an unfinished UTF-8 sequence
-  uint8_t partial_left_ = 0;          // continuation bytes still expected
-  uint8_t partial_len_ = 0;           // bytes of it seen
-  mutable std::string key_;           // key(), built on demand
+  std::shared_ptr<const Data> data_;  // immutable; accept() builds a new one
 };
 
 // Internals shared by grammar.cpp and token_mask.cpp; not an API.
@@ -165,13 +160,15 @@ class StackSetMachine {
   StackSetMachine& operator=(const StackSetMachine&) = delete;
 
   const Grammar* grammar() const;
+  static const std::shared_ptr<const Grammar>& grammar_of(const GrammarState& state);
   // The set of a live state's stacks, and its pending UTF-8 decoder.
   int32_t set_of(const GrammarState& state, Utf8Decoder* decoder);
   // The set after one more code point, or kDead. Throws specdec::Error past the ambiguity bound
   // (as GrammarState::accept) or past the work budget (see reset_budget).
   int32_t step(int32_t set, uint32_t cp);
-  // Whether some stack of the set accepts a code point in [lo, hi].
-  bool accepts_some(int32_t set, uint32_t lo, uint32_t hi);
+  // Whether some stack of the set accepts a code point that the decoder, inside a character,
+  // may still produce.
+  bool accepts_some(int32_t set, const Utf8Decoder& decoder);
   // Whether some stack of the set is empty (the text so far is a sentence).
   bool has_empty(int32_t set) const;
 

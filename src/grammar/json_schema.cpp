@@ -20,13 +20,14 @@ namespace specdec {
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
-constexpr int kMaxDepth = 64;                   // nested schemas (and nested const/enum values)
-constexpr size_t kMaxRules = 20000;             // rules in the output
-constexpr size_t kMaxOutputBytes = 1 << 20;     // Grammar::parse's own limit
-constexpr int64_t kMaxBound = 10000;            // minItems/maxItems/minLength/maxLength
+constexpr int kMaxDepth = 64;                     // nested schemas (and nested const/enum values)
+constexpr size_t kMaxRules = 20000;               // rules in the output
+constexpr size_t kMaxOutputBytes = 1 << 20;       // Grammar::parse's own limit
+constexpr int64_t kMaxBound = 10000;              // minItems/maxItems/minLength/maxLength
 constexpr int64_t kMaxRepetitionTotal = 1000000;  // the sum of every emitted bound
+constexpr size_t kMaxExcludedName = 1000;  // the JSON text of a name additional ones must avoid
 
 struct Primitive {
   const char* body;
@@ -39,22 +40,31 @@ struct Primitive {
 const std::map<std::string, Primitive>& primitives() {
   static const std::map<std::string, Primitive> rules = {
       {"ws", {R"(| " " | "\n" [ \t]{0,20})", {}}},
-      {"value", {"object | array | string | number | boolean | null",
-                 {"object", "array", "string", "number", "boolean", "null"}}},
+      {"value",
+       {"object | array | string | number | boolean | null",
+        {"object", "array", "string", "number", "boolean", "null"}}},
       {"object", {R"("{" ws ( member ( "," ws member )* )? "}")", {"ws", "member"}}},
       {"member", {R"(string ws ":" ws value ws)", {"string", "ws", "value"}}},
       {"array", {R"("[" ws ( value ws ( "," ws value ws )* )? "]")", {"ws", "value"}}},
       {"hex", {"[0-9a-fA-F]", {}}},
-      {"escape", {R"(["\\/bfnrt] | "u" hex{4})", {"hex"}}},
+      // \u escapes: surrogates only as a high-low pair, so that every `char` is one character
+      // of the decoded string (minLength and maxLength count those).
+      {"escape",
+       {R"(["\\/bfnrt] | "u" ( [0-9a-cA-CefEF] hex{3} | [dD] [0-7] hex{2} | [dD] [89abAB] hex{2} "\\u" [dD] [c-fC-F] hex{2} ))",
+        {"hex"}}},
       {"char", {R"([^"\\\x7F\x00-\x1F] | "\\" escape)", {"escape"}}},
       {"string", {R"("\"" char* "\"")", {"char"}}},
+      {"key-char", {R"([^"\\\x7F\x00-\x1F] | "\\" ["\\bfnrt])", {}}},
       {"int-part", {R"("0" | [1-9] [0-9]{0,19})", {}}},
       {"integer", {R"("-"? int-part)", {"int-part"}}},
-      {"number", {R"("-"? int-part ( "." [0-9]{1,20} )? ( [eE] [-+]? [0-9]{1,4} )?)", {"int-part"}}},
+      {"number",
+       {R"("-"? int-part ( "." [0-9]{1,20} )? ( [eE] [-+]? [0-9]{1,4} )?)", {"int-part"}}},
       {"boolean", {R"("true" | "false")", {}}},
       {"null", {R"("null")", {}}},
-      {"date", {R"([0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ))",
-                {}}},
+      // Dates: days by month (February up to 29 in every year).
+      {"date",
+       {R"([0-9]{4} "-" ( ( "0" [13578] | "1" [02] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) | ( "0" [469] | "11" ) "-" ( "0" [1-9] | [12] [0-9] | "30" ) | "02-" ( "0" [1-9] | [12] [0-9] ) ))",
+        {}}},
       {"time",
        {R"(( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( [zZ] | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ))",
         {}}},
@@ -68,8 +78,8 @@ const std::map<std::string, Primitive>& primitives() {
 // OpenAPI's hint beside a oneOf whose branches already say everything.)
 const std::set<std::string>& annotations() {
   static const std::set<std::string> words = {
-      "title",    "description", "default",   "examples",        "$schema",
-      "$id",      "$comment",    "$defs",     "definitions",     "deprecated",
+      "title",    "description", "default",       "examples",        "$schema",
+      "$id",      "$comment",    "$defs",         "definitions",     "deprecated",
       "readOnly", "writeOnly",   "discriminator", "contentEncoding", "contentMediaType"};
   return words;
 }
@@ -77,14 +87,16 @@ const std::set<std::string>& annotations() {
 // Keywords that do constrain it and are supported (not everywhere in every combination).
 const std::set<std::string>& validations() {
   static const std::set<std::string> words = {
-      "type",     "properties", "required", "additionalProperties", "items",     "prefixItems",
-      "additionalItems", "minItems", "maxItems", "minLength",          "maxLength", "format",
-      "enum",     "const",      "anyOf",    "oneOf",                "allOf",     "$ref"};
+      "type",     "properties",  "required",        "additionalProperties",
+      "items",    "prefixItems", "additionalItems", "minItems",
+      "maxItems", "minLength",   "maxLength",       "format",
+      "enum",     "const",       "anyOf",           "oneOf",
+      "allOf",    "$ref"};
   return words;
 }
 
 const std::set<std::string>& type_names() {
-  static const std::set<std::string> names = {"object", "array",   "string", "number",
+  static const std::set<std::string> names = {"object",  "array",   "string", "number",
                                               "integer", "boolean", "null"};
   return names;
 }
@@ -160,8 +172,9 @@ std::string literal(std::string_view text) {
   std::string out = "\"";
   for (const uint32_t cp : code_points(text)) {
     // Inside a literal only '"' and '\' need escaping; keep '[' '-' '^' ']' readable.
-    out += (cp == '[' || cp == ']' || cp == '-' || cp == '^') ? std::string(1, static_cast<char>(cp))
-                                                              : gbnf_char(cp);
+    out += (cp == '[' || cp == ']' || cp == '-' || cp == '^')
+               ? std::string(1, static_cast<char>(cp))
+               : gbnf_char(cp);
   }
   return out + "\"";
 }
@@ -214,8 +227,16 @@ class Converter {
   }
 
   // A rule named after `hint` (made unique) with this body; identical bodies share one rule.
-  std::string add(const std::string& hint, const std::string& body) {
+  // `weight`: what its repetition bounds cost the grammar compiler, which expands each into that
+  // many copies; the total over the rules made is limited.
+  std::string add(const std::string& hint, const std::string& body, int64_t weight = 0,
+                  const std::string& path = "") {
     if (auto it = by_body_.find(body); it != by_body_.end()) return it->second;
+    repetitions_ += weight;
+    if (repetitions_ > kMaxRepetitionTotal) {
+      error(path,
+            str_cat("too large (item and length bounds add up to over ", kMaxRepetitionTotal, ")"));
+    }
     const std::string name = fresh(hint);
     define(name, body);
     by_body_[body] = name;
@@ -241,7 +262,9 @@ class Converter {
              reserved_.count(n) != 0;
     };
     std::string name = base;
-    for (int i = 2; taken(name); ++i) name = str_cat(base, "-", i);
+    for (int& i = suffix_.try_emplace(base, 1).first->second; taken(name);) {
+      name = str_cat(base, "-", ++i);
+    }
     reserved_.insert(name);
     return name;
   }
@@ -257,14 +280,10 @@ class Converter {
     order_.push_back(name);
   }
 
-  // The repetition suffix for [lo, hi] (hi < 0: unbounded); "" for exactly one. The total of all
-  // bounds is limited, because the grammar compiler expands each into that many copies.
-  std::string repeat(int64_t lo, int64_t hi, const std::string& path) {
-    repetitions_ += std::max(lo, hi) + 1;
-    if (repetitions_ > kMaxRepetitionTotal) {
-      error(path, str_cat("too large (item and length bounds add up to over ",
-                          kMaxRepetitionTotal, ")"));
-    }
+  // The repetition suffix for [lo, hi] (hi < 0: unbounded); "" for exactly one. Adds its cost
+  // to `weight` (see add()).
+  static std::string repeat(int64_t lo, int64_t hi, int64_t& weight) {
+    weight += std::max(lo, hi) + 1;
     if (lo == 1 && hi == 1) return "";
     if (hi < 0) return lo == 0 ? "*" : lo == 1 ? "+" : str_cat("{", lo, ",}");
     if (lo == 0 && hi == 1) return "?";
@@ -284,7 +303,9 @@ class Converter {
 
   // The rule (or primitive, or a short expression naming rules) for schema `s` at `path`.
   std::string visit(const json& s, const std::string& hint, const std::string& path, int depth) {
-    if (depth > kMaxDepth) error(path, str_cat("nested deeper than ", kMaxDepth, " schemas"));
+    if (depth > kMaxDepth) {
+      error(path, str_cat("nested deeper than ", kMaxDepth, " schemas (references included)"));
+    }
     if (s.is_boolean()) {
       if (!s.get<bool>()) error(path, "the schema false allows nothing");
       return use("value");
@@ -412,10 +433,11 @@ class Converter {
     }
     // anyOf, and oneOf as anyOf: a value that two branches accept is let through.
     std::vector<std::string> alts;
+    std::set<std::string> seen;
     for (size_t i = 0; i < list.size(); ++i) {
-      const std::string one =
+      std::string one =
           visit(list[i], hint_of(hint, std::to_string(i)), child(at, std::to_string(i)), depth + 1);
-      if (std::find(alts.begin(), alts.end(), one) == alts.end()) alts.push_back(one);
+      if (seen.insert(one).second) alts.push_back(std::move(one));
     }
     return alternatives(hint, alts);
   }
@@ -432,7 +454,7 @@ class Converter {
                : c >= 'A' && c <= 'F' ? c - 'A' + 10
                                       : -1;
       };
-      if (ref[i] == '%' && i + 2 < ref.size() + 0 && hex(ref[i + 1]) >= 0 && hex(ref[i + 2]) >= 0) {
+      if (ref[i] == '%' && i + 2 < ref.size() && hex(ref[i + 1]) >= 0 && hex(ref[i + 2]) >= 0) {
         pointer += static_cast<char>(hex(ref[i + 1]) * 16 + hex(ref[i + 2]));
         i += 2;
       } else {
@@ -476,22 +498,36 @@ class Converter {
     if (ref.size() > 1 && ref[1] != '/') {
       error(at, str_cat("'", ref, "' is an anchor (only JSON pointers such as #/$defs/name)"));
     }
-    if (auto it = refs_.find(ref); it != refs_.end()) {
-      if (head_.count(ref) != 0) {
+    // Memoized by the schema it names, however the reference spells it: each is visited once.
+    const json& target = resolve(ref, at);
+    if (auto it = refs_.find(&target); it != refs_.end()) {
+      if (head_.count(&target) != 0) {
         error(at, str_cat("'", ref,
                           "' refers to itself before any text (left recursion, which a grammar "
                           "cannot match)"));
       }
       return it->second;
     }
-    const json& target = resolve(ref, at);
     const size_t slash = ref.rfind('/');
     const std::string name = fresh(slash == std::string::npos ? "ref" : ref.substr(slash + 1));
-    refs_[ref] = name;  // before visiting: the definition may refer to itself
-    head_.insert(ref);
+    refs_[&target] = name;  // before visiting: the definition may refer to itself
+    ref_names_.insert(name);
+    head_.insert(&target);
+    const size_t start = order_.size();
     const std::string body = visit(target, name, ref.substr(1), depth + 1);
-    head_.erase(ref);
-    define(name, body);
+    head_.erase(&target);
+    if (order_.size() > start && order_.back() == body && ref_names_.count(body) == 0 &&
+        primitives().count(body) == 0) {
+      // The target's own rule, made just now and not referred to yet: it takes the reference's
+      // name (rather than `name ::= body`).
+      const std::string rhs = rules_[body].substr(body.size() + 5);
+      rules_.erase(body);
+      rules_[name] = name + " ::= " + rhs;
+      order_.back() = name;
+      by_body_[rhs] = name;
+    } else {
+      define(name, body);
+    }
     return name;
   }
 
@@ -506,7 +542,7 @@ class Converter {
 
    private:
     Converter& c_;
-    std::set<std::string> saved_;
+    std::set<const json*> saved_;
   };
 
   // --- const and enum ------------------------------------------------------------------------
@@ -528,12 +564,13 @@ class Converter {
     }
     const std::vector<std::string> types = types_of(s, path);
     std::vector<std::string> alts;
+    std::set<std::string> seen;
     for (const auto& [v, vpath] : values) {
       bool typed = types.empty();
       for (const std::string& t : types) typed = typed || has_type(*v, t);
       if (!typed) continue;  // "type" rules it out
-      const std::string text = value_text(*v, vpath, 0);
-      if (std::find(alts.begin(), alts.end(), text) == alts.end()) alts.push_back(text);
+      std::string text = value_text(*v, vpath, 0);
+      if (seen.insert(text).second) alts.push_back(std::move(text));
     }
     if (alts.empty()) error(at, "no value here has the type that \"type\" asks for");
     std::string body;
@@ -597,15 +634,16 @@ class Converter {
     if (hi >= 0 && hi < lo) error(child(path, "maxLength"), "is below minLength");
     if (lo == 0 && hi < 0) return use("string");
     if (hi == 0) return add(hint, R"("\"\"")");
-    const std::string reps = repeat(lo, hi, path);
-    return add(hint, str_cat(R"("\"" )", use("char"), reps, R"( "\"")"));
+    int64_t weight = 0;
+    const std::string reps = repeat(lo, hi, weight);
+    return add(hint, str_cat(R"("\"" )", use("char"), reps, R"( "\"")"), weight, path);
   }
 
   // --- arrays --------------------------------------------------------------------------------
 
   // What a schema-valued keyword allows: a rule, "" for nothing (false); absent or true: any.
-  std::string part(const json& s, const char* key, const std::string& hint,
-                   const std::string& path, int depth) {
+  std::string part(const json& s, const char* key, const std::string& hint, const std::string& path,
+                   int depth) {
     const auto it = s.find(key);
     if (it == s.end() || trivial(*it)) return use("value");
     if (*it == json(false)) return "";
@@ -650,7 +688,7 @@ class Converter {
     // The whole tuple is asked for (JSON Schema would also allow a prefix of it).
     if (hi >= 0 && hi < n) {
       error(child(path, "maxItems"), str_cat("below the number of ", tuple_key,
-                                              " is not supported (the whole tuple is required)"));
+                                             " is not supported (the whole tuple is required)"));
     }
     const int64_t least = std::max(lo, n);
     const int64_t most = rest.empty() ? n : hi;
@@ -658,31 +696,33 @@ class Converter {
       error(child(path, "minItems"), str_cat("asks for more items than ", rest_key, " allows"));
     }
     std::string body = R"("[" ws)";
+    int64_t weight = 0;
     if (n > 0) {
       for (int64_t i = 0; i < n; ++i) body += str_cat(i > 0 ? R"( "," ws )" : " ", fixed[i], " ws");
       if (most != n) {
         body += str_cat(R"( ( "," ws )", rest, " ws )",
-                        repeat(least - n, most < 0 ? -1 : most - n, path));
+                        repeat(least - n, most < 0 ? -1 : most - n, weight));
       }
     } else if (most != 0) {
       std::string seq = rest + " ws";
       const int64_t more_lo = std::max<int64_t>(least, 1) - 1;
       const int64_t more_hi = most < 0 ? -1 : most - 1;
       if (more_hi != 0) {
-        seq += str_cat(R"( ( "," ws )", rest, " ws )", repeat(more_lo, more_hi, path));
+        seq += str_cat(R"( ( "," ws )", rest, " ws )", repeat(more_lo, more_hi, weight));
       }
       body += least > 0 ? " " + seq : " ( " + seq + " )?";
     }
-    return add(hint, body + R"( "]")");
+    return add(hint, body + R"( "]")", weight, path);
   }
 
   // --- objects -------------------------------------------------------------------------------
 
-  // An expression matching the rest of a JSON string (its closing quote included) whose text,
-  // from the opening quote on, is none of `names` as JSON writes them: the keys an object's
-  // additional properties may use. Names are compared as written (an unusual escape of a
-  // listed name is not caught). A trie of the names' JSON text: at each node, a character that
-  // leaves every name, a step to a child, or the closing quote where no name ends.
+  // The name of an additional property: a JSON string that is none of `names`. Such a name is
+  // written in one way only (key-char: no \u escapes and no "\/"), so that a listed name cannot
+  // come back spelled differently; JSON's own spelling of a listed name is then its only one
+  // (names that need a \u escape cannot be written at all). A trie of the listed names: at each
+  // node, a character that leaves every name, a step to a child, or the closing quote where no
+  // name ends.
   std::string not_names(const std::vector<std::string>& names, const std::string& hint,
                         const std::string& path) {
     struct Node {
@@ -692,8 +732,21 @@ class Converter {
     std::vector<Node> trie(1);
     for (const std::string& name : names) {
       const std::string text = dump(json(name), path);
+      const std::vector<uint32_t> cps =
+          code_points(std::string_view(text).substr(1, text.size() - 2));
+      const bool spellable = std::none_of(name.begin(), name.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return u == 0x7F ||
+               (u < 0x20 && std::string_view("\b\f\n\r\t").find(c) == std::string_view::npos);
+      });
+      if (!spellable) continue;  // JSON writes it with a \u escape: no key-char sequence is it
+      if (cps.size() > kMaxExcludedName) {
+        error(child(path, "properties"),
+              str_cat("a property name over ", kMaxExcludedName,
+                      " characters is not supported beside additional properties"));
+      }
       size_t at = 0;
-      for (const uint32_t cp : code_points(std::string_view(text).substr(1, text.size() - 2))) {
+      for (const uint32_t cp : cps) {
         auto it = trie[at].kids.find(cp);
         if (it == trie[at].kids.end()) {
           it = trie[at].kids.emplace(cp, trie.size()).first;
@@ -703,52 +756,37 @@ class Converter {
       }
       trie[at].end = true;
     }
-    use("char");
-    const std::string tail = R"( char* "\"")";
-    // where: 0 between characters, 1 after a backslash, 2..5 after "\u" and that many - 2 digits.
-    std::vector<std::pair<std::string, int>> unused;
-    const auto expr = [&](auto&& self, size_t node, int where, int level) -> std::string {
+    use("key-char");
+    const std::string tail = R"( key-char* "\"")";
+    // after_backslash: inside a two-character escape.
+    const auto expr = [&](auto&& self, size_t node, bool after_backslash,
+                          int level) -> std::string {
       std::vector<std::string> alts;
       const Node& nd = trie[node];
-      if (!nd.end && where == 0) alts.emplace_back(R"("\"")");
+      if (!nd.end && !after_backslash) alts.emplace_back(R"("\"")");
       std::string seen;
       for (const auto& [cp, kid] : nd.kids) {
         seen += gbnf_char(cp);
-        const int next = where == 0   ? (cp == '\\' ? 1 : 0)
-                         : where == 1 ? (cp == 'u' ? 2 : 0)
-                         : where == 5 ? 0
-                                      : where + 1;
-        std::string sub = self(self, kid, next, level + 1);
+        std::string sub = self(self, kid, !after_backslash && cp == '\\', level + 1);
         // Name a rule every 32 levels: the grammar compiler limits how deep groups nest.
         if ((level + 1) % 32 == 0) sub = add(hint_of(hint, "key"), sub);
         alts.push_back(str_cat("\"", gbnf_char(cp), "\" ", sub));
       }
-      if (where == 0) {
+      if (!after_backslash) {
         alts.push_back(str_cat(R"([^"\\\x7F\x00-\x1F)", seen, "]", tail));
-        if (nd.kids.count('\\') == 0) alts.push_back(str_cat(R"("\\" escape)", tail));
-      } else if (where == 1) {
+        if (nd.kids.count('\\') == 0) alts.push_back(str_cat(R"("\\" ["\\bfnrt])", tail));
+      } else {
         std::string simple;
-        for (const char c : std::string_view("\"\\/bfnrt")) {
+        for (const char c : std::string_view("\"\\bfnrt")) {
           if (nd.kids.count(static_cast<unsigned char>(c)) == 0) simple += gbnf_char(c);
         }
         if (!simple.empty()) alts.push_back(str_cat("[", simple, "]", tail));
-        if (nd.kids.count('u') == 0) alts.push_back(str_cat(R"("u" hex{4})", tail));
-      } else {
-        std::string digits;
-        for (const char c : std::string_view("0123456789abcdefABCDEF")) {
-          if (nd.kids.count(static_cast<unsigned char>(c)) == 0) digits += c;
-        }
-        const int left = 5 - where;  // digits after this one
-        if (!digits.empty()) {
-          alts.push_back(str_cat("[", digits, "]", left > 0 ? str_cat(" hex{", left, "}") : "",
-                                 tail));
-        }
       }
       std::string out;
       for (const std::string& a : alts) out += (out.empty() ? "" : " | ") + a;
       return alts.size() == 1 ? out : "( " + out + " )";
     };
-    return str_cat(R"("\"" )", expr(expr, 0, 0, 0));
+    return str_cat(R"("\"" )", expr(expr, 0, false, 0));
   }
 
   std::string object(const json& s, const std::string& hint, const std::string& path, int depth) {
@@ -757,21 +795,19 @@ class Converter {
       error(child(path, "properties"), "must be an object of schemas");
     }
     std::vector<std::string> required;  // in the order given, without repeats
+    std::set<std::string> required_set;
     if (const auto it = s.find("required"); it != s.end()) {
       if (!it->is_array()) error(child(path, "required"), "must be an array of strings");
       for (const json& r : *it) {
         if (!r.is_string()) error(child(path, "required"), "must be an array of strings");
-        const std::string name = r.get<std::string>();
-        if (std::find(required.begin(), required.end(), name) == required.end()) {
-          required.push_back(name);
-        }
+        if (required_set.insert(r.get<std::string>()).second)
+          required.push_back(r.get<std::string>());
       }
     }
     // additionalProperties: false by default when properties are listed (OpenAI's strict mode
     // and llama.cpp), true otherwise.
     const auto extra_it = s.find("additionalProperties");
-    const bool extras =
-        extra_it == s.end() ? props == s.end() : *extra_it != json(false);
+    const bool extras = extra_it == s.end() ? props == s.end() : *extra_it != json(false);
     if (props == s.end() && required.empty() && extras &&
         (extra_it == s.end() || trivial(*extra_it))) {
       return use("object");
@@ -784,14 +820,13 @@ class Converter {
       bool required;
     };
     std::vector<Member> members;
-    const auto is_required = [&](const std::string& key) {
-      return std::find(required.begin(), required.end(), key) != required.end();
-    };
+    std::set<std::string> listed;
     if (props != s.end()) {
       const std::string at = child(path, "properties");
       for (const auto& [key, sub] : props->items()) {
-        members.push_back(
-            {key, visit(sub, hint_of(hint, key), child(at, key), depth + 1), is_required(key)});
+        if (!listed.insert(key).second) continue;  // a repeated key: its first schema counts
+        members.push_back({key, visit(sub, hint_of(hint, key), child(at, key), depth + 1),
+                           required_set.count(key) != 0});
       }
     }
     const std::string extra =
@@ -799,7 +834,7 @@ class Converter {
     // A required name that is not among the properties: an additional property that must be
     // there (after the listed ones), or an error when there may be none.
     for (const std::string& name : required) {
-      if (props != s.end() && props->contains(name)) continue;
+      if (listed.count(name) != 0) continue;
       if (!extras) {
         error(child(path, "required"),
               str_cat("'", name,
@@ -813,8 +848,9 @@ class Converter {
     if (extras) {
       std::vector<std::string> names;
       for (const Member& m : members) names.push_back(m.key);
-      const std::string key =
-          names.empty() ? use("string") : add(hint_of(hint, "extra-key"), not_names(names, hint, path));
+      const std::string key = names.empty()
+                                  ? use("string")
+                                  : add(hint_of(hint, "extra-key"), not_names(names, hint, path));
       kv = add(hint_of(hint, "extra-kv"), str_cat(key, R"( ws ":" ws )", extra));
     }
     // Members in order, each optional one may be left out; extras after them. Going backwards:
@@ -825,7 +861,9 @@ class Converter {
     for (size_t k = members.size(); k-- > 0;) {
       const Member& m = members[k];
       const std::string member =
-          str_cat(literal(dump(json(m.key), path)), R"( ws ":" ws )", m.value, " ws");
+          add(hint_of(hint, m.key + "-kv"),
+              str_cat(literal(dump(json(m.key), path)), R"( ws ":" ws )", m.value)) +
+          " ws";
       const std::string tail = rest.empty() ? "" : " " + rest;
       std::string f;
       if (m.required) {
@@ -849,9 +887,11 @@ class Converter {
   std::map<std::string, std::string> rules_;  // name -> its whole line
   std::vector<std::string> order_;
   std::set<std::string> reserved_;
+  std::map<std::string, int> suffix_;  // per name base: the last numeric suffix tried
   std::map<std::string, std::string> by_body_;
-  std::map<std::string, std::string> refs_;  // "$ref" text -> its rule
-  std::set<std::string> head_;  // references being defined, reached without matching any text
+  std::map<const json*, std::string> refs_;  // the schema a $ref names -> its rule
+  std::set<std::string> ref_names_;          // the rules of references
+  std::set<const json*> head_;  // references being defined, reached without matching any text
   size_t bytes_ = 0;
   int64_t repetitions_ = 0;
 };
@@ -860,6 +900,8 @@ class Converter {
 
 std::string json_object_gbnf() { return json_schema_gbnf(json{{"type", "object"}}); }
 
-std::string json_schema_gbnf(const nlohmann::json& schema) { return Converter(schema).run(); }
+std::string json_schema_gbnf(const nlohmann::ordered_json& schema) {
+  return Converter(schema).run();
+}
 
 }  // namespace specdec

@@ -32,15 +32,24 @@ class GrammarVocab {
   const Trie& trie() const { return *trie_; }
 
  private:
+  friend class GrammarMasker;
   std::vector<std::string> bytes_;
   std::vector<uint8_t> is_end_;
+  std::vector<int32_t> end_ids_;
   std::unique_ptr<Trie> trie_;
 };
 
 // One request's view: the allowed set per state, cached. Not thread safe (one per sequence).
+// The walk steps a grammar_detail::StackSetMachine (memoized transitions between interned stack
+// sets) rather than copying GrammarStates; allowed() throws specdec::Error when the grammar is
+// too ambiguous (as GrammarState::accept) or a walk would pass its time or memory budget (only
+// hostile grammars do). The cache is by GrammarState::key(); it is cleared when a state of
+// another grammar comes, and entirely once it holds max_cached masks.
 class GrammarMasker {
  public:
   explicit GrammarMasker(std::shared_ptr<const GrammarVocab> vocab, size_t max_cached = 256);
+  ~GrammarMasker();
+  GrammarMasker(GrammarMasker&&) noexcept;
 
   // Bit t of the result (word t / 64, bit t % 64) says whether token t may follow `state`: an end
   // token when state.complete(), any other token when state.accept(its bytes) would succeed.
@@ -56,10 +65,17 @@ class GrammarMasker {
   size_t cache_misses() const { return misses_; }
 
  private:
+  void walk(const GrammarState& state, std::vector<uint64_t>& bits);
+
   std::shared_ptr<const GrammarVocab> vocab_;
   size_t max_cached_;
   std::unordered_map<std::string, std::vector<uint64_t>> cache_;
   size_t hits_ = 0, misses_ = 0;
+  // The walk's engine, for the grammar of the states seen (cache_ holds masks of its states).
+  std::unique_ptr<grammar_detail::StackSetMachine> machine_;
+  const Grammar* grammar_ = nullptr;
+  std::vector<int32_t> walk_sets_;  // per trie depth: the stack set after that many bytes
+  std::vector<grammar_detail::Utf8Decoder> walk_dec_;
 };
 
 }  // namespace specdec

@@ -76,6 +76,116 @@ TEST(TokenMask, StatesThatComeBackHitTheCache) {
   EXPECT_EQ(m.cache_hits(), 5u);
 }
 
+TEST(TokenMask, EndTokensOnlyWhenCompleteAndNeverByTheirBytes) {
+  // Token 11 is an end token whose text is "<end>": the grammar's "<end>" does not make it
+  // allowed, and the text's own tokens never stand for the end.
+  const auto g = Grammar::parse(R"(root ::= "{" [a]* "}" | "<end>")");
+  auto v = std::make_shared<const GrammarVocab>(
+      std::vector<std::string>{"{", "a", "}", "<", "end", ">", "<end>", "", "{a}", "a}", "\"",
+                               "<end>"},
+      std::vector<int32_t>{11, 11});  // listed twice: once is enough
+  GrammarMasker m(v);
+  EXPECT_TRUE(v->is_end(11));
+  EXPECT_FALSE(v->is_end(6));
+  EXPECT_FALSE(v->is_end(-1));
+  GrammarState s(g);
+  std::span<const uint64_t> bits = m.allowed(s);
+  EXPECT_TRUE(bit(bits, 0) && bit(bits, 3) && bit(bits, 6) && bit(bits, 8));
+  EXPECT_FALSE(bit(bits, 11));  // not complete yet
+  EXPECT_FALSE(bit(bits, 7));   // empty bytes: never
+  EXPECT_FALSE(m.allows(s, 11));
+  EXPECT_FALSE(m.advance(s, 11));
+  ASSERT_TRUE(m.advance(s, 8));  // "{a}": three grammar elements in one token
+  EXPECT_TRUE(s.complete());
+  bits = m.allowed(s);
+  for (int32_t t = 0; t < v->n_vocab(); ++t) EXPECT_EQ(bit(bits, t), t == 11) << t;
+  const std::string before = s.key();
+  EXPECT_TRUE(m.advance(s, 11));
+  EXPECT_EQ(s.key(), before);
+  // A failed advance leaves the state as it was.
+  GrammarState t(g);
+  EXPECT_FALSE(m.advance(t, 2));
+  EXPECT_FALSE(t.dead());
+  EXPECT_TRUE(m.advance(t, 0));
+  // A dead state allows nothing, not even the end.
+  GrammarState dead(g);
+  EXPECT_FALSE(dead.accept("x"));
+  for (const uint64_t w : m.allowed(dead)) EXPECT_EQ(w, 0u);
+  EXPECT_FALSE(m.allows(dead, 11));
+  EXPECT_THROW(GrammarVocab({"a"}, {1}), Error);  // an end token out of range
+}
+
+TEST(TokenMask, TokensEndingInsideACharacter) {
+  // Only é (C3 A9) and ü (C3 BC) fit: C3 alone is allowed (it may become either), C3 80 is
+  // not (no such character fits), and C4 never.
+  const auto g = Grammar::parse(R"(root ::= [éü]+)");
+  auto v = std::make_shared<const GrammarVocab>(
+      std::vector<std::string>{"\xC3", "\xA9", "\xBC", "\xC3\x80", "\xC4", "\xC3\xA9",
+                               "\xC3\xA9\xC3", "\xA9\xC3\xBC", "e", "\xA9\xC3\x80"},
+      std::vector<int32_t>{});
+  GrammarMasker m(v);
+  GrammarState s(g);
+  auto names = [&](const GrammarState& st) {
+    std::vector<int32_t> out;
+    const auto bits = m.allowed(st);
+    for (int32_t t = 0; t < v->n_vocab(); ++t) {
+      EXPECT_EQ(bit(bits, t), m.allows(st, t)) << t;
+      if (bit(bits, t)) out.push_back(t);
+    }
+    return out;
+  };
+  EXPECT_EQ(names(s), (std::vector<int32_t>{0, 5, 6}));
+  ASSERT_TRUE(m.advance(s, 6));  // é and half of the next character
+  EXPECT_FALSE(s.complete());
+  EXPECT_EQ(names(s), (std::vector<int32_t>{1, 2, 7}));
+  ASSERT_TRUE(m.advance(s, 7));
+  EXPECT_TRUE(s.complete());
+  EXPECT_EQ(names(s), (std::vector<int32_t>{0, 5, 6}));
+}
+
+TEST(TokenMask, TheCacheIsBoundedAndPerGrammar) {
+  const auto g = Grammar::parse(R"(root ::= [a-z]{0,5})");
+  GrammarMasker m(vocab(), 2);
+  GrammarState s(g);
+  std::vector<GrammarState> states = {s};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(m.advance(s, 2));  // "a": each step is a new state (the count is bounded)
+    states.push_back(s);
+  }
+  for (const GrammarState& st : states) m.allowed(st);
+  EXPECT_EQ(m.cache_misses(), 4u);
+  m.allowed(states[3]);  // the last one is still there
+  EXPECT_EQ(m.cache_hits(), 1u);
+  m.allowed(states[0]);  // the first was evicted
+  EXPECT_EQ(m.cache_misses(), 5u);
+  // A state of another grammar with an equal key gets its own grammar's mask.
+  const auto other = Grammar::parse(R"(root ::= [x]{0,5})");
+  GrammarState o(other);
+  ASSERT_EQ(o.key(), states[0].key());  // the same shape: one stack at the same position
+  EXPECT_TRUE(bit(m.allowed(states[0]), 2));
+  EXPECT_FALSE(bit(m.allowed(o), 2));
+  EXPECT_TRUE(bit(m.allowed(o), 15));
+  EXPECT_TRUE(bit(m.allowed(states[0]), 2));
+}
+
+TEST(TokenMask, AmbiguityLimitsReachTheCaller) {
+  // Each "a" doubles the ways to go on; the walk over a vocabulary of long runs of "a" has to
+  // throw (as accept does) rather than track millions of stacks.
+  const auto g = Grammar::parse(R"(root ::= x "b"
+x ::= "a" x "c" | "a" x "d" | "")");
+  std::vector<std::string> tokens;
+  for (int n = 1; n <= 20; ++n) tokens.push_back(std::string(static_cast<size_t>(n), 'a'));
+  GrammarMasker m(std::make_shared<const GrammarVocab>(tokens, std::vector<int32_t>{}));
+  GrammarState s(g);
+  EXPECT_THROW(m.allowed(s), Error);
+  EXPECT_THROW(m.allows(s, 19), Error);
+  EXPECT_TRUE(m.allows(s, 4));  // five "a" are fine
+  // The masker still works afterwards.
+  GrammarState t(Grammar::parse(R"(root ::= "aa")"));
+  const auto bits = m.allowed(t);
+  EXPECT_TRUE(bit(bits, 0) && bit(bits, 1) && !bit(bits, 2));
+}
+
 // For random states of a JSON grammar, the trie walk and the one-token check agree on every
 // token of a vocabulary of random byte strings.
 TEST(TokenMask, TheTrieWalkAgreesWithCheckingEachToken) {
