@@ -898,6 +898,8 @@ class Converter {
 
 }  // namespace
 
+std::string gbnf_literal(std::string_view text) { return literal(text); }
+
 std::string json_object_gbnf() { return json_schema_gbnf(json{{"type", "object"}}); }
 
 std::string json_schema_gbnf(const nlohmann::ordered_json& schema) {

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace specdec {
 
@@ -12,6 +13,10 @@ namespace specdec {
 // {"type": "json_object"} promises. Whitespace between tokens is limited (see the .cpp) so that
 // a model cannot pad forever.
 std::string json_object_gbnf();
+
+// A GBNF string literal matching the UTF-8 `text` exactly (vLLM's guided_choice is an alternation
+// of them).
+std::string gbnf_literal(std::string_view text);
 
 // GBNF whose root matches JSON texts valid under `schema`, within the supported subset: never
 // one the schema forbids (oneOf aside, see below), though it refuses some valid ones (see

@@ -100,27 +100,6 @@ PenaltyParams get_penalties(const json& j) {
   return pp;
 }
 
-// A request body: JSON no deeper than kMaxJsonDepth, an object.
-// A GBNF string literal matching `text` exactly (vLLM's guided_choice).
-std::string gbnf_literal(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u == 0x7f) {
-      constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    } else {
-      out += c;  // UTF-8 bytes stay as they are: the grammar reads code points
-    }
-  }
-  return out + "\"";
-}
-
 // A JSON Schema given as an object, or as JSON text (vLLM's guided_json takes either). `ordered`
 // is the same value parsed with its keys in order (properties are generated in the schema's
 // order; the plain parse sorts them).
@@ -128,6 +107,10 @@ std::string schema_gbnf(const json& schema, const nlohmann::ordered_json& ordere
                         const std::string& param) {
   if (schema.is_string()) {
     const std::string text = schema.get<std::string>();
+    if (json_nesting_depth(text) > kMaxJsonDepth) {
+      throw invalid_request(str_cat("'", param, "' is nested deeper than ", kMaxJsonDepth), param,
+                            "invalid_value");
+    }
     const json parsed = json::parse(text, nullptr, false);
     if (parsed.is_discarded()) {
       throw invalid_request(str_cat("'", param, "' is not valid JSON"), param, "invalid_value");
@@ -234,6 +217,7 @@ std::shared_ptr<const Grammar> get_grammar(const json& j, std::string_view body)
   }
 }
 
+// A request body: JSON no deeper than kMaxJsonDepth, an object.
 json parse_body(std::string_view body) {
   if (json_nesting_depth(body) > kMaxJsonDepth) {
     throw invalid_request(

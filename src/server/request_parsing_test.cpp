@@ -400,6 +400,15 @@ TEST(RequestParsing, StructuredOutputFormsCompileToGrammars) {
   EXPECT_FALSE(accepts(choice, "maybe"));
 }
 
+TEST(RequestParsing, ASchemaGivenAsTextIsHeldToTheBodysDepthLimit) {
+  const std::string deep = std::string(100, '[') + std::string(100, ']');
+  const std::string body = str_cat(R"({"prompt":"x","guided_json":")", deep, R"("})");
+  expect_400(kCmpl, body, "guided_json", "invalid_value");
+  // Refused before it is parsed, not by the schema converter after.
+  EXPECT_NE(std::string(error_of(kCmpl, body).what()).find("'guided_json' is nested deeper"),
+            std::string::npos);
+}
+
 TEST(RequestParsing, PenaltiesAndLogitBiasAreRead) {
   const CompletionRequest r =
       parse_request(kCmpl, R"({"prompt":"x","presence_penalty":0.5,"frequency_penalty":-1.5,
