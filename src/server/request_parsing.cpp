@@ -211,7 +211,11 @@ std::shared_ptr<const Grammar> get_grammar(const json& j, std::string_view body)
   }
   if (param.empty()) return nullptr;
   try {
-    return Grammar::parse(gbnf);
+    std::shared_ptr<const Grammar> grammar = Grammar::parse(gbnf);
+    // Its start state too: a grammar too ambiguous to begin (thousands of alternatives at once)
+    // is refused here, not by the generation it would start.
+    GrammarState start(grammar);
+    return grammar;
   } catch (const Error& e) {
     throw invalid_request(str_cat("'", param, "': ", e.what()), param, "invalid_value");
   }

@@ -400,6 +400,15 @@ TEST(RequestParsing, StructuredOutputFormsCompileToGrammars) {
   EXPECT_FALSE(accepts(choice, "maybe"));
 }
 
+TEST(RequestParsing, AGrammarTooAmbiguousToStartIsRefused) {
+  // 5,000 choices that all begin alike: the start state would need a stack for each.
+  std::string choices;
+  for (int i = 0; i < 5000; ++i) choices += str_cat(i > 0 ? "," : "", "\"a", i, "\"");
+  const std::string body = str_cat(R"({"prompt":"x","guided_choice":[)", choices, "]}");
+  expect_400(kCmpl, body, "guided_choice", "invalid_value");
+  EXPECT_NE(std::string(error_of(kCmpl, body).what()).find("ambiguous"), std::string::npos);
+}
+
 TEST(RequestParsing, ASchemaGivenAsTextIsHeldToTheBodysDepthLimit) {
   const std::string deep = std::string(100, '[') + std::string(100, ']');
   const std::string body = str_cat(R"({"prompt":"x","guided_json":")", deep, R"("})");
