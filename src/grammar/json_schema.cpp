@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/utf8.h"
 
 namespace specdec {
 
@@ -120,40 +121,6 @@ std::string hint_of(const std::string& hint, std::string_view part) {
   return hint.empty() ? std::string(part) : str_cat(hint, "-", part);
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-// Code points of valid UTF-8 (nlohmann's dump() output).
-std::vector<uint32_t> code_points(std::string_view s) {
-  std::vector<uint32_t> out;
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
-    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-    for (int k = 1; k < len && i + k < s.size(); ++k) {
-      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    }
-    out.push_back(cp);
-    i += len;
-  }
-  return out;
-}
-
 // One code point as GBNF writes it inside a literal or a class (escaping what either treats
 // specially; control characters as \x, the rest of ASCII as is, other text as raw UTF-8).
 std::string gbnf_char(uint32_t cp) {
@@ -170,7 +137,7 @@ std::string gbnf_char(uint32_t cp) {
 // A GBNF literal matching `text` (UTF-8) exactly.
 std::string literal(std::string_view text) {
   std::string out = "\"";
-  for (const uint32_t cp : code_points(text)) {
+  for (const uint32_t cp : lenient_codepoints(text)) {
     // Inside a literal only '"' and '\' need escaping; keep '[' '-' '^' ']' readable.
     out += (cp == '[' || cp == ']' || cp == '-' || cp == '^')
                ? std::string(1, static_cast<char>(cp))
@@ -733,7 +700,7 @@ class Converter {
     for (const std::string& name : names) {
       const std::string text = dump(json(name), path);
       const std::vector<uint32_t> cps =
-          code_points(std::string_view(text).substr(1, text.size() - 2));
+          lenient_codepoints(std::string_view(text).substr(1, text.size() - 2));
       const bool spellable = std::none_of(name.begin(), name.end(), [](char c) {
         const auto u = static_cast<unsigned char>(c);
         return u == 0x7F ||

@@ -9,19 +9,17 @@
 #include <string_view>
 #include <vector>
 
+#include "common/utf8.h"
+
 namespace specdec::unicode {
 
 // Length of the UTF-8 sequence announced by a lead byte, from its high nibble as llama.cpp does
 // (continuation and invalid bytes count as 1). Used to split text into merge symbols.
 size_t lead_byte_len(uint8_t lead);
 
-// Appends the UTF-8 encoding of `cp` (must be <= 0x10FFFF).
-void append_utf8(std::string& out, uint32_t cp);
-
-// Decodes `text` into code points the way llama.cpp does before BPE pre-tokenization: valid-
-// looking sequences decode without overlong/surrogate checks, and each byte that cannot start
-// a sequence becomes U+FFFD.
-std::vector<uint32_t> lenient_codepoints(std::string_view text);
+// common/utf8.h's encoder and lenient decoder, under the names the tokenizers use.
+using specdec::append_utf8;
+using specdec::lenient_codepoints;
 
 // GPT-2's reversible byte <-> printable code point mapping (bytes that are printable Latin-1
 // map to themselves, the rest to U+0100 onwards).
