@@ -93,6 +93,13 @@ std::vector<double> constrained_joint(const FakeLM& target, const SamplingParams
       target.n_vocab(), sp, prompt, length);
 }
 
+std::vector<int32_t> constrained_greedy(const FakeLM& target, const std::vector<int32_t>& prompt,
+                                        int n) {
+  return testing::greedy_reference_of(
+      [&](const std::vector<int32_t>& ctx) { return reference_logits(target, ctx, prompt.size()); },
+      prompt, n);
+}
+
 TEST(ConstraintUnderSpeculation, JointDistributionIsTheConstrainedTargets) {
   // 3-token continuations over 6 tokens (216 cells, about half of them forbidden).
   Models m(6, 1.0f);
@@ -157,13 +164,7 @@ TEST(ConstraintUnderSpeculation, GreedyEqualsConstrainedTargetGreedy) {
     for (int i = 0; i < 1 + trial % 4; ++i) {
       prompt.push_back(static_cast<int32_t>(prompts.uniform() * 7));
     }
-    std::vector<int32_t> want, ctx = prompt;
-    for (int i = 0; i < 24; ++i) {
-      const std::vector<float> l = reference_logits(m.target, ctx, prompt.size());
-      const auto best = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
-      want.push_back(best);
-      ctx.push_back(best);
-    }
+    const std::vector<int32_t> want = constrained_greedy(m.target, prompt, 24);
     for (int gamma = 0; gamma <= 8; ++gamma) {
       Rng rng(1);
       FakeConstraint rule(7);
@@ -182,13 +183,7 @@ TEST(ConstraintUnderSpeculation, PromptLookupDraftsAreCutAtTheFirstForbiddenToke
   // forbids after themselves; greedy output must still be the constrained target's.
   Models m(7, 1.0f);
   const std::vector<int32_t> prompt{2, 5, 2, 5, 2, 5, 2, 5};
-  std::vector<int32_t> want, ctx = prompt;
-  for (int i = 0; i < 16; ++i) {
-    const std::vector<float> l = reference_logits(m.target, ctx, prompt.size());
-    const auto best = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
-    want.push_back(best);
-    ctx.push_back(best);
-  }
+  const std::vector<int32_t> want = constrained_greedy(m.target, prompt, 16);
   NgramParams np;
   np.policy = NgramPolicy::Fixed;
   NgramDrafter lookup(7, np);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "sampling/distribution.h"
@@ -94,17 +95,27 @@ inline std::vector<int64_t> joint_counts(
   return counts;
 }
 
-// Target-only greedy decoding by hand: argmax with ties to the lowest id at each step.
-inline std::vector<int32_t> greedy_reference(const FakeLM& target, std::vector<int32_t> ctx,
-                                             int n) {
+// Target-only greedy decoding by hand when the next-token logits after a context are
+// logits_of(context) (with penalties or a constraint written out): argmax with ties to the
+// lowest id at each step.
+inline std::vector<int32_t> greedy_reference_of(
+    const std::function<std::vector<float>(const std::vector<int32_t>&)>& logits_of,
+    std::vector<int32_t> ctx, int n) {
   std::vector<int32_t> out;
   for (int i = 0; i < n; ++i) {
-    const std::vector<float> l = target.logits_for(ctx);
+    const std::vector<float> l = logits_of(ctx);
     const auto best = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
     out.push_back(best);
     ctx.push_back(best);
   }
   return out;
+}
+
+// The same under the target's own logits.
+inline std::vector<int32_t> greedy_reference(const FakeLM& target, std::vector<int32_t> ctx,
+                                             int n) {
+  return greedy_reference_of(
+      [&target](const std::vector<int32_t>& c) { return target.logits_for(c); }, std::move(ctx), n);
 }
 
 }  // namespace specdec::testing

@@ -170,13 +170,11 @@ TEST(PenaltiesUnderSpeculation, GreedyEqualsPenalizedTargetGreedy) {
     for (int i = 0; i < 1 + trial % 4; ++i) {
       prompt.push_back(static_cast<int32_t>(prompts.uniform() * 7));
     }
-    std::vector<int32_t> want, ctx = prompt;
-    for (int i = 0; i < 24; ++i) {
-      const std::vector<float> l = reference_logits(m.target, pp, ctx, prompt.size());
-      const auto best = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
-      want.push_back(best);
-      ctx.push_back(best);
-    }
+    const std::vector<int32_t> want = testing::greedy_reference_of(
+        [&](const std::vector<int32_t>& ctx) {
+          return reference_logits(m.target, pp, ctx, prompt.size());
+        },
+        prompt, 24);
     for (int gamma = 0; gamma <= 8; ++gamma) {
       Rng rng(1);
       SpeculativeDecoder dec(m.target, gamma > 0 ? &m.draft : nullptr, params(0.0f), gamma, rng);
