@@ -119,13 +119,11 @@ bool GrammarConstraint::apply(std::span<float> logits, std::span<const int32_t> 
 }
 
 int32_t GrammarConstraint::allowed_prefix(std::span<const int32_t> tokens) {
-  GrammarState state = committed_;
-  int32_t n = 0;
-  for (int32_t t : tokens) {
-    if (!masker_.advance(state, t)) break;
-    ++n;
-  }
-  return n;
+  // Through the round's path: the states it reaches are those the verify rows ask for next (and
+  // a model draft's, which the draft steps computed, are found there already).
+  size_t n = 0;
+  while (n < tokens.size() && state_after(tokens.first(n + 1)) != nullptr) ++n;
+  return static_cast<int32_t>(n);
 }
 
 }  // namespace specdec
