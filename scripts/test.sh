@@ -46,6 +46,17 @@ CTEST_FILTER=()
 [[ -n ${SPECDEC_TEST_FILTER:-} ]] && CTEST_FILTER=(-R "$SPECDEC_TEST_FILTER")
 
 FAILED=()
+FAILED_TESTS=()
+# Names the tests a failed ctest pass lost: ctest's own list, and pytest's "FAILED file::test"
+# lines from the server suite's output. They are printed again at the very end, since a CI log
+# is often read from its tail only. Usage: note_failures LABEL BUILD_DIR OUTPUT_LOG
+note_failures() {
+  local line
+  while IFS= read -r line; do FAILED_TESTS+=("$1: ${line#*:}"); done \
+    < <(cat "$2/Testing/Temporary/LastTestsFailed.log" 2>/dev/null || true)
+  while IFS= read -r line; do FAILED_TESTS+=("$1:   $line"); done \
+    < <(grep -aE '^(FAILED|ERROR) [^ ]+::' "$3" 2>/dev/null | sort -u || true)
+}
 
 step "Release build (build/)"
 specdec_configure build -DCMAKE_BUILD_TYPE=Release
@@ -53,8 +64,9 @@ specdec_build build || specdec_die "Release build failed"
 
 step "Release tests"
 if ! ctest --test-dir build --output-on-failure -j2 --timeout "${SPECDEC_TEST_TIMEOUT:-300}" \
-    "${CTEST_FILTER[@]}"; then
+    --output-log build/ctest-release.log "${CTEST_FILTER[@]}"; then
   FAILED+=("Release tests")
+  note_failures "Release" build build/ctest-release.log
 fi
 
 # The default run takes the best kernel path this CPU has; the lower paths run the whole suite
@@ -63,8 +75,10 @@ fi
 for isa in avx2 scalar; do
   step "Release tests on the $isa kernel path (SPECDEC_ISA=$isa, RealModel tests excluded)"
   if ! SPECDEC_ISA=$isa ctest --test-dir build --output-on-failure -j2 \
-      --timeout "${SPECDEC_TEST_TIMEOUT:-300}" "${CTEST_FILTER[@]}" -E RealModel; then
+      --timeout "${SPECDEC_TEST_TIMEOUT:-300}" --output-log "build/ctest-$isa.log" \
+      "${CTEST_FILTER[@]}" -E RealModel; then
     FAILED+=("Release tests (SPECDEC_ISA=$isa)")
+    note_failures "SPECDEC_ISA=$isa" build "build/ctest-$isa.log"
   fi
 done
 
@@ -81,8 +95,10 @@ else
     if ! ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1} \
          UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
          ctest --test-dir build-asan --output-on-failure -j2 \
-           --timeout "${SPECDEC_ASAN_TEST_TIMEOUT:-600}" "${CTEST_FILTER[@]}" "${ASAN_EXCLUDE[@]}"; then
+           --timeout "${SPECDEC_ASAN_TEST_TIMEOUT:-600}" --output-log build-asan/ctest-asan.log \
+           "${CTEST_FILTER[@]}" "${ASAN_EXCLUDE[@]}"; then
       FAILED+=("ASan+UBSan tests")
+      note_failures "ASan+UBSan" build-asan build-asan/ctest-asan.log
     fi
   else
     FAILED+=("ASan+UBSan build")
@@ -102,6 +118,7 @@ fi
 
 step "done"
 if [[ ${#FAILED[@]} -gt 0 ]]; then
+  [[ ${#FAILED_TESTS[@]} -gt 0 ]] && printf '[specdec] failed test: %s\n' "${FAILED_TESTS[@]}" >&2
   printf '[specdec] FAILED: %s\n' "${FAILED[@]}" >&2
   exit 1
 fi

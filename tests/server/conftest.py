@@ -137,11 +137,16 @@ class Server:
         return out
 
     def wait_idle(self, timeout=60, headers=None):
-        """Waits until no generation request is queued or running; returns the metrics."""
+        """Waits until no generation request is queued or running and no connection but the one
+        asking is open; returns the metrics. A response is counted in
+        specdec_http_requests_total when its handler returns, which is after the client has read
+        it: waiting for the other connections to close makes those counts final, so that deltas
+        between two calls count exactly the requests made in between."""
         deadline = time.monotonic() + timeout
         while True:
             m = self.metrics(headers)
-            if m["specdec_requests_in_flight"] == 0 and m["specdec_queue_length"] == 0:
+            if (m["specdec_requests_in_flight"] == 0 and m["specdec_queue_length"] == 0
+                    and m["specdec_http_open_connections"] <= 1):
                 return m
             if time.monotonic() > deadline:
                 pytest.fail(f"server still busy after {timeout} s: {m}")
