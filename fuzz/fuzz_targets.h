@@ -39,6 +39,10 @@ int fuzz_one_http(const uint8_t* data, size_t size);
 // same result) and the token mask of a tiny vocabulary checked against each token's bytes.
 int fuzz_one_grammar(const uint8_t* data, size_t size);
 
+// regex_gbnf on an arbitrary pattern in both modes (plain, JSON string), the grammar it writes
+// compiled, and its language checked against PCRE2's matches on a text and its prefixes.
+int fuzz_one_regex(const uint8_t* data, size_t size);
+
 struct FuzzTarget {
   std::string_view name;  // the folder under fuzz/corpus and fuzz/regressions, fuzz_<name>
   int (*run)(const uint8_t*, size_t);
@@ -50,6 +54,7 @@ inline constexpr FuzzTarget kFuzzTargets[] = {
     {"request", fuzz_one_request},
     {"http", fuzz_one_http},
     {"grammar", fuzz_one_grammar},
+    {"regex", fuzz_one_regex},
 };
 
 // Aborts with a message naming the broken invariant: libFuzzer reports it as a crash and saves

@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "common/utf8.h"
+#include "grammar/regex_gbnf.h"
 
 namespace specdec {
 
@@ -87,12 +88,25 @@ const std::set<std::string>& annotations() {
 
 // Keywords that do constrain it and are supported (not everywhere in every combination).
 const std::set<std::string>& validations() {
-  static const std::set<std::string> words = {
-      "type",     "properties",  "required",        "additionalProperties",
-      "items",    "prefixItems", "additionalItems", "minItems",
-      "maxItems", "minLength",   "maxLength",       "format",
-      "enum",     "const",       "anyOf",           "oneOf",
-      "allOf",    "$ref"};
+  static const std::set<std::string> words = {"type",
+                                              "properties",
+                                              "required",
+                                              "additionalProperties",
+                                              "items",
+                                              "prefixItems",
+                                              "additionalItems",
+                                              "minItems",
+                                              "maxItems",
+                                              "minLength",
+                                              "maxLength",
+                                              "format",
+                                              "pattern",
+                                              "enum",
+                                              "const",
+                                              "anyOf",
+                                              "oneOf",
+                                              "allOf",
+                                              "$ref"};
   return words;
 }
 
@@ -119,31 +133,6 @@ std::string child(const std::string& path, std::string_view key) {
 
 std::string hint_of(const std::string& hint, std::string_view part) {
   return hint.empty() ? std::string(part) : str_cat(hint, "-", part);
-}
-
-// One code point as GBNF writes it inside a literal or a class (escaping what either treats
-// specially; control characters as \x, the rest of ASCII as is, other text as raw UTF-8).
-std::string gbnf_char(uint32_t cp) {
-  constexpr char kHex[] = "0123456789abcdef";
-  if (cp == '"' || cp == '\\' || cp == ']' || cp == '[' || cp == '-' || cp == '^') {
-    return std::string{'\\', static_cast<char>(cp)};
-  }
-  if (cp < 0x20 || cp == 0x7F) return std::string{'\\', 'x', kHex[cp >> 4], kHex[cp & 15]};
-  std::string out;
-  append_utf8(out, cp);
-  return out;
-}
-
-// A GBNF literal matching `text` (UTF-8) exactly.
-std::string literal(std::string_view text) {
-  std::string out = "\"";
-  for (const uint32_t cp : lenient_codepoints(text)) {
-    // Inside a literal only '"' and '\' need escaping; keep '[' '-' '^' ']' readable.
-    out += (cp == '[' || cp == ']' || cp == '-' || cp == '^')
-               ? std::string(1, static_cast<char>(cp))
-               : gbnf_char(cp);
-  }
-  return out + "\"";
 }
 
 bool has_type(const json& v, const std::string& t) {
@@ -320,7 +309,7 @@ class Converter {
       if (any_of({"items", "prefixItems", "additionalItems", "minItems", "maxItems"})) {
         types.push_back("array");
       }
-      if (any_of({"minLength", "maxLength", "format"})) types.push_back("string");
+      if (any_of({"minLength", "maxLength", "format", "pattern"})) types.push_back("string");
       if (types.empty()) return use("value");  // no constraint
     }
     std::vector<std::string> alts;
@@ -557,12 +546,12 @@ class Converter {
       for (const auto& [key, x] : v.items()) {
         if (!first) out += R"( "," ws)";
         first = false;
-        if (obj) out += " " + literal(dump(json(key), path)) + R"( ws ":" ws)";
+        if (obj) out += " " + gbnf_literal(dump(json(key), path)) + R"( ws ":" ws)";
         out += " " + value_text(x, child(path, key), depth + 1) + " ws";
       }
       return out + (obj ? R"( "}")" : R"( "]")");
     }
-    return literal(dump(v, path));
+    return gbnf_literal(dump(v, path));
   }
 
   // --- strings -------------------------------------------------------------------------------
@@ -585,6 +574,23 @@ class Converter {
   }
 
   std::string string(const json& s, const std::string& hint, const std::string& path) {
+    if (const auto it = s.find("pattern"); it != s.end()) {
+      // A regular expression that matches somewhere in the string (ECMA-262, unanchored unless
+      // it says ^ and $). Its language and a length bound or a format would have to be
+      // intersected, which GBNF cannot say: refused rather than one of them ignored.
+      const std::string at = child(path, "pattern");
+      if (!it->is_string()) error(at, "must be a string");
+      for (const char* k : {"minLength", "maxLength", "format"}) {
+        if (s.contains(k)) error(child(path, k), "is not supported beside pattern");
+      }
+      std::string expr;
+      try {
+        expr = regex_gbnf(it->get<std::string>(), RegexText::kJsonString, RegexMatch::kSearch);
+      } catch (const Error& e) {
+        error(at, e.what());
+      }
+      return add(hint, str_cat(R"("\"" )", expr, R"( "\"")"));
+    }
     if (const auto it = s.find("format"); it != s.end()) {
       if (!it->is_string()) error(child(path, "format"), "must be a string");
       const std::string f = it->get<std::string>();
@@ -829,7 +835,7 @@ class Converter {
       const Member& m = members[k];
       const std::string member =
           add(hint_of(hint, m.key + "-kv"),
-              str_cat(literal(dump(json(m.key), path)), R"( ws ":" ws )", m.value)) +
+              str_cat(gbnf_literal(dump(json(m.key), path)), R"( ws ":" ws )", m.value)) +
           " ws";
       const std::string tail = rest.empty() ? "" : " " + rest;
       std::string f;
@@ -864,8 +870,6 @@ class Converter {
 };
 
 }  // namespace
-
-std::string gbnf_literal(std::string_view text) { return literal(text); }
 
 std::string json_object_gbnf() { return json_schema_gbnf(json{{"type", "object"}}); }
 

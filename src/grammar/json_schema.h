@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "grammar/gbnf_text.h"  // gbnf_literal, which callers of this header use too
+
 namespace specdec {
 
 // GBNF (grammar/grammar.h) whose root is any JSON object: what response_format
@@ -14,18 +16,14 @@ namespace specdec {
 // a model cannot pad forever.
 std::string json_object_gbnf();
 
-// A GBNF string literal matching the UTF-8 `text` exactly (vLLM's guided_choice is an alternation
-// of them).
-std::string gbnf_literal(std::string_view text);
-
 // GBNF whose root matches JSON texts valid under `schema`, within the supported subset: never
 // one the schema forbids (oneOf aside, see below), though it refuses some valid ones (see
 // below: property order, type inference, spellings).
 // Supported:
 // - type: a name or a list of them (object, array, string, number, integer, boolean, null).
 //   Without one, the keywords present imply it (properties/required/additionalProperties: an
-//   object; items/prefixItems/minItems/maxItems: an array; minLength/maxLength/format: a
-//   string; none: any JSON value), which is stricter than JSON Schema but never looser.
+//   object; items/prefixItems/minItems/maxItems: an array; minLength/maxLength/format/pattern:
+//   a string; none: any JSON value), which is stricter than JSON Schema but never looser.
 // - properties + required: properties in the schema's order (hence an ordered_json: a plain
 //   nlohmann::json sorts its keys), optional ones may be left out. additionalProperties: false,
 //   true or a schema; default false when properties are given (as OpenAI's strict mode and
@@ -37,7 +35,9 @@ std::string gbnf_literal(std::string_view text);
 //   (then additionalItems): the whole tuple is required.
 // - minLength, maxLength (characters; a \u surrogate pair is one, a lone surrogate is refused);
 //   format "date" (February 29 in any year), "time", "date-time" and "uuid" (other formats are
-//   annotations, as JSON Schema has them by default: any string).
+//   annotations, as JSON Schema has them by default: any string); pattern (grammar/regex_gbnf.h:
+//   ECMAScript's syntax, matching anywhere in the decoded string unless anchored by ^ and $),
+//   alone (not beside a length bound or a format).
 // - enum and const: any JSON values, scalars as their exact JSON text (nlohmann's dump()),
 //   objects and arrays with whitespace allowed between tokens; "type" beside them filters them.
 // - anyOf, oneOf (as anyOf: a value that two branches accept is let through), allOf whose
@@ -52,7 +52,7 @@ std::string gbnf_literal(std::string_view text);
 // tabs), numbers (20 integer digits, 20 fraction digits, 4 exponent digits), nesting (64
 // schemas, references included), each length or item bound (10,000) and their total, the
 // grammar (1 MiB, 20,000 rules).
-// Anything else (pattern, minimum/maximum, multipleOf, uniqueItems, if/then/else, not, a $ref
+// Anything else (minimum/maximum, multipleOf, uniqueItems, if/then/else, not, a $ref
 // outside the document, a keyword beside one that stands alone, ...) throws specdec::Error
 // "JSON Schema <JSON pointer>: <what>", naming where the problem is, rather than silently
 // allowing text the schema forbids.

@@ -144,7 +144,11 @@ TEST(JsonSchemaText, RecursionIsARuleNamingItselfAndRefsAreNotExpandedTwice) {
 
 TEST(JsonSchemaText, UnsupportedKeywordsAreErrorsNamingTheirPointer) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"({"type": "string", "pattern": "a+"})", "JSON Schema /pattern: unsupported keyword"},
+      {R"({"type": "string", "pattern": "a+", "maxLength": 3})",
+       "JSON Schema /maxLength: is not supported beside pattern"},
+      {R"({"properties": {"id": {"pattern": "(a)\\1"}}})",
+       "JSON Schema /properties/id/pattern: regex at character 3: backreferences"},
+      {R"({"pattern": 7})", "JSON Schema /pattern: must be a string"},
       {R"({"properties": {"age": {"type": "integer", "minimum": 0}}})",
        "/properties/age/minimum: unsupported keyword"},
       {R"({"properties": {"a/b~c": {"multipleOf": 2}}})",
@@ -441,6 +445,22 @@ TEST(JsonSchemaMatch, Formats) {
       {R"("0a1b2c3d-0000-4000-8000-00000000abc")", R"("0a1b2c3d00004000800000000000abcd")"});
   // Other formats are annotations, as JSON Schema has them by default.
   expect_matches(R"({"type": "string", "format": "email"})", {R"("anything")"}, {"1"});
+}
+
+TEST(JsonSchemaMatch, PatternsMatchTheDecodedStringAnywhereUnlessAnchored) {
+  expect_matches(R"({"type": "string", "pattern": "^[A-Z]{2}-\\d{3}$"})", {R"("AB-123")"},
+                 {R"("AB-1234")", R"("xAB-123")", R"("ab-123")", "AB-123", "null"});
+  // Unanchored, as JSON Schema has it: the pattern occurs somewhere in the string.
+  expect_matches(R"({"pattern": "\\d\\d"})", {R"("a12b")", R"("99")", R"("x\n12")"},
+                 {R"("1a2")", R"("")", "12"});
+  // The pattern reads the decoded text: a quote, a backslash and a newline are escapes in JSON.
+  expect_matches(R"({"pattern": "^say \"hi\"\\\\\\n$"})", {R"("say \"hi\"\\\n")"},
+                 {R"("say "hi"\\\n")", "\"say \\\"hi\\\"\\\\\n\""});
+  // Inside an object, beside other properties.
+  expect_matches(
+      R"({"type": "object", "properties": {"zip": {"type": "string", "pattern": "^\\d{5}$"}},
+          "required": ["zip"]})",
+      {R"({"zip": "12345"})"}, {R"({"zip": "1234"})", R"({"zip": 12345})"});
 }
 
 TEST(JsonSchemaMatch, RefsAndRecursion) {
