@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "support/cli_runner.h"
@@ -116,6 +117,38 @@ TEST_F(Cli, RunGreedyIsReproducibleAndSpeculationDoesNotChangeIt) {
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(a.out, b.out);
   EXPECT_NE(b.err.find("speculative: gamma 3"), std::string::npos) << b.err;
+}
+
+// --regex: the whole output matches, with or without speculation (the same greedy text).
+TEST_F(Cli, RegexConstrainsTheWholeOutput) {
+  std::vector<std::string> base = {"run",
+                                   "-m",
+                                   *target_,
+                                   "-p",
+                                   "hello",
+                                   "-n",
+                                   "40",
+                                   "--temp",
+                                   "0",
+                                   "-t",
+                                   "2",
+                                   "--regex",
+                                   "(ab|cd){3}[0-9]{2}!"};
+  CliResult a = run_cli(base);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  // The CLI ends its output with a newline of its own.
+  const std::string text = a.out.substr(0, a.out.size() - (a.out.ends_with('\n') ? 1 : 0));
+  EXPECT_TRUE(std::regex_match(text, std::regex("(ab|cd){3}[0-9]{2}!"))) << a.out;
+  std::vector<std::string> spec = base;
+  spec.insert(spec.end(), {"-md", *draft_, "--draft-max", "3"});
+  CliResult b = run_cli(spec);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--regex", "(a)\\1"}),
+                     "--regex: regex at character 3: backreferences are not supported");
+  expect_clean_error(
+      run_cli({"run", "-m", *target_, "-p", "x", "--regex", "a", "--grammar", "root ::= \"a\""}),
+      "give one of --grammar, --grammar-file, --json-schema, --json-schema-file and --regex");
 }
 
 // The draft levers (a vocabulary subset, requantized weights, adaptive length, hybrid lookup)

@@ -10,6 +10,7 @@
 #include "common/error.h"
 #include "engine/draft_vocab.h"
 #include "grammar/json_schema.h"
+#include "grammar/regex_gbnf.h"
 
 namespace specdec::cli {
 
@@ -165,22 +166,30 @@ void add_grammar_options(ArgParser& p, GrammarOptions& options) {
                options.json_schema);
   p.add_string({"-jf", "--json-schema-file"}, "FILE", "--json-schema, read from a file",
                options.json_schema_file);
+  p.add_string({"--regex"}, "PATTERN",
+               "generate only text this regular expression (ECMAScript syntax) matches whole",
+               options.regex);
 }
 
 std::shared_ptr<const Grammar> load_grammar(const GrammarOptions& options) {
   const int given = !options.grammar.empty() + !options.grammar_file.empty() +
-                    !options.json_schema.empty() + !options.json_schema_file.empty();
+                    !options.json_schema.empty() + !options.json_schema_file.empty() +
+                    !options.regex.empty();
   if (given == 0) return nullptr;
   if (given > 1) {
-    fail("give one of --grammar, --grammar-file, --json-schema and --json-schema-file");
+    fail("give one of --grammar, --grammar-file, --json-schema, --json-schema-file and --regex");
   }
-  const char* flag = !options.grammar.empty()        ? "--grammar"
-                     : !options.grammar_file.empty() ? "--grammar-file"
-                     : !options.json_schema.empty()  ? "--json-schema"
-                                                     : "--json-schema-file";
+  const char* flag = !options.grammar.empty()            ? "--grammar"
+                     : !options.grammar_file.empty()     ? "--grammar-file"
+                     : !options.json_schema.empty()      ? "--json-schema"
+                     : !options.json_schema_file.empty() ? "--json-schema-file"
+                                                         : "--regex";
   try {
     std::string gbnf;
-    if (!options.grammar.empty() || !options.grammar_file.empty()) {
+    if (!options.regex.empty()) {
+      gbnf = str_cat("root ::= ", regex_gbnf(options.regex, RegexText::kPlain, RegexMatch::kWhole),
+                     "\n");
+    } else if (!options.grammar.empty() || !options.grammar_file.empty()) {
       gbnf = options.grammar.empty() ? read_text_file(options.grammar_file, "grammar file")
                                      : options.grammar;
     } else {

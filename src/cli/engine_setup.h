@@ -76,9 +76,10 @@ inline constexpr bool kDefaultDraftHybrid = true;
 void add_penalty_options(ArgParser& p, PenaltyParams& penalties);
 
 // Structured output, with llama.cpp's flags: --grammar GBNF, --grammar-file FILE, -j/--json-schema
-// SCHEMA, -jf/--json-schema-file FILE (at most one of them).
+// SCHEMA, -jf/--json-schema-file FILE; and --regex PATTERN, as vLLM's guided_regex (at most one
+// of them).
 struct GrammarOptions {
-  std::string grammar, grammar_file, json_schema, json_schema_file;
+  std::string grammar, grammar_file, json_schema, json_schema_file, regex;
 };
 void add_grammar_options(ArgParser& p, GrammarOptions& options);
 // The compiled grammar (null: none given). Throws specdec::Error naming the flag on a bad

@@ -9,6 +9,7 @@
 
 #include "common/error.h"
 #include "grammar/json_schema.h"
+#include "grammar/regex_gbnf.h"
 #include "sampling/logprobs.h"
 
 namespace specdec::server {
@@ -126,11 +127,33 @@ std::string schema_gbnf(const json& schema, const nlohmann::ordered_json& ordere
   }
 }
 
+// guided_choice: an alternation of the exact strings.
+std::string choice_gbnf(const json& c, const std::string& param) {
+  if (!c.is_array() || c.empty()) wrong_type(param, "a non-empty array of strings", c);
+  std::string rule = "root ::= ";
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (!c[i].is_string()) wrong_type(param, "a non-empty array of strings", c);
+    rule.append(i > 0 ? " | " : "").append(gbnf_literal(c[i].get<std::string>()));
+  }
+  return rule + "\n";
+}
+
+// guided_regex: the whole output matches the pattern (grammar/regex_gbnf.h).
+std::string regex_rule(const json& r, const std::string& param) {
+  if (!r.is_string()) wrong_type(param, "a string (a regular expression)", r);
+  try {
+    return str_cat(
+        "root ::= ", regex_gbnf(r.get<std::string>(), RegexText::kPlain, RegexMatch::kWhole), "\n");
+  } catch (const Error& e) {
+    throw invalid_request(str_cat("'", param, "': ", e.what()), param, "invalid_value");
+  }
+}
+
 // Structured output, whichever API names it: OpenAI's response_format (json_object, or
 // json_schema with json_schema.schema; llama-server's json_object with a "schema"), llama.cpp's
-// grammar (GBNF) and json_schema, vLLM's guided_json, guided_grammar and guided_choice. At most
-// one may be given. The grammar is compiled here, so that a bad one is a 400 before anything
-// runs. null: free text.
+// grammar (GBNF) and json_schema, vLLM's guided_json, guided_grammar, guided_choice and
+// guided_regex, and their successor, vLLM's structured_outputs object. At most one may be given.
+// The grammar is compiled here, so that a bad one is a 400 before anything runs. null: free text.
 std::shared_ptr<const Grammar> get_grammar(const json& j, std::string_view body) {
   std::string gbnf, param;
   // The body again, with its keys in order, parsed only when a schema needs it.
@@ -195,19 +218,38 @@ std::shared_ptr<const Grammar> get_grammar(const json& j, std::string_view body)
   for (const char* name : {"json_schema", "guided_json"}) {
     if (const json* s = field(j, name)) take(name, schema_gbnf(*s, in_order({name}), name));
   }
-  if (const json* c = field(j, "guided_choice")) {
-    if (!c->is_array() || c->empty())
-      wrong_type("guided_choice", "a non-empty array of strings", *c);
-    std::string rule = "root ::= ";
-    for (size_t i = 0; i < c->size(); ++i) {
-      if (!(*c)[i].is_string()) wrong_type("guided_choice", "a non-empty array of strings", *c);
-      rule += (i > 0 ? " | " : "") + gbnf_literal((*c)[i].get<std::string>());
+  if (const json* c = field(j, "guided_choice"))
+    take("guided_choice", choice_gbnf(*c, "guided_choice"));
+  if (const json* r = field(j, "guided_regex"))
+    take("guided_regex", regex_rule(*r, "guided_regex"));
+  // vLLM's current spelling (0.12 removed the guided_* fields): one object, one constraint.
+  if (const json* so = field(j, "structured_outputs")) {
+    if (!so->is_object()) wrong_type("structured_outputs", "an object", *so);
+    for (const auto& [key, v] : so->items()) {
+      const std::string name = "structured_outputs." + key;
+      if (v.is_null()) continue;
+      if (key == "json") {
+        take(name, schema_gbnf(v, in_order({"structured_outputs", "json"}), name));
+      } else if (key == "regex") {
+        take(name, regex_rule(v, name));
+      } else if (key == "choice") {
+        take(name, choice_gbnf(v, name));
+      } else if (key == "grammar") {
+        if (!v.is_string()) wrong_type(name, "a string (GBNF)", v);
+        take(name, v.get<std::string>());
+      } else if (key == "json_object") {
+        if (!v.is_boolean()) wrong_type(name, "a boolean", v);
+        if (v.get<bool>()) take(name, json_object_gbnf());
+      } else if (key == "disable_fallback") {
+        // A choice among vLLM's grammar backends; there is one here and it never falls back.
+        if (!v.is_boolean()) wrong_type(name, "a boolean", v);
+      } else {
+        throw invalid_request(
+            str_cat("'", name, "' is not supported (json, regex, choice, grammar ",
+                    "and json_object are)"),
+            name, "unsupported_value");
+      }
     }
-    take("guided_choice", rule + "\n");
-  }
-  if (field(j, "guided_regex") != nullptr) {
-    throw invalid_request("'guided_regex' is not supported (use guided_grammar or guided_json)",
-                          "guided_regex", "unsupported_value");
   }
   if (param.empty()) return nullptr;
   try {

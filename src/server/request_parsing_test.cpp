@@ -285,12 +285,27 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
       {kCmpl, R"({"prompt":"x","grammar":"root ::= \"a"})", "grammar", "invalid_value"},
       {kCmpl, R"({"prompt":"x","grammar":"root ::= undefined-rule"})", "grammar", "invalid_value"},
       {kCmpl, R"({"prompt":"x","grammar":7})", "grammar", "invalid_type"},
-      {kCmpl, R"({"prompt":"x","json_schema":{"type":"string","pattern":"a+"}})", "json_schema",
+      {kCmpl, R"({"prompt":"x","json_schema":{"type":"string","pattern":"(a)\\1"}})", "json_schema",
        "invalid_value"},
       {kCmpl, R"({"prompt":"x","guided_json":"{not json"})", "guided_json", "invalid_value"},
       {kCmpl, R"({"prompt":"x","guided_choice":[]})", "guided_choice", "invalid_type"},
       {kCmpl, R"({"prompt":"x","guided_choice":["a",1]})", "guided_choice", "invalid_type"},
-      {kCmpl, R"({"prompt":"x","guided_regex":"a+"})", "guided_regex", "unsupported_value"},
+      {kCmpl, R"j({"prompt":"x","guided_regex":"a(?=b)"})j", "guided_regex", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","guided_regex":["a"]})", "guided_regex", "invalid_type"},
+      {kCmpl, R"({"prompt":"x","guided_regex":"a","guided_choice":["a"]})", "guided_regex",
+       "invalid_value"},
+      {kCmpl, R"({"prompt":"x","structured_outputs":"json"})", "structured_outputs",
+       "invalid_type"},
+      {kCmpl, R"({"prompt":"x","structured_outputs":{"whitespace_pattern":" "}})",
+       "structured_outputs.whitespace_pattern", "unsupported_value"},
+      {kCmpl, R"({"prompt":"x","structured_outputs":{"regex":"a","choice":["a"]}})",
+       "structured_outputs.regex", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","structured_outputs":{"json_object":1}})",
+       "structured_outputs.json_object", "invalid_type"},
+      {kCmpl, R"({"prompt":"x","structured_outputs":{"grammar":"root ::= x"}})",
+       "structured_outputs.grammar", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","structured_outputs":{"json":{"minimum":1}}})",
+       "structured_outputs.json", "invalid_value"},
       {kCmpl, R"({"prompt":"x","grammar":"root ::= \"a\"","json_schema":{}})", "json_schema",
        "invalid_value"},
       {kChat,
@@ -398,6 +413,29 @@ TEST(RequestParsing, StructuredOutputFormsCompileToGrammars) {
   EXPECT_TRUE(accepts(choice, "say \"hi\"\\"));
   EXPECT_FALSE(accepts(choice, "yesno"));
   EXPECT_FALSE(accepts(choice, "maybe"));
+  // guided_regex: the whole output matches.
+  const CompletionRequest regex =
+      parse_request(kCmpl, R"({"prompt":"x","guided_regex":"\\d{3}-[a-z]+"})");
+  EXPECT_TRUE(accepts(regex, "123-abc"));
+  EXPECT_FALSE(accepts(regex, "x123-abc"));
+  EXPECT_FALSE(accepts(regex, "12-abc"));
+  // vLLM's structured_outputs: the same constraints under one object.
+  const auto so = [](const char* inner) {
+    return parse_request(kCmpl, str_cat(R"({"prompt":"x","structured_outputs":)", inner, "}"));
+  };
+  EXPECT_TRUE(accepts(so(R"({"regex":"(yes|no)!"})"), "no!"));
+  EXPECT_FALSE(accepts(so(R"({"regex":"(yes|no)!"})"), "maybe!"));
+  EXPECT_TRUE(accepts(so(R"({"choice":["red","green"]})"), "green"));
+  EXPECT_FALSE(accepts(so(R"({"choice":["red","green"]})"), "blue"));
+  EXPECT_TRUE(accepts(so(R"({"grammar":"root ::= \"q\"+"})"), "qqq"));
+  EXPECT_TRUE(accepts(so(R"({"json":{"type":"object","properties":{"n":{"type":"integer"}},
+                                     "required":["n"]}})"),
+                      R"({"n": 42})"));
+  EXPECT_FALSE(accepts(so(R"({"json":"{\"type\":\"integer\"}"})"), "\"a\""));
+  EXPECT_TRUE(accepts(so(R"({"json_object":true})"), R"({"a": [1]})"));
+  EXPECT_FALSE(accepts(so(R"({"json_object":true})"), "[1]"));
+  // Fields left null or false, and the backend switch, constrain nothing.
+  EXPECT_EQ(so(R"({"json_object":false,"regex":null,"disable_fallback":true})").grammar, nullptr);
 }
 
 TEST(RequestParsing, AGrammarTooAmbiguousToStartIsRefused) {

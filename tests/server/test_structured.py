@@ -1,6 +1,6 @@
 """Structured output through `specdec serve`: OpenAI's response_format (json_object,
-json_schema), llama.cpp's grammar and json_schema, vLLM's guided_json, guided_grammar and
-guided_choice. The tiny random-weight models write gibberish unless constrained, so every text
+json_schema), llama.cpp's grammar and json_schema, vLLM's guided_json, guided_grammar,
+guided_choice and guided_regex, and vLLM's structured_outputs. The tiny random-weight models write gibberish unless constrained, so every text
 that follows the format shows the constraint at work; greedy text is the same with and without
 speculation, and concurrent requests with different grammars each get their own."""
 
@@ -70,6 +70,26 @@ def test_guided_choice_and_gbnf(server):
     assert not re.fullmatch(r"\([0-9],[0-9]\)", text_of(complete(server, ignore_eos=True)))
 
 
+def test_guided_regex_and_vllms_structured_outputs(server):
+    pattern = r"(ab|cd){2,3}-[0-9]{2}!"
+    for body in ({"guided_regex": pattern}, {"structured_outputs": {"regex": pattern}}):
+        for path in ("/v1/completions", "/v1/chat/completions"):
+            text = text_of(complete(server, path, **body))
+            assert re.fullmatch(pattern, text), (body, text)
+    # A pattern in a JSON Schema matches the string's decoded text.
+    schema = {"type": "object", "properties": {"id": {"type": "string",
+                                                      "pattern": r'^"[A-F]{2}\\\d$'}},
+              "required": ["id"]}
+    for body in ({"json_schema": schema}, {"structured_outputs": {"json": schema}}):
+        value = json.loads(text_of(complete(server, **body)))
+        assert re.fullmatch(r'"[A-F]{2}\\\d', value["id"]), value
+    assert text_of(complete(server, structured_outputs={"choice": COLORS})) in COLORS
+    text = text_of(complete(server, structured_outputs={"grammar": PAIR_GBNF}))
+    assert re.fullmatch(r"\([0-9],[0-9]\)", text), text
+    docs = [complete(server, guided_regex=pattern, speculative=s) for s in (True, False)]
+    assert text_of(docs[0]) == text_of(docs[1])
+
+
 def test_speculation_keeps_the_greedy_constrained_text(server):
     gbnf = 'root ::= "[" item ("," item){0,5} "]"\nitem ::= [a-z]{1,3}'
     docs = [complete(server, grammar=gbnf, speculative=s) for s in (True, False)]
@@ -113,6 +133,10 @@ def test_several_choices_and_concurrent_requests_each_follow_their_own_grammar(s
     ({"response_format": {"type": "json_schema", "json_schema": {"schema": 5}}},
      "response_format.json_schema.schema"),
     ({"guided_choice": COLORS, "grammar": PAIR_GBNF}, "guided_choice"),
+    ({"guided_regex": "(a)\\1"}, "guided_regex"),
+    ({"json_schema": {"type": "string", "pattern": "a(?=b)"}}, "json_schema"),
+    ({"structured_outputs": {"regex": "[z-a]"}}, "structured_outputs.regex"),
+    ({"structured_outputs": {"structural_tag": {}}}, "structured_outputs.structural_tag"),
 ])
 def test_bad_grammars_and_schemas_get_400(server, body, param):
     status, doc = post_json(server.base, "/v1/completions",
