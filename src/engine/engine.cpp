@@ -168,10 +168,12 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   if (opts.min_tokens < 0) fail("min_tokens must be >= 0, got ", opts.min_tokens);
   // min_tokens holds back whatever would end the text.
   PenaltyParams penalties = opts.penalties;
+  // With a grammar an end token always ends the text (GenerationOptions::grammar).
+  const bool eos_ends = !opts.ignore_eos || opts.grammar != nullptr;
   if (opts.min_tokens > 0) {
     penalties.min_tokens = opts.min_tokens;
     penalties.min_tokens_ids = opts.stop_token_ids;
-    if (!opts.ignore_eos) {
+    if (eos_ends) {
       for (int32_t id : target_.tokenizer->eog_ids()) penalties.min_tokens_ids.push_back(id);
     }
   }
@@ -356,8 +358,8 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   decoder.set_penalties(penalties);
   if (constraint) decoder.set_constraint(&*constraint);
   const Tokenizer& tok = tokenizer();
-  auto is_end = [&tok, &opts](int32_t id) {
-    return (!opts.ignore_eos && tok.is_eog(id)) ||
+  auto is_end = [&tok, &opts, eos_ends](int32_t id) {
+    return (eos_ends && tok.is_eog(id)) ||
            std::find(opts.stop_token_ids.begin(), opts.stop_token_ids.end(), id) !=
                opts.stop_token_ids.end();
   };

@@ -115,7 +115,9 @@ struct GenerationOptions {
   // end-of-generation token only where the text is a whole sentence of it. Applied to the
   // target's distributions and the draft's alike (engine/grammar_constraint.h): the output
   // distribution is the target's restricted to the grammar, and greedy output target-only
-  // constrained greedy output. null: none.
+  // constrained greedy output. An end-of-generation token ends the text even with ignore_eos:
+  // the grammar allows one only where its sentence is whole, and nothing but more of them after
+  // it, so going on would only pad the text with end tokens. null: none.
   std::shared_ptr<const Grammar> grammar;
   // The caller fixed sampling.seed and expects the same text from it in any batch, so a sampled
   // request's γ must not follow the batch (EngineOptions::batch_row_cost). false (a server

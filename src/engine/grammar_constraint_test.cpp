@@ -165,6 +165,30 @@ TEST_F(GrammarEngineTest, GreedyTextFollowsTheGrammarAndSpeculationKeepsIt) {
   EXPECT_GT(accepted, 0);
 }
 
+// ignore_eos does not pad a finished sentence with end tokens: the end token the grammar allows
+// only there ends the text, with or without speculation.
+TEST_F(GrammarEngineTest, TheGrammarsEndEndsTheTextEvenWithIgnoreEos) {
+  EngineOptions eo;
+  eo.n_ctx = 256;
+  Engine engine(*target_, draft_, eo);
+  const auto grammar = Grammar::parse(kPairGrammar);
+  const std::vector<int32_t> ids = engine.tokenize_prompt("The answer is");
+  for (bool speculative : {false, true}) {
+    GenerationOptions go = options(0.0f, 1, speculative);
+    go.grammar = grammar;
+    go.ignore_eos = true;
+    const GenerationResult r = engine.generate(ids, go, {});
+    EXPECT_TRUE(matches(grammar, r.text)) << r.text;
+    EXPECT_EQ(r.finish, FinishReason::EndOfGeneration) << r.text;
+    EXPECT_LT(r.tokens.size(), 20u) << r.text;  // max_tokens is 40
+    ASSERT_FALSE(r.tokens.empty());
+    EXPECT_TRUE(engine.tokenizer().is_eog(r.tokens.back()));
+    // Without the grammar, ignore_eos still runs to max_tokens.
+    go.grammar = nullptr;
+    EXPECT_EQ(engine.generate(ids, go, {}).tokens.size(), 40u);
+  }
+}
+
 TEST_F(GrammarEngineTest, SampledTextsFollowTheGrammarAndSeedsRepeat) {
   EngineOptions eo;
   eo.n_ctx = 256;
