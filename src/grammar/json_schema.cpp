@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -16,6 +17,7 @@
 
 #include "common/error.h"
 #include "common/utf8.h"
+#include "grammar/number_range.h"
 #include "grammar/regex_gbnf.h"
 
 namespace specdec {
@@ -88,25 +90,14 @@ const std::set<std::string>& annotations() {
 
 // Keywords that do constrain it and are supported (not everywhere in every combination).
 const std::set<std::string>& validations() {
-  static const std::set<std::string> words = {"type",
-                                              "properties",
-                                              "required",
-                                              "additionalProperties",
-                                              "items",
-                                              "prefixItems",
-                                              "additionalItems",
-                                              "minItems",
-                                              "maxItems",
-                                              "minLength",
-                                              "maxLength",
-                                              "format",
-                                              "pattern",
-                                              "enum",
-                                              "const",
-                                              "anyOf",
-                                              "oneOf",
-                                              "allOf",
-                                              "$ref"};
+  // clang-format off
+  static const std::set<std::string> words = {
+      "type", "properties", "required", "additionalProperties",
+      "items", "prefixItems", "additionalItems", "minItems", "maxItems",
+      "minLength", "maxLength", "format", "pattern",
+      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+      "enum", "const", "anyOf", "oneOf", "allOf", "$ref"};
+  // clang-format on
   return words;
 }
 
@@ -310,6 +301,9 @@ class Converter {
         types.push_back("array");
       }
       if (any_of({"minLength", "maxLength", "format", "pattern"})) types.push_back("string");
+      if (any_of({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})) {
+        types.push_back("number");
+      }
       if (types.empty()) return use("value");  // no constraint
     }
     std::vector<std::string> alts;
@@ -321,6 +315,8 @@ class Converter {
         one = array(s, hint, path, depth);
       } else if (t == "string") {
         one = string(s, hint, path);
+      } else if ((t == "integer" || t == "number") && has_bounds(s)) {
+        one = bounded_number(s, t == "integer", hint, path);
       } else {
         one = use(t);
       }
@@ -610,6 +606,66 @@ class Converter {
     int64_t weight = 0;
     const std::string reps = repeat(lo, hi, weight);
     return add(hint, str_cat(R"("\"" )", use("char"), reps, R"( "\"")"), weight, path);
+  }
+
+  // --- numbers -------------------------------------------------------------------------------
+
+  static bool has_bounds(const json& s) {
+    return s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
+           s.contains("exclusiveMaximum");
+  }
+
+  // The tighter of minimum and exclusiveMinimum (lower) or of maximum and exclusiveMaximum, as
+  // an integer bound: for an integer a fractional bound rounds inwards; for a number it must be
+  // an integer itself (number_range_gbnf splits at integers only).
+  std::optional<NumberBound> bound(const json& s, bool lower, bool integer,
+                                   const std::string& path) const {
+    const char* plain_key = lower ? "minimum" : "maximum";
+    const char* exclusive_key = lower ? "exclusiveMinimum" : "exclusiveMaximum";
+    std::optional<NumberBound> out;
+    const auto consider = [&](const char* key, const json& v, bool exclusive) {
+      const std::string at = child(path, key);
+      if (!v.is_number()) error(at, "must be a number");
+      const double x = v.get<double>();
+      constexpr double kLimit = 1e18;
+      if (!(std::fabs(x) <= kLimit)) error(at, "is beyond +-1e18");
+      NumberBound b;
+      if (std::floor(x) == x) {
+        b = {static_cast<int64_t>(x), !exclusive};
+      } else if (!integer) {
+        error(at, "a bound that is not an integer is not supported on a number");
+      } else {
+        // The nearest integer inside: both kinds of bound become inclusive.
+        b = {static_cast<int64_t>(lower ? std::ceil(x) : std::floor(x)), true};
+      }
+      if (integer && !b.inclusive) b = {lower ? b.value + 1 : b.value - 1, true};
+      const bool tighter = !out || (lower ? b.value > out->value : b.value < out->value) ||
+                           (b.value == out->value && !b.inclusive);
+      if (tighter) out = b;
+    };
+    const auto plain = s.find(plain_key);
+    const auto exclusive = s.find(exclusive_key);
+    // Draft 4 wrote exclusiveMinimum: true beside minimum.
+    const bool draft4 = exclusive != s.end() && exclusive->is_boolean();
+    if (draft4 && exclusive->get<bool>() && plain == s.end()) {
+      error(child(path, exclusive_key), str_cat("is true without ", plain_key));
+    }
+    if (plain != s.end()) consider(plain_key, *plain, draft4 && exclusive->get<bool>());
+    if (exclusive != s.end() && !draft4) consider(exclusive_key, *exclusive, true);
+    return out;
+  }
+
+  std::string bounded_number(const json& s, bool integer, const std::string& hint,
+                             const std::string& path) {
+    const std::optional<NumberBound> lo = bound(s, true, integer, path);
+    const std::optional<NumberBound> hi = bound(s, false, integer, path);
+    std::string body;
+    try {
+      body = integer ? integer_range_gbnf(lo, hi) : number_range_gbnf(lo, hi);
+    } catch (const Error& e) {
+      error(path, e.what());
+    }
+    return add(hint, body);
   }
 
   // --- arrays --------------------------------------------------------------------------------

@@ -23,7 +23,8 @@ std::string json_object_gbnf();
 // - type: a name or a list of them (object, array, string, number, integer, boolean, null).
 //   Without one, the keywords present imply it (properties/required/additionalProperties: an
 //   object; items/prefixItems/minItems/maxItems: an array; minLength/maxLength/format/pattern:
-//   a string; none: any JSON value), which is stricter than JSON Schema but never looser.
+//   a string; minimum/maximum and their exclusive forms: a number; none: any JSON value),
+//   which is stricter than JSON Schema but never looser.
 // - properties + required: properties in the schema's order (hence an ordered_json: a plain
 //   nlohmann::json sorts its keys), optional ones may be left out. additionalProperties: false,
 //   true or a schema; default false when properties are given (as OpenAI's strict mode and
@@ -38,6 +39,10 @@ std::string json_object_gbnf();
 //   annotations, as JSON Schema has them by default: any string); pattern (grammar/regex_gbnf.h:
 //   ECMAScript's syntax, matching anywhere in the decoded string unless anchored by ^ and $),
 //   alone (not beside a length bound or a format).
+// - minimum, maximum, exclusiveMinimum, exclusiveMaximum (draft 4's boolean exclusive forms
+//   too), within +-1e18 (grammar/number_range.h): on an integer a fractional bound rounds
+//   inwards; on a number the bounds must be integers, and a bounded number is written without
+//   an exponent. Alone they imply type number.
 // - enum and const: any JSON values, scalars as their exact JSON text (nlohmann's dump()),
 //   objects and arrays with whitespace allowed between tokens; "type" beside them filters them.
 // - anyOf, oneOf (as anyOf: a value that two branches accept is let through), allOf whose
@@ -52,10 +57,9 @@ std::string json_object_gbnf();
 // tabs), numbers (20 integer digits, 20 fraction digits, 4 exponent digits), nesting (64
 // schemas, references included), each length or item bound (10,000) and their total, the
 // grammar (1 MiB, 20,000 rules).
-// Anything else (minimum/maximum, multipleOf, uniqueItems, if/then/else, not, a $ref
-// outside the document, a keyword beside one that stands alone, ...) throws specdec::Error
-// "JSON Schema <JSON pointer>: <what>", naming where the problem is, rather than silently
-// allowing text the schema forbids.
+// Anything else (multipleOf, uniqueItems, if/then/else, not, a $ref outside the document, a
+// keyword beside one that stands alone, ...) throws specdec::Error "JSON Schema <JSON pointer>:
+// <what>", naming where the problem is, rather than silently allowing text the schema forbids.
 std::string json_schema_gbnf(const nlohmann::ordered_json& schema);
 
 }  // namespace specdec

@@ -149,16 +149,23 @@ TEST(JsonSchemaText, UnsupportedKeywordsAreErrorsNamingTheirPointer) {
       {R"({"properties": {"id": {"pattern": "(a)\\1"}}})",
        "JSON Schema /properties/id/pattern: regex at character 3: backreferences"},
       {R"({"pattern": 7})", "JSON Schema /pattern: must be a string"},
-      {R"({"properties": {"age": {"type": "integer", "minimum": 0}}})",
-       "/properties/age/minimum: unsupported keyword"},
+      {R"({"properties": {"age": {"type": "integer", "multipleOf": 5}}})",
+       "/properties/age/multipleOf: unsupported keyword"},
+      {R"({"type": "number", "minimum": 0.5})",
+       "/minimum: a bound that is not an integer is not supported on a number"},
+      {R"({"type": "integer", "minimum": 5, "maximum": 4})",
+       "JSON Schema (root): no integer lies between the bounds"},
+      {R"({"type": "integer", "maximum": 1e19})", "/maximum: is beyond +-1e18"},
+      {R"({"type": "integer", "exclusiveMinimum": true})",
+       "/exclusiveMinimum: is true without minimum"},
+      {R"({"type": "integer", "minimum": "3"})", "/minimum: must be a number"},
       {R"({"properties": {"a/b~c": {"multipleOf": 2}}})",
        "/properties/a~1b~0c/multipleOf: unsupported keyword"},
       {R"({"type": "array", "items": {"uniqueItems": true}})", "/items/uniqueItems: unsupported"},
       {R"({"if": {}, "then": {}})", "/if: unsupported keyword"},
       {R"({"not": {"type": "null"}})", "/not: unsupported keyword"},
       {R"({"type": "object", "patternProperties": {}})", "/patternProperties: unsupported"},
-      {R"({"$defs": {"a": {"exclusiveMaximum": 3}}, "$ref": "#/$defs/a"})",
-       "/$defs/a/exclusiveMaximum: unsupported keyword"},
+      {R"({"$defs": {"a": {"not": 3}}, "$ref": "#/$defs/a"})", "/$defs/a/not: unsupported keyword"},
       {R"({"anyOf": [{"type": "null"}, {"maxProperties": 3}]})",
        "/anyOf/1/maxProperties: unsupported keyword"},
   };
@@ -461,6 +468,29 @@ TEST(JsonSchemaMatch, PatternsMatchTheDecodedStringAnywhereUnlessAnchored) {
       R"({"type": "object", "properties": {"zip": {"type": "string", "pattern": "^\\d{5}$"}},
           "required": ["zip"]})",
       {R"({"zip": "12345"})"}, {R"({"zip": "1234"})", R"({"zip": 12345})"});
+}
+
+TEST(JsonSchemaMatch, NumericBounds) {
+  expect_matches(R"({"type": "integer", "minimum": 1, "maximum": 5})", {"1", "3", "5"},
+                 {"0", "6", "-1", "1.0", "05", "10"});
+  expect_matches(R"({"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 100})",
+                 {"1", "99", "42"}, {"0", "100", "-5"});
+  // A fractional bound on an integer rounds inwards; draft 4's boolean exclusiveMinimum.
+  expect_matches(R"({"type": "integer", "minimum": -2.5, "maximum": 2.5})", {"-2", "0", "2"},
+                 {"-3", "3"});
+  expect_matches(R"({"type": "integer", "minimum": 3, "exclusiveMinimum": true})", {"4"}, {"3"});
+  // Numbers: fractions up to the bounds, and at an inclusive upper bound only zeros after it.
+  expect_matches(R"({"type": "number", "minimum": -1, "maximum": 1})",
+                 {"-1", "-0.5", "0", "0.25", "1", "1.0", "1.00"},
+                 {"-1.01", "1.5", "1.01", "2", "1e0", "-2"});
+  expect_matches(R"({"type": "number", "exclusiveMinimum": 0})", {"0.001", "7", "12.5"},
+                 {"0", "0.0", "-0.5", "-3"});
+  // Type inferred from the bounds (number), and several types with bounds on the numeric one.
+  expect_matches(R"({"maximum": -10})", {"-10", "-10.0", "-11.5", "-200"}, {"-9.5", "0", "\"a\""});
+  expect_matches(R"({"type": ["integer", "null"], "minimum": 0})", {"0", "7", "null"}, {"-1"});
+  expect_matches(R"({"type": "object", "properties": {"rating": {"type": "integer", "minimum": 1,
+                     "maximum": 5}}, "required": ["rating"]})",
+                 {R"({"rating": 4})"}, {R"({"rating": 0})", R"({"rating": 6})"});
 }
 
 TEST(JsonSchemaMatch, RefsAndRecursion) {

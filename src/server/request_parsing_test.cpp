@@ -304,7 +304,7 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
        "structured_outputs.json_object", "invalid_type"},
       {kCmpl, R"({"prompt":"x","structured_outputs":{"grammar":"root ::= x"}})",
        "structured_outputs.grammar", "invalid_value"},
-      {kCmpl, R"({"prompt":"x","structured_outputs":{"json":{"minimum":1}}})",
+      {kCmpl, R"({"prompt":"x","structured_outputs":{"json":{"multipleOf":2}}})",
        "structured_outputs.json", "invalid_value"},
       {kCmpl, R"({"prompt":"x","grammar":"root ::= \"a\"","json_schema":{}})", "json_schema",
        "invalid_value"},

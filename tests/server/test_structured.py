@@ -90,6 +90,18 @@ def test_guided_regex_and_vllms_structured_outputs(server):
     assert text_of(docs[0]) == text_of(docs[1])
 
 
+def test_numeric_bounds_hold(server):
+    schema = {"type": "object", "properties": {
+        "stars": {"type": "integer", "minimum": 1, "maximum": 5},
+        "price": {"type": "number", "exclusiveMinimum": 0, "maximum": 100}},
+        "required": ["stars", "price"]}
+    for seed in range(3):
+        value = json.loads(text_of(complete(server, json_schema=schema, temperature=1.0,
+                                            seed=seed, max_tokens=64)))
+        assert isinstance(value["stars"], int) and 1 <= value["stars"] <= 5, value
+        assert 0 < value["price"] <= 100, value
+
+
 def test_speculation_keeps_the_greedy_constrained_text(server):
     gbnf = 'root ::= "[" item ("," item){0,5} "]"\nitem ::= [a-z]{1,3}'
     docs = [complete(server, grammar=gbnf, speculative=s) for s in (True, False)]
@@ -129,7 +141,8 @@ def test_several_choices_and_concurrent_requests_each_follow_their_own_grammar(s
 @pytest.mark.parametrize("body, param", [
     ({"grammar": "root ::= missing"}, "grammar"),
     ({"grammar": "root ::= root \"a\""}, "grammar"),  # left recursion
-    ({"json_schema": {"type": "integer", "minimum": 3}}, "json_schema"),
+    ({"json_schema": {"type": "integer", "multipleOf": 3}}, "json_schema"),
+    ({"json_schema": {"type": "integer", "minimum": 3, "maximum": 2}}, "json_schema"),
     ({"response_format": {"type": "json_schema", "json_schema": {"schema": 5}}},
      "response_format.json_schema.schema"),
     ({"guided_choice": COLORS, "grammar": PAIR_GBNF}, "guided_choice"),
