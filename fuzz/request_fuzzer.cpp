@@ -9,6 +9,7 @@
 // resolve_max_tokens, the sampling distribution from its parameters, the logprobs it asks for
 // and their JSON, and its stop strings on a StopMatcher, each checked against what its header
 // promises.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -210,7 +211,9 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
   } else {
     FUZZ_CHECK(!r.messages.empty() && r.prompts.empty() && !r.echo);
     for (const ChatMessage& m : r.messages) {
-      FUZZ_CHECK(m.role == "system" || m.role == "user" || m.role == "assistant");
+      FUZZ_CHECK(m.role == "system" || m.role == "user" || m.role == "assistant" ||
+                 m.role == "tool");
+      FUZZ_CHECK(m.tool_calls.empty() || m.role == "assistant");
     }
   }
   FUZZ_CHECK(!r.max_tokens || (*r.max_tokens >= (r.echo ? 0 : 1) && *r.max_tokens <= (1 << 24)));
@@ -237,9 +240,20 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
     check_error_document(e);
   }
 
-  const ChatTemplate tpl = ChatTemplate::of(flags & 16 ? ChatFormat::Llama3 : ChatFormat::ChatML);
+  // Tools, and turns with calls, render as the server renders them: on a template with
+  // Qwen2.5's tool-calling convention.
+  std::vector<std::string> tools;
+  for (const server::ToolSpec& t : r.tools.tools) tools.push_back(t.definition);
+  const bool tool_turns =
+      !tools.empty() || std::any_of(r.messages.begin(), r.messages.end(),
+                                    [](const auto& m) { return !m.tool_calls.empty(); });
+  const ChatTemplate tpl =
+      tool_turns ? ChatTemplate::detect("{{ '<|im_start|>' }} <tool_call>")
+                 : ChatTemplate::of(flags & 16 ? ChatFormat::Llama3 : ChatFormat::ChatML);
+  FUZZ_CHECK(!tool_turns || tpl.supports_tools());
+  FUZZ_CHECK(r.tools.grammar == nullptr || r.grammar == r.tools.grammar);
   const std::string text =
-      endpoint == Endpoint::Completions ? r.prompts[0].text : tpl.apply(r.messages, true);
+      endpoint == Endpoint::Completions ? r.prompts[0].text : tpl.apply(r.messages, true, tools);
   const Tokenizer& tok = vocab_tokenizer(flags & 16 ? 3 : 4);  // llama3 / qwen2 pre-tokenizers
   const std::vector<int32_t> prompt = encode_prompt(tok, text);
   for (int32_t id : prompt) FUZZ_CHECK(id >= 0 && id < tok.n_vocab());

@@ -281,7 +281,19 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
       prompts.push_back({e.tokenizer().decode(*in.tokens), *in.tokens});
     }
   } else {
-    prompts.push_back({"", e.tokenize_prompt(e.chat_template().apply(r.messages, true))});
+    std::vector<std::string> tools;
+    for (const ToolSpec& t : r.tools.tools) tools.push_back(t.definition);
+    const bool tool_turns = std::any_of(r.messages.begin(), r.messages.end(), [](const auto& m) {
+      return m.role == "tool" || !m.tool_calls.empty();
+    });
+    if ((!tools.empty() || tool_turns) && !e.chat_template().supports_tools()) {
+      throw invalid_request(
+          str_cat("this model's chat template (", e.chat_template().name(),
+                  ") has no tool-calling convention; tools work with Hermes-style templates "
+                  "such as Qwen2.5's"),
+          tools.empty() ? "messages" : "tools", "unsupported_value");
+    }
+    prompts.push_back({"", e.tokenize_prompt(e.chat_template().apply(r.messages, true, tools))});
   }
   std::vector<int32_t> max_tokens;
   for (const EchoedPrompt& p : prompts) {
@@ -356,6 +368,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   meta.id = make_id(endpoint);
   meta.created = unix_now();
   meta.model = r.model.empty() ? config.model_id : r.model;
+  for (const ToolSpec& t : r.tools.tools) meta.tool_names.push_back(t.name);
   if (r.logprobs >= 0) {
     meta.logprobs = LogprobFormat{&e.tokenizer(), r.ignore_eos, r.tokens_as_ids, r.logprobs};
   }
@@ -453,7 +466,13 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
     bool first = true, ended = false, echo_pending = false;
     size_t text_bytes = 0;
     std::vector<TokenLogprob> held;
+    // With tools: the whole reply so far and how much of it went out as content; from a
+    // "<tool_call>" on it is held until the end, when the calls go out whole.
+    std::string reply;
+    size_t reply_sent = 0;
+    std::vector<TokenLogprob> reply_logprobs;  // of text not sent yet
   };
+  const bool tools = !meta.tool_names.empty();
   std::vector<Choice> choices(jobs.size());
   // The echoed prompt goes first, as its own chunk. Without logprobs it is known now; with them
   // it waits for the prompt's entries, which the engine sends before any text (the first
@@ -505,6 +524,27 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
           c.held.clear();
         }
       }
+      if (tools && (!text.empty() || !logprobs.empty())) {
+        any_text = any_text || !text.empty();
+        c.reply += text;
+        c.reply_logprobs.insert(c.reply_logprobs.end(), logprobs.begin(), logprobs.end());
+        logprobs.clear();
+        const size_t can = streamable_content(c.reply);
+        if (can > c.reply_sent) {
+          const nlohmann::json lp =
+              meta.logprobs ? logprobs_json(meta, c.reply_logprobs, 0) : nlohmann::json();
+          if (!write(sse_event(text_chunk_json(
+                  meta, std::string_view(c.reply).substr(c.reply_sent, can - c.reply_sent), c.first,
+                  lp, index)))) {
+            cancel_all();
+            return;
+          }
+          c.first = false;
+          c.reply_sent = can;
+          c.reply_logprobs.clear();
+        }
+        text.clear();
+      }
       if (!text.empty()) {
         any_text = true;
         const nlohmann::json lp =
@@ -526,11 +566,29 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
       } else if (j.result().finish == FinishReason::Cancelled) {
         ok = write(sse_event(error_json(shutting_down_error())));
       } else {
+        bool called = false;
+        if (tools) {
+          // The held rest of the reply: its calls, or (none parsed) the text itself.
+          const SplitReply reply =
+              split_tool_calls(c.reply, meta.tool_names, tool_call_seed(meta, i));
+          const nlohmann::json lp = meta.logprobs && !c.reply_logprobs.empty()
+                                        ? logprobs_json(meta, c.reply_logprobs, 0)
+                                        : nlohmann::json();
+          if (!reply.calls.empty()) {
+            called = true;
+            ok = write(sse_event(tool_calls_chunk_json(meta, reply.calls, c.first, lp, index)));
+          } else if (c.reply_sent < c.reply.size()) {
+            ok = write(sse_event(text_chunk_json(
+                meta, std::string_view(c.reply).substr(c.reply_sent), c.first, lp, index)));
+          }
+          c.first = false;
+          logprobs.clear();
+        }
         // Logprobs that came after the last text (the end-of-generation token's are dropped).
         const nlohmann::json lp = meta.logprobs && !logprobs.empty()
                                       ? logprobs_json(meta, logprobs, c.text_bytes)
                                       : nlohmann::json();
-        ok = write(sse_event(final_chunk_json(meta, j.result(), lp, index)));
+        ok = ok && write(sse_event(final_chunk_json(meta, j.result(), lp, index, called)));
       }
       if (!ok) {
         cancel_all();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 
 #include "common/error.h"
 
@@ -260,6 +261,16 @@ json completion_json(const ResponseMeta& meta, std::span<const GenerationResult>
     json choice = {{"index", i}, {"finish_reason", openai_finish_reason(result.finish)}};
     if (meta.endpoint == Endpoint::Completions) {
       choice["text"] = echo ? echo->text + result.text : result.text;
+    } else if (!meta.tool_names.empty()) {
+      const SplitReply reply =
+          split_tool_calls(result.text, meta.tool_names, tool_call_seed(meta, i));
+      json message = {{"role", "assistant"}, {"content", reply.content}};
+      if (!reply.calls.empty()) {
+        if (reply.content.empty()) message["content"] = nullptr;
+        message["tool_calls"] = tool_calls_json(reply.calls, false);
+        choice["finish_reason"] = "tool_calls";
+      }
+      choice["message"] = std::move(message);
     } else {
       choice["message"] = {{"role", "assistant"}, {"content", result.text}};
     }
@@ -301,11 +312,37 @@ json text_chunk_json(const ResponseMeta& meta, std::string_view text, bool first
   return doc;
 }
 
+uint64_t tool_call_seed(const ResponseMeta& meta, size_t index) {
+  return std::hash<std::string>{}(meta.id) ^ (0x9E3779B97F4A7C15ull * (index + 1));
+}
+
+json tool_calls_json(const std::vector<ToolCall>& calls, bool streamed) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json c = {{"id", calls[i].id},
+              {"type", "function"},
+              {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (streamed) c["index"] = i;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+json tool_calls_chunk_json(const ResponseMeta& meta, const std::vector<ToolCall>& calls, bool first,
+                           const json& logprobs, int32_t index) {
+  json doc = base(meta, /*chunk=*/true);
+  json delta = {{"tool_calls", tool_calls_json(calls, true)}};
+  if (first) delta["role"] = "assistant";
+  doc["choices"] = json::array(
+      {{{"index", index}, {"finish_reason", nullptr}, {"logprobs", logprobs}, {"delta", delta}}});
+  return doc;
+}
+
 json final_chunk_json(const ResponseMeta& meta, const GenerationResult& result,
-                      const json& logprobs, int32_t index) {
+                      const json& logprobs, int32_t index, bool tool_calls) {
   json doc = base(meta, /*chunk=*/true);
   json choice = {{"index", index},
-                 {"finish_reason", openai_finish_reason(result.finish)},
+                 {"finish_reason", tool_calls ? "tool_calls" : openai_finish_reason(result.finish)},
                  {"logprobs", logprobs}};
   if (meta.endpoint == Endpoint::Completions) {
     choice["text"] = "";

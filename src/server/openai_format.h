@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "server/api_error.h"
 #include "server/request_parsing.h"
+#include "server/tool_calls.h"
 
 namespace specdec::server {
 
@@ -42,7 +43,18 @@ struct ResponseMeta {
   int64_t created = 0;
   std::string model;
   std::optional<LogprobFormat> logprobs;  // set when the request asked for logprobs
+  // Chat with tools: the functions a reply may call (server/tool_calls.h); a reply's calls are
+  // split off into message.tool_calls. Empty: replies are plain content.
+  std::vector<std::string> tool_names = {};
 };
+
+// The ids of a choice's tool calls derive from this (the response id and the choice).
+uint64_t tool_call_seed(const ResponseMeta& meta, size_t index);
+// message.tool_calls (or, streamed, delta.tool_calls with each call's index).
+nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls, bool streamed);
+// A streamed chunk carrying a choice's tool calls whole.
+nlohmann::json tool_calls_chunk_json(const ResponseMeta& meta, const std::vector<ToolCall>& calls,
+                                     bool first, const nlohmann::json& logprobs, int32_t index);
 
 // "stop" or "length" (a full context counts as length, like OpenAI's API).
 const char* openai_finish_reason(FinishReason reason);
@@ -96,8 +108,10 @@ nlohmann::json completion_json(const ResponseMeta& meta, const GenerationResult&
 // `index`: the choice (n > 1), whose final chunk carries its own usage and specdec.
 nlohmann::json text_chunk_json(const ResponseMeta& meta, std::string_view text, bool first,
                                const nlohmann::json& logprobs = nullptr, int32_t index = 0);
+// `tool_calls`: the choice ended in calls (finish_reason "tool_calls").
 nlohmann::json final_chunk_json(const ResponseMeta& meta, const GenerationResult& result,
-                                const nlohmann::json& logprobs = nullptr, int32_t index = 0);
+                                const nlohmann::json& logprobs = nullptr, int32_t index = 0,
+                                bool tool_calls = false);
 nlohmann::json usage_chunk_json(const ResponseMeta& meta, const GenerationStats& stats);
 
 // One server-sent event: "data: <json>\n\n". Invalid UTF-8 is replaced, never thrown on.

@@ -422,12 +422,33 @@ std::vector<ChatMessage> get_messages(const json& body) {
     }
     std::string r = role->get<std::string>();
     if (r == "developer") r = "system";  // OpenAI's newer name for the system role
-    if (r != "system" && r != "user" && r != "assistant") {
-      throw invalid_request(str_cat("'", param, ".role' must be system, user or assistant, got '",
-                                    role->get<std::string>(), "'"),
-                            param + ".role", "invalid_value");
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
+      throw invalid_request(
+          str_cat("'", param, ".role' must be system, user, assistant or tool, got '",
+                  role->get<std::string>(), "'"),
+          param + ".role", "invalid_value");
     }
-    out.push_back({r, get_content(m, i)});
+    ChatMessage msg{r, get_content(m, i), {}};
+    if (const json* calls = field(m, "tool_calls"); calls != nullptr && r == "assistant") {
+      const std::string cp = param + ".tool_calls";
+      if (!calls->is_array()) wrong_type(cp, "an array", *calls);
+      for (size_t k = 0; k < calls->size(); ++k) {
+        const json& c = (*calls)[k];
+        const json* f = c.is_object() ? field(c, "function") : nullptr;
+        const json* name = f != nullptr && f->is_object() ? field(*f, "name") : nullptr;
+        const json* args = f != nullptr && f->is_object() ? field(*f, "arguments") : nullptr;
+        if (name == nullptr || !name->is_string() || (args != nullptr && !args->is_string())) {
+          throw invalid_request(
+              str_cat("'", cp, "[", k,
+                      "]' must be {\"type\": \"function\", \"function\": {\"name\": string, "
+                      "\"arguments\": string}}"),
+              cp, "invalid_value");
+        }
+        msg.tool_calls.push_back(
+            {name->get<std::string>(), args != nullptr ? args->get<std::string>() : "{}"});
+      }
+    }
+    out.push_back(std::move(msg));
   }
   return out;
 }
@@ -506,13 +527,28 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
                           "unsupported_value");
   }
   r.grammar = get_grammar(j, body);
-  // What would change the output's form is refused rather than ignored: a client asking for
-  // tool calls must not get free text in their place.
-  for (const char* name : {"tools", "functions"}) {
-    const json* t = field(j, name);
-    if (t != nullptr && !(t->is_array() && t->empty())) {
-      throw invalid_request(str_cat("'", name, "' (tool calling) is not supported"), name,
+  // What would change the output's form is refused rather than ignored: the deprecated
+  // function-calling form, and tools where no chat template renders them.
+  if (const json* f = field(j, "functions"); f != nullptr && !(f->is_array() && f->empty())) {
+    throw invalid_request("'functions' is deprecated and not supported; use 'tools'", "functions",
+                          "unsupported_value");
+  }
+  const json* tools = field(j, "tools");
+  const bool no_tools = tools == nullptr || (tools->is_array() && tools->empty());
+  if (!no_tools || field(j, "tool_choice") != nullptr) {
+    if (endpoint != Endpoint::ChatCompletions) {
+      throw invalid_request("'tools' are supported by /v1/chat/completions only", "tools",
                             "unsupported_value");
+    }
+    r.tools = parse_tools(j, nlohmann::ordered_json::parse(body));
+    if (r.tools.grammar) {
+      if (r.grammar) {
+        throw invalid_request(
+            "'tool_choice' (required or a function) and a structured output format both "
+            "constrain the output; give one",
+            "tool_choice", "invalid_value");
+      }
+      r.grammar = r.tools.grammar;
     }
   }
   if (const json* s = field(j, "suffix")) {

@@ -16,6 +16,7 @@
 #include "grammar/grammar.h"
 #include "sampling/penalties.h"
 #include "server/api_error.h"
+#include "server/tool_calls.h"
 #include "tokenizer/chat_template.h"
 
 namespace specdec::server {
@@ -72,6 +73,9 @@ struct CompletionRequest {
   // Structured output (response_format json_object/json_schema, grammar, json_schema,
   // guided_json, guided_grammar, guided_choice), compiled; null: free text.
   std::shared_ptr<const Grammar> grammar;
+  // Chat: OpenAI's tools, tool_choice and parallel_tool_calls (server/tool_calls.h). With
+  // tool_choice required or a named function, `grammar` is the calls' grammar.
+  ToolRequest tools;
 };
 
 inline constexpr size_t kMaxStopStrings = 16;

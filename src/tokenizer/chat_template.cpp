@@ -1,5 +1,9 @@
 #include "tokenizer/chat_template.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
 #include "common/error.h"
 #include "gguf/gguf_file.h"
 
@@ -69,12 +73,148 @@ std::string extract_default_system(std::string_view tpl) {
   return {};
 }
 
-std::string render_chatml(std::span<const ChatMessage> msgs, bool gen, const std::string& dflt) {
+// Python's json.dumps(x, ensure_ascii=False), which is what HF transformers' `tojson` filter
+// writes (default separators ", " and ": ", keys in their given order). Qwen2.5's template puts
+// tool definitions and call arguments into the prompt that way, as the model was trained on.
+void python_json_string(std::string_view s, std::string& out) {
+  out += '"';
+  for (const char ch : s) {
+    switch (ch) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20) {
+          char buf[8];  // lowercase hex, as Python writes it
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(ch));
+          out += buf;
+        } else {
+          out += ch;  // ensure_ascii=False: UTF-8 passes through
+        }
+    }
+  }
+  out += '"';
+}
+
+// Deeper JSON is refused rather than recursed into (arguments are free text from the client, and
+// parsing them is iterative but this writer is not). Python itself stops near 1000 levels.
+constexpr int kMaxJsonDepth = 256;
+
+void python_json(const nlohmann::ordered_json& j, std::string& out, int depth = 0) {
+  if (depth > kMaxJsonDepth) {
+    fail("JSON in a tool definition or tool call nests deeper than ", kMaxJsonDepth, " levels");
+  }
+  if (j.is_object()) {
+    out += '{';
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it != j.begin()) out += ", ";
+      python_json_string(it.key(), out);
+      out += ": ";
+      python_json(it.value(), out, depth + 1);
+    }
+    out += '}';
+  } else if (j.is_array()) {
+    out += '[';
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it != j.begin()) out += ", ";
+      python_json(*it, out, depth + 1);
+    }
+    out += ']';
+  } else if (j.is_string()) {
+    python_json_string(j.get_ref<const std::string&>(), out);
+  } else {
+    out += j.dump();  // numbers, booleans, null: the same spelling (floats: nlohmann's shortest)
+  }
+}
+
+// Qwen2.5's (Hermes-style) system block around the tool definitions, verbatim from its template.
+// The {{...}} in the instructions is literal text: Jinja does not re-parse string literals.
+constexpr std::string_view kToolsIntro =
+    "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are "
+    "provided with function signatures within <tools></tools> XML tags:\n<tools>";
+constexpr std::string_view kToolsOutro =
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+    "within <tool_call></tool_call> XML tags:\n<tool_call>\n{{\"name\": <function-name>, "
+    "\"arguments\": <args-json-object>}}\n</tool_call><|im_end|>\n";
+
+// An assistant message's tool calls, as Qwen2.5's template writes them. vLLM turns the arguments
+// string into an object before rendering, so they are written re-serialized; text that is not
+// JSON is written as a JSON string (what tojson makes of a string).
+void render_tool_calls(const ChatMessage& m, std::string& out) {
+  add(out, {"<|im_start|>", m.role});
+  if (!m.content.empty()) add(out, {"\n", m.content});
+  for (const ChatToolCall& c : m.tool_calls) {
+    add(out, {"\n<tool_call>\n{\"name\": \"", c.name, "\", \"arguments\": "});
+    const auto args =
+        nlohmann::ordered_json::parse(c.arguments, nullptr, /*allow_exceptions=*/false);
+    if (args.is_discarded()) {
+      python_json_string(c.arguments, out);
+    } else {
+      python_json(args, out);
+    }
+    out += "}\n</tool_call>";
+  }
+  out += "<|im_end|>\n";
+}
+
+// ChatML. With `hermes` (Qwen2.5's template), tools go into the system block, which then takes the
+// conversation's own system message in place of the default one, assistant tool calls are written
+// in <tool_call> tags, and consecutive role "tool" results share one user turn in
+// <tool_response> tags. Without tools the Qwen2.5 template renders ordinary turns exactly as plain
+// ChatML does; other roles keep the generic turn (the template would drop them).
+std::string render_chatml(std::span<const ChatMessage> msgs, bool gen, const std::string& dflt,
+                          bool hermes, std::span<const std::string> tools) {
   std::string out;
-  if (!dflt.empty() && (msgs.empty() || msgs[0].role != "system") && !msgs.empty()) {
+  size_t first = 0;
+  if (!tools.empty()) {
+    const bool system = !msgs.empty() && msgs[0].role == "system";
+    add(out,
+        {"<|im_start|>system\n", system ? std::string_view(msgs[0].content) : dflt, kToolsIntro});
+    for (size_t i = 0; i < tools.size(); ++i) {
+      nlohmann::ordered_json tool;
+      try {
+        tool = nlohmann::ordered_json::parse(tools[i]);
+      } catch (const nlohmann::json::exception& e) {
+        fail("tool definition ", i, " is not valid JSON: ", e.what());
+      }
+      out += '\n';
+      python_json(tool, out);
+    }
+    out += kToolsOutro;
+    if (system) first = 1;
+  } else if (!dflt.empty() && !msgs.empty() && msgs[0].role != "system") {
     add(out, {"<|im_start|>system\n", dflt, "<|im_end|>\n"});
   }
-  for (const auto& m : msgs) add(out, {"<|im_start|>", m.role, "\n", m.content, "<|im_end|>\n"});
+  for (size_t i = first; i < msgs.size(); ++i) {
+    const ChatMessage& m = msgs[i];
+    if (hermes && m.role == "assistant" && !m.tool_calls.empty()) {
+      render_tool_calls(m, out);
+    } else if (hermes && m.role == "tool") {
+      if (i == 0 || msgs[i - 1].role != "tool") out += "<|im_start|>user";
+      add(out, {"\n<tool_response>\n", m.content, "\n</tool_response>"});
+      if (i + 1 == msgs.size() || msgs[i + 1].role != "tool") out += "<|im_end|>\n";
+    } else {
+      add(out, {"<|im_start|>", m.role, "\n", m.content, "<|im_end|>\n"});
+    }
+  }
   if (gen) out += "<|im_start|>assistant\n";
   return out;
 }
@@ -179,7 +319,10 @@ ChatTemplate ChatTemplate::detect(std::string_view tpl) {
     f = ChatFormat::Llama2;
   }
   ChatTemplate t = of(f);
-  if (f == ChatFormat::ChatML) t.default_system_ = extract_default_system(tpl);
+  if (f == ChatFormat::ChatML) {
+    t.default_system_ = extract_default_system(tpl);
+    t.tools_ = contains(tpl, "<tool_call>");
+  }
   return t;
 }
 
@@ -211,6 +354,19 @@ bool ChatTemplate::starts_with_bos() const {
 }
 
 std::string ChatTemplate::apply(std::span<const ChatMessage> msgs, bool gen) const {
+  return apply(msgs, gen, {});
+}
+
+std::string ChatTemplate::apply(std::span<const ChatMessage> msgs, bool gen,
+                                std::span<const std::string> tools) const {
+  // Other templates' tool conventions are not known here, and dropping the tools or calls would
+  // silently give the model a different conversation than the client sent. (Role "tool" results
+  // stay rendered like any other role, as unrecognised roles always have been.)
+  if (!tools_) {
+    const bool calls = std::any_of(msgs.begin(), msgs.end(),
+                                   [](const ChatMessage& m) { return !m.tool_calls.empty(); });
+    if (!tools.empty() || calls) fail("this model's chat template has no tool-calling convention");
+  }
   switch (format_) {
     case ChatFormat::Llama3:
       return render_llama3(msgs, gen, bos_text_);
@@ -226,7 +382,7 @@ std::string ChatTemplate::apply(std::span<const ChatMessage> msgs, bool gen) con
     case ChatFormat::Unknown:
       break;
   }
-  return render_chatml(msgs, gen, default_system_);
+  return render_chatml(msgs, gen, default_system_, tools_, tools);
 }
 
 std::string ChatTemplate::name() const {

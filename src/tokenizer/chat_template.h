@@ -1,7 +1,8 @@
 // Chat prompt rendering for the common template families. Instead of running Jinja, the model's
 // template is recognised by marker substrings and rendered by hand-written code that produces
 // exactly what the Jinja template produces for ordinary conversations (string contents, roles
-// system/user/assistant).
+// system/user/assistant) and, for Qwen2.5's ChatML template, for OpenAI-style tool calling
+// (tool definitions, assistant tool calls, role "tool" results).
 //
 // Double BOS: Llama 3, Llama 2 and Gemma templates begin with the BOS token's text. Tokenize
 // such a prompt with parse_special=true and add_special=false (or use encode_prompt below,
@@ -21,8 +22,16 @@ namespace gguf {
 class GgufFile;
 }
 
+// One function call an assistant message made (OpenAI's tool_calls[i].function).
+struct ChatToolCall {
+  std::string name;
+  std::string arguments;  // JSON text, as OpenAI carries it
+};
+
 struct ChatMessage {
   std::string role, content;
+  // Defaulted so that {"user", "hi"} stays free of -Wmissing-field-initializers.
+  std::vector<ChatToolCall> tool_calls = {};  // assistant messages only
 };
 
 enum class ChatFormat { ChatML, Llama3, Llama2, Gemma, Zephyr, Phi3, Unknown };
@@ -36,8 +45,18 @@ class ChatTemplate {
   static ChatTemplate from_gguf(const gguf::GgufFile& file);
   static ChatTemplate of(ChatFormat format);
 
+  // Renders with no tools. Assistant tool calls need a template that supports_tools() (others
+  // throw specdec::Error); role "tool" messages render as any other role does there.
   std::string apply(std::span<const ChatMessage> msgs, bool add_generation_prompt) const;
+  // tools: each one tool definition as a JSON text (OpenAI's {"type": "function", "function":
+  // {...}}), written into the prompt as Python's json.dumps would (HF transformers' tojson).
+  // Non-empty tools with a template that does not support them: throws specdec::Error.
+  std::string apply(std::span<const ChatMessage> msgs, bool add_generation_prompt,
+                    std::span<const std::string> tools) const;
   ChatFormat format() const { return format_; }
+  // Whether apply() can render tools: the template is ChatML with Qwen2.5's Hermes-style
+  // convention (<tools>, <tool_call>, <tool_response>), recognised by the "<tool_call>" marker.
+  bool supports_tools() const { return tools_; }
   std::string name() const;
 
   // Whether apply() output begins with the BOS text (so the tokenizer must not add another).
@@ -52,6 +71,7 @@ class ChatTemplate {
 
  private:
   ChatFormat format_ = ChatFormat::ChatML;
+  bool tools_ = false;
   std::string default_system_;
   std::string bos_text_, eos_text_;
 };

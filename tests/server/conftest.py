@@ -38,7 +38,8 @@ def cli():
 
 @pytest.fixture(scope="session")
 def models(tmp_path_factory, cli):
-    """Paths of the tiny target, its 1-layer draft, and a slower (wider) target."""
+    """Paths of the tiny target, its 1-layer draft, a slower (wider) target, and the target
+    with a tool-calling chat template."""
     writer = _binary("SPECDEC_WRITE_TINY_MODEL", "build/write_tiny_model")
     d = tmp_path_factory.mktemp("models")
     target, draft, slow = d / "tiny-target.gguf", d / "tiny-draft.gguf", d / "tiny-slow.gguf"
@@ -50,7 +51,12 @@ def models(tmp_path_factory, cli):
     # Without fill-in-the-middle markers (the others have them): `suffix` is refused on it.
     subprocess.run([writer, str(slow), "4096", "256", "4", "1024", "1", "0"], check=True, timeout=60,
                    capture_output=True)
-    return {"target": str(target), "draft": str(draft), "slow": str(slow)}
+    # The target's weights with a chat template that has Qwen2.5's tool-calling convention.
+    tools = d / "tiny-tools.gguf"
+    # n_ctx 2048: the tools' descriptions make long prompts in a byte-level vocabulary.
+    subprocess.run([writer, str(tools), "2048", "64", "2", "128", "1", "1", "1"], check=True,
+                   timeout=60, capture_output=True)
+    return {"target": str(target), "draft": str(draft), "slow": str(slow), "tools": str(tools)}
 
 
 def wait_until_healthy(base, proc, timeout_s):

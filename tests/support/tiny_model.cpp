@@ -165,7 +165,8 @@ std::string write_tiny_model(const TinyModelSpec& spec, const std::string& path)
   w.set_u32("tokenizer.ggml.eot_token_id", eos + 2);
   w.set_u32("tokenizer.ggml.padding_token_id", eos);
   w.set_bool("tokenizer.ggml.add_bos_token", false);
-  w.set_string("tokenizer.chat_template", kChatTemplate);
+  w.set_string("tokenizer.chat_template",
+               spec.chat_template.empty() ? std::string(kChatTemplate) : spec.chat_template);
 
   Normal normal(spec.seed);
   const float sd = 0.5f / std::sqrt(static_cast<float>(spec.n_embd));

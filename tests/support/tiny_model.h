@@ -31,6 +31,8 @@ struct TinyModelSpec {
   // The first three padding tokens become <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|> (a
   // code model's fill-in-the-middle markers, found by their text as in Qwen2.5-Coder's file).
   bool fim_tokens = false;
+  // tokenizer.chat_template; empty: a plain ChatML template.
+  std::string chat_template;
 
   // Hooks for tests of malformed files: keys and tensors named here are left out, and edit (if
   // set) runs on the writer just before it writes (setting a key again replaces its value;
