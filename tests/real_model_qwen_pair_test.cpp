@@ -15,6 +15,7 @@
 #include "engine/self_check.h"
 #include "engine/token_ranking.h"
 #include "grammar/json_schema.h"
+#include "server/tool_calls.h"
 #include "support/cli_runner.h"
 #include "support/decode_stats_checks.h"
 #include "support/real_models.h"
@@ -301,6 +302,43 @@ TEST_F(RealModelQwenPair, JsonSchemaOutputIsValidAndTheSameWithSpeculation) {
   if (sampled.finish == FinishReason::EndOfGeneration) {
     EXPECT_TRUE(state.complete()) << sampled.text;
   }
+}
+
+// Tool calling on the real pair: the GGUF's own template is recognised as having Qwen2.5's
+// convention, a required call is a valid call to the tool, and the draft changes nothing.
+TEST_F(RealModelQwenPair, RequiredToolCallIsValidAndTheSameWithSpeculation) {
+  EngineOptions eo = engine_options();
+  Engine plain(*target_, nullptr, eo);
+  Engine spec(*target_, draft_, eo);
+  ASSERT_TRUE(plain.chat_template().supports_tools());
+  const std::string body = R"({"tool_choice": "required", "tools": [{"type": "function",
+      "function": {"name": "get_weather", "description": "Current weather in a city",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+      "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+      "required": ["city", "unit"]}}}]})";
+  const server::ToolRequest tools =
+      server::parse_tools(nlohmann::json::parse(body), nlohmann::ordered_json::parse(body));
+  ASSERT_NE(tools.grammar, nullptr);
+  const std::vector<ChatMessage> msgs = {{"user", "What's the weather in Paris, in celsius?"}};
+  const std::vector<std::string> defs = {tools.tools[0].definition};
+  const std::vector<int32_t> prompt =
+      plain.tokenize_prompt(plain.chat_template().apply(msgs, true, defs));
+  GenerationOptions go;
+  go.max_tokens = 48;
+  go.sampling.temperature = 0;
+  go.draft_max = 4;
+  go.grammar = tools.grammar;
+  const GenerationResult want = plain.generate(prompt, go, {});
+  EXPECT_EQ(want.finish, FinishReason::EndOfGeneration) << want.text;
+  const server::SplitReply reply = server::split_tool_calls(want.text, {"get_weather"}, 1);
+  ASSERT_EQ(reply.calls.size(), 1u) << want.text;
+  EXPECT_EQ(reply.calls[0].name, "get_weather");
+  const auto args = nlohmann::json::parse(reply.calls[0].arguments);
+  EXPECT_EQ(args.at("city"), "Paris") << want.text;
+  EXPECT_EQ(args.at("unit"), "celsius") << want.text;
+  const GenerationResult got = spec.generate(prompt, go, {});
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_GT(got.stats.spec.accepted, 0);
 }
 
 TEST_F(RealModelQwenPair, SampledRunsRepeatWithTheSeedAndStatsAddUp) {
