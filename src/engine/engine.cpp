@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 
 #include "common/error.h"
 #include "engine/batch_coordinator.h"
@@ -72,6 +73,10 @@ struct Engine::Sequences {
   // Its draft is reading the claimed prompt (lazily, in a batch); others wait for its rows.
   bool draft_reading = false;
   int32_t draft_copied = 0;  // this request's GenerationStats::draft_shared_tokens
+  // Where the draft's cache starts in the history: 0, or where a context window re-based it
+  // (ModelDrafter::base); its rows then hold history[draft_base..). Kept for the slot's next
+  // request, whose draft keeps the rows its prompt still shares.
+  int32_t draft_base = 0;
   Sequences(Model& t, Model* d, int32_t n_ctx, ThreadPool& pool)
       : target(t, n_ctx, pool), draft(d ? std::make_unique<ModelLM>(*d, n_ctx, pool) : nullptr) {}
 };
@@ -207,12 +212,18 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   s.history.resize(static_cast<size_t>(n_cached));
   // An unused draft cache must still hold only a prefix of the history recorded below.
   // (A scoring request's decoder starts past the whole prompt, so its draft is cut here too.)
-  if ((!use_model || scoring) && s.draft) {
-    s.draft->truncate(std::min(s.draft->length(), n_cached));
-  }
   // A scoring request takes no part in sharing: it reuses no prefix, and its rows are read with
   // logits, not in the prefill's chunks (the slot offers nothing until its next request).
   const bool sharing = coordinator_ && options_.share_prefixes && !scoring;
+  // A draft cache re-based by a window is kept only for a model drafter that does not share
+  // rows (which must be a prefix of the text): otherwise it is dropped here.
+  if (s.draft && s.draft_base > 0 && (!use_model || scoring || sharing)) {
+    s.draft->truncate(0);
+    s.draft_base = 0;
+  }
+  if ((!use_model || scoring) && s.draft) {
+    s.draft->truncate(std::min(s.draft->length(), n_cached));
+  }
   // While it reads its prompt the slot offers the rows read so far, and its draft first copies
   // prompt rows another slot's draft offers; whatever ends this run ends both, and its claim.
   struct Reading {
@@ -295,18 +306,27 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   ModelDrafter* model_drafter = hybrid_model ? hybrid_model.get()
                                 : use_model  ? static_cast<ModelDrafter*>(drafter.get())
                                              : nullptr;
-  // Shared draft rows must be a prefix of the text, which a windowed draft's are not. However
-  // this run ends (a failure included), a windowed draft's cache, which starts past the text's
-  // start and so is no prefix of the history, is dropped: the slot's next request must not
-  // take it for one.
-  if (model_drafter != nullptr && !sharing) model_drafter->set_context_window(opts.draft_context);
-  struct DropWindowedDraft {
+  // Shared draft rows must be a prefix of the text, which a windowed draft's are not. A
+  // windowed draft's cache is kept for the slot's next request with where it starts
+  // (draft_base), so that a follow-up turn whose prompt extends this text re-reads nothing; a
+  // run that fails drops it (its rows may then hold text the history no longer records).
+  if (model_drafter != nullptr && !sharing) {
+    model_drafter->set_context_window(opts.draft_context);
+    model_drafter->set_cache_base(s.draft_base);
+  }
+  struct KeepWindowedDraft {
     const ModelDrafter* drafter;
     Sequences& s;
-    ~DropWindowedDraft() {
-      if (drafter != nullptr && drafter->windowed()) s.draft->truncate(0);
+    int exceptions = std::uncaught_exceptions();
+    ~KeepWindowedDraft() {
+      if (drafter == nullptr) return;
+      s.draft_base = drafter->base();
+      if (s.draft_base > 0 && std::uncaught_exceptions() > exceptions) {
+        s.draft->truncate(0);
+        s.draft_base = 0;
+      }
     }
-  } drop_windowed{model_drafter, s};
+  } keep_windowed{model_drafter, s};
   const bool batched = coordinator_ && options_.batch_row_cost > 0;
   const bool lone_lazy = !coordinator_ && options_.draft_after_first_token && model_drafter;
   const bool batch_gamma = (batched || lone_lazy) && (opts.sampling.greedy() || !opts.fixed_seed);

@@ -108,5 +108,51 @@ TEST(DraftWindow, TheDraftReadsOnlyTheWindowAndSaysSo) {
   }
 }
 
+// A follow-up turn on the same cache: the rows a windowed read left, at base(), are kept for the
+// part of the text the new prompt shares, so the draft reads only what is new; without a
+// window, or when the new prompt leaves the re-based rows behind, they are dropped.
+TEST(DraftWindow, AFollowUpTurnKeepsTheRebasedRows) {
+  Models m(6, 1.0f);
+  const std::vector<int32_t> first{1, 2, 3, 4, 5, 0, 1, 2, 3, 4};  // 10 tokens
+  int32_t base = 0;
+  {
+    ModelDrafter drafter(m.draft);
+    drafter.set_context_window(4);
+    drafter.start(first, 0);
+    base = drafter.base();
+    EXPECT_EQ(base, 5);  // it holds first[5..9)
+  }
+  std::vector<int32_t> next = first;
+  next.insert(next.end(), {5, 0});  // 12 tokens sharing the first 10
+  {
+    ModelDrafter drafter(m.draft);
+    drafter.set_context_window(4);
+    drafter.set_cache_base(base);
+    drafter.set_lazy_start(true);
+    drafter.start(next, 9);  // the target shares 9 tokens of it
+    EXPECT_EQ(drafter.base(), 5);
+    EXPECT_EQ(drafter.committed(), 9);
+    EXPECT_EQ(m.draft.length(), 4);  // the kept rows: first[5..9)
+    EXPECT_EQ(drafter.lag(12), 3);   // only the new tokens are read
+  }
+  {
+    ModelDrafter drafter(m.draft);  // a prompt that shares less than the base: dropped
+    drafter.set_context_window(4);
+    drafter.set_cache_base(5);
+    drafter.start(next, 3);
+    EXPECT_EQ(drafter.committed(), 11);
+    EXPECT_EQ(drafter.base(), 7);  // re-read through the window: next[7..11)
+  }
+  {
+    ModelDrafter drafter(m.draft);  // no window: the whole text, so the re-based rows go
+    drafter.set_cache_base(7);
+    drafter.set_lazy_start(true);
+    drafter.start(next, 9);
+    EXPECT_EQ(drafter.base(), 0);
+    EXPECT_EQ(drafter.committed(), 0);
+    EXPECT_EQ(m.draft.length(), 0);
+  }
+}
+
 }  // namespace
 }  // namespace specdec

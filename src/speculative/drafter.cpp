@@ -95,17 +95,25 @@ void ModelDrafter::start(std::span<const int32_t> prompt, int32_t n_cached) {
   // The draft's cache may hold less of the prompt than the target's (a slot whose earlier
   // request did not use the draft, or read its prompt lazily): it keeps what it has and reads
   // the rest, now or at the first proposal.
-  const int32_t kept = std::min(n_cached, draft_.length());
-  draft_.truncate(kept);
-  draft_len_ = kept;
-  base_ = 0;
+  // It holds t[base_..base_ + length) of the earlier text (base_ > 0: re-based by a window, see
+  // set_cache_base); what the new prompt shares of that stays, at the same positions.
+  // Without a window the draft reads the whole text: a re-based cache is no use then.
+  const int32_t kept_end = std::min(n_cached, base_ + draft_.length());
+  if (kept_end > base_ && (base_ == 0 || window_ > 0)) {
+    draft_.truncate(kept_end - base_);
+    draft_len_ = kept_end;
+  } else {
+    draft_.truncate(0);
+    draft_len_ = 0;
+    base_ = 0;
+  }
   if (lazy_start_) return;
   // The draft reads the prompt now, like the target (all but its last token, which goes with
   // the first round): a prompt is part of prompt processing, as in llama.cpp's speculative
   // example, not of the first round's drafting. Chunking cannot change the cache it leaves
   // (batch invariance), so where this happens changes timing only.
   const auto n = static_cast<int32_t>(prompt.size());
-  if (kept < n - 1) read(prompt, n - 1, nullptr);
+  if (draft_len_ < n - 1) read(prompt, n - 1, nullptr);
 }
 
 void ModelDrafter::read(std::span<const int32_t> text, int32_t end, std::vector<float>* logits) {

@@ -127,6 +127,12 @@ class ModelDrafter : public Drafter {
   void set_context_window(int32_t window) { window_ = std::max(0, window); }
   // Whether the draft's cache starts later than the text (a windowed read happened).
   bool windowed() const { return base_ > 0; }
+  // Where the draft's cache starts in the text: rows 0.. hold t[base()..committed()).
+  int32_t base() const { return base_; }
+  // Before start(): the draft's cache was left by an earlier run whose window re-based it at
+  // `base`, so its rows hold that text from there. start() then keeps the rows the new prompt
+  // still shares (a follow-up turn re-reads nothing) instead of taking them for a prefix from 0.
+  void set_cache_base(int32_t base) { base_ = std::max(0, base); }
   // Committed tokens the draft has still to read before it can propose after t[0..n): with a
   // window, at most the window.
   int32_t lag(int32_t n) const {
