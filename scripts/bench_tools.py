@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Tool calling on the Qwen pair: speculative vs target-only decoding of forced calls.
+
+Starts `specdec serve` with the target and draft, then sends each prompt with tool_choice
+"required" (the reply is a call, constrained by the tools' schemas) and "auto" (the model
+decides), speculative and target-only alternating, `--repeats` times, in two settings:
+
+- cold: a new conversation (a nonce in the system message, so neither model holds the prompt):
+  the client's wall time for the whole request, prompt included, since the draft must read the
+  prompt too before it can propose;
+- warm: the same request again (both models hold the prompt, as in a follow-up turn): the
+  server's decode tokens/s.
+
+Prints medians and the ratios, and the call each reply made.
+
+    scripts/bench_tools.py [--target T.gguf --draft D.gguf] [--threads 2] [--repeats 3]
+"""
+
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+MODELS = os.environ.get("SPECDEC_MODELS", os.path.expanduser("~/.cache/specdec/models"))
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Current weather in a city",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["city", "unit"]}}},
+    {"type": "function", "function": {
+        "name": "search_code", "description": "Search a code base",
+        "parameters": {"type": "object", "properties": {
+            "query": {"type": "string"},
+            "language": {"type": "string", "enum": ["python", "rust", "cpp", "go"]},
+            "max_results": {"type": "integer", "minimum": 1, "maximum": 50}},
+            "required": ["query", "language", "max_results"]}}},
+    {"type": "function", "function": {
+        "name": "create_issue", "description": "File an issue in a tracker",
+        "parameters": {"type": "object", "properties": {
+            "title": {"type": "string"},
+            "body": {"type": "string"},
+            "labels": {"type": "array", "items": {"type": "string"}, "maxItems": 4}},
+            "required": ["title", "body", "labels"]}}},
+]
+PROMPTS = [
+    "What's the weather in Paris right now, in celsius?",
+    "Find up to 10 Python examples of reading a CSV file with the csv module.",
+    "File an issue: the server crashes when the prompt is empty. Describe how to reproduce it "
+    "and label it as a bug with high priority.",
+]
+
+
+def post(base, body):
+    req = urllib.request.Request(base + "/v1/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return json.load(r)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cli", default="build/specdec")
+    ap.add_argument("--target", default=f"{MODELS}/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    ap.add_argument("--draft", default=f"{MODELS}/qwen2.5-coder-0.5b-instruct.gguf")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--port", type=int, default=18791)
+    ap.add_argument("--max-tokens", type=int, default=160)
+    args = ap.parse_args()
+
+    server = subprocess.Popen([args.cli, "serve", "-m", args.target, "-md", args.draft, "-t",
+                               str(args.threads), "-c", "4096", "--parallel", "1", "--port",
+                               str(args.port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{args.port}"
+    try:
+        for _ in range(300):
+            try:
+                with urllib.request.urlopen(base + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        else:
+            sys.exit("the server did not come up")
+        cold, warm, calls = {}, {}, {}
+        nonce = 0
+        for rep in range(args.repeats):
+            for i, prompt in enumerate(PROMPTS):
+                for choice in ("required", "auto"):
+                    for spec in (True, False) if rep % 2 == 0 else (False, True):
+                        nonce += 1
+                        body = {"messages": [
+                                    {"role": "system",
+                                     "content": f"You are a helpful assistant (session {nonce})."},
+                                    {"role": "user", "content": prompt}],
+                                "tools": TOOLS, "tool_choice": choice, "temperature": 0,
+                                "max_tokens": args.max_tokens, "speculative": spec}
+                        t0 = time.monotonic()
+                        doc = post(base, body)
+                        cold.setdefault((i, choice, spec), []).append(time.monotonic() - t0)
+                        doc = post(base, body)
+                        warm.setdefault((i, choice, spec), []).append(
+                            doc["specdec"]["tokens_per_second"])
+                        msg = doc["choices"][0]["message"]
+                        calls[(i, choice)] = (
+                            [c["function"]["name"] + " " + c["function"]["arguments"]
+                             for c in msg.get("tool_calls", [])] or
+                            ["(content) " + (msg["content"] or "")[:60].replace("\n", " ")],
+                            doc["usage"]["completion_tokens"], doc["usage"]["prompt_tokens"])
+        print(f"{'prompt':>6} {'tool_choice':>11} | cold: {'plain s':>7} {'spec s':>7} {'ratio':>6} "
+              f"| warm: {'plain t/s':>9} {'spec t/s':>8} {'ratio':>6} | prompt  new  reply")
+        med = statistics.median
+        for i in range(len(PROMPTS)):
+            for choice in ("required", "auto"):
+                cp, cs = med(cold[(i, choice, False)]), med(cold[(i, choice, True)])
+                wp, ws = med(warm[(i, choice, False)]), med(warm[(i, choice, True)])
+                reply, n, n_prompt = calls[(i, choice)]
+                print(f"{i:>6} {choice:>11} |       {cp:>7.2f} {cs:>7.2f} {cp / cs:>5.2f}x "
+                      f"|       {wp:>9.1f} {ws:>8.1f} {ws / wp:>5.2f}x | {n_prompt:>6} {n:>4}  "
+                      f"{reply[0][:70]}")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
