@@ -7,10 +7,6 @@
 // grammar must accept exactly the texts PCRE2 matches: the text and each of its prefixes, with
 // \r and non-ASCII bytes left out (where ECMAScript's '.' and \s differ from PCRE2's), whole
 // and as a search, plain and spelled as a JSON string.
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,6 +15,7 @@
 #include "fuzz_targets.h"
 #include "grammar/grammar.h"
 #include "grammar/regex_gbnf.h"
+#include "grammar/regex_oracle_test_util.h"
 
 namespace specdec::fuzz {
 namespace {
@@ -42,36 +39,6 @@ bool same_in_both(std::string_view p) {
   return true;
 }
 
-class Pcre {
- public:
-  explicit Pcre(std::string_view pattern) {
-    int err = 0;
-    PCRE2_SIZE off = 0;
-    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                          PCRE2_UTF | PCRE2_DOLLAR_ENDONLY, &err, &off, nullptr);
-    if (code_ != nullptr) data_ = pcre2_match_data_create_from_pattern(code_, nullptr);
-  }
-  ~Pcre() {
-    pcre2_match_data_free(data_);
-    pcre2_code_free(code_);
-  }
-  Pcre(const Pcre&) = delete;
-  Pcre& operator=(const Pcre&) = delete;
-  bool ok() const { return code_ != nullptr && data_ != nullptr; }
-  // 1 or 0: whether it matches; -1: PCRE2 gave up (its backtracking limits).
-  int matches(std::string_view text, bool whole) {
-    const uint32_t opts = whole ? PCRE2_ANCHORED | PCRE2_ENDANCHORED : 0;
-    const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0,
-                               opts, data_, nullptr);
-    if (rc >= 0) return 1;
-    return rc == PCRE2_ERROR_NOMATCH ? 0 : -1;
-  }
-
- private:
-  pcre2_code* code_ = nullptr;
-  pcre2_match_data* data_ = nullptr;
-};
-
 // The grammar of a compiled expression, or null where the grammar's size bounds refuse it.
 std::shared_ptr<const Grammar> grammar_of(const std::string& expr, bool json) {
   const std::string gbnf =
@@ -94,33 +61,6 @@ int verdict(const std::shared_ptr<const Grammar>& g, const std::string& text) {
   } catch (const Error&) {
     return -1;
   }
-}
-
-// The JSON string body the grammars write for an ASCII text: the short escapes where JSON has
-// them, \u00XX for the other controls and DEL.
-std::string json_body(std::string_view text) {
-  std::string out;
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    const char* short_escape = c == '"'    ? "\\\""
-                               : c == '\\' ? "\\\\"
-                               : c == '\b' ? "\\b"
-                               : c == '\f' ? "\\f"
-                               : c == '\n' ? "\\n"
-                               : c == '\r' ? "\\r"
-                               : c == '\t' ? "\\t"
-                                           : nullptr;
-    if (short_escape != nullptr) {
-      out += short_escape;
-    } else if (c < 0x20 || c == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -149,7 +89,7 @@ int fuzz_one_regex(const uint8_t* data, size_t size) {
       return 0;  // refused (the grammar_of checks above abort on anything else)
     }
     if (plain == nullptr || json == nullptr || !same_in_both(pattern)) continue;
-    Pcre pcre(pattern);  // (the converter accepted it: valid UTF-8, as PCRE2 needs)
+    testing::PcreOracle pcre(pattern);  // (the converter accepted it: valid UTF-8, as PCRE2 needs)
     if (!pcre.ok()) continue;
     for (size_t n = 0; n <= text.size(); ++n) {
       const std::string t = text.substr(0, n);
@@ -157,7 +97,7 @@ int fuzz_one_regex(const uint8_t* data, size_t size) {
       if (want < 0) continue;
       const int got = verdict(plain, t);
       if (got >= 0) FUZZ_CHECK(got == want);
-      const int got_json = verdict(json, str_cat("\"", json_body(t), "\""));
+      const int got_json = verdict(json, str_cat("\"", testing::json_string_body(t), "\""));
       if (got_json >= 0) FUZZ_CHECK(got_json == want);
     }
   }

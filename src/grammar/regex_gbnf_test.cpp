@@ -1,93 +1,24 @@
 #include "grammar/regex_gbnf.h"
 
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <gtest/gtest.h>
-#include <pcre2.h>
 
 #include <random>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
-#include "common/utf8.h"
 #include "grammar/grammar.h"
+#include "grammar/regex_oracle_test_util.h"
 
 namespace specdec {
 namespace {
 
-// The oracle: PCRE2 with UTF, $ only at the very end. On the alphabets below (no \r, no
-// U+2028/2029, ASCII besides 'é') its meaning of . \d \w \s is ECMAScript's.
-class Pcre {
- public:
-  explicit Pcre(const std::string& pattern) {
-    int err = 0;
-    PCRE2_SIZE off = 0;
-    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                          PCRE2_UTF | PCRE2_DOLLAR_ENDONLY, &err, &off, nullptr);
-    data_ = code_ ? pcre2_match_data_create_from_pattern(code_, nullptr) : nullptr;
-  }
-  ~Pcre() {
-    pcre2_match_data_free(data_);
-    pcre2_code_free(code_);
-  }
-  Pcre(const Pcre&) = delete;
-  Pcre& operator=(const Pcre&) = delete;
-  bool ok() const { return code_ != nullptr; }
-  bool matches(const std::string& text, bool whole) {
-    const uint32_t opts = whole ? PCRE2_ANCHORED | PCRE2_ENDANCHORED : 0;
-    return pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), 0, opts,
-                       data_, nullptr) >= 0;
-  }
-
- private:
-  pcre2_code* code_ = nullptr;
-  pcre2_match_data* data_ = nullptr;
-};
+using testing::json_string_body;
+using Pcre = testing::PcreOracle;
 
 bool accepts(const std::shared_ptr<const Grammar>& g, const std::string& text) {
   GrammarState s(g);
   return s.accept(text) && s.complete();
-}
-
-// The JSON string body our grammars write for `text`: '"' '\' and controls escaped (the short
-// escapes where JSON has them), DEL as \u007f, everything else as it is.
-std::string json_body(const std::string& text) {
-  std::string out;
-  for (const uint32_t cp : lenient_codepoints(text)) {
-    switch (cp) {
-      case '"':
-        out += "\\\"";
-        continue;
-      case '\\':
-        out += "\\\\";
-        continue;
-      case '\n':
-        out += "\\n";
-        continue;
-      case '\t':
-        out += "\\t";
-        continue;
-      case '\r':
-        out += "\\r";
-        continue;
-      case '\b':
-        out += "\\b";
-        continue;
-      case '\f':
-        out += "\\f";
-        continue;
-      default:
-        break;
-    }
-    if (cp < 0x20 || cp == 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
-      out += buf;
-      continue;
-    }
-    append_utf8(out, cp);
-  }
-  return out;
 }
 
 // Every text of up to `max_len` characters over `alphabet` (UTF-8 pieces).
@@ -175,13 +106,13 @@ TEST(RegexGbnf, TheLanguageIsPcre2sOnEveryShortText) {
       int matched = 0;
       for (const std::string& t : all_texts(c.alphabet, 4)) {
         // kWhole ignores where the pattern anchors; PCRE2 is asked for a whole match then.
-        const bool want = pcre.matches(t, whole);
+        const bool want = pcre.matches(t, whole) == 1;
         matched += want;
         ASSERT_EQ(accepts(plain, t), want)
             << "pattern " << c.pattern << (whole ? " (whole)" : " (search)") << " text '" << t
             << "'\n"
             << plain_expr;
-        ASSERT_EQ(accepts(json, str_cat("\"", json_body(t), "\"")), want)
+        ASSERT_EQ(accepts(json, str_cat("\"", json_string_body(t), "\"")), want)
             << "pattern " << c.pattern << " as JSON" << (whole ? " (whole)" : " (search)")
             << " text '" << t << "'\n"
             << json_expr;
@@ -208,13 +139,13 @@ TEST(RegexGbnf, LongerRandomTextsAgreeWithPcre2) {
       std::string t;
       const int len = static_cast<int>(rng() % 16);
       for (int k = 0; k < len; ++k) t += letters[rng() % letters.size()];
-      const bool want = pcre.matches(t, true);
+      const bool want = pcre.matches(t, true) == 1;
       matched += want;
       ASSERT_EQ(accepts(g, t), want) << pattern << " text '" << t << "'";
     }
     // A known match too, since random texts may rarely hit one.
     for (const char* t : {"ab@cd.com", "012-3456", "ab cd!", "0A:F9:00"}) {
-      if (pcre.matches(t, true)) {
+      if (pcre.matches(t, true) == 1) {
         ++matched;
         EXPECT_TRUE(accepts(g, t)) << pattern << " " << t;
       }
