@@ -9,6 +9,7 @@
 #include "engine/batch_gamma.h"
 #include "engine/draft_vocab.h"
 #include "engine/grammar_constraint.h"
+#include "engine/indent_limit.h"
 #include "engine/model_lm.h"
 #include "engine/prompt_scoring.h"
 #include "engine/stop_matcher.h"
@@ -415,7 +416,9 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
 
   StreamingDecoder text_stream(tok);
   StopMatcher stop(opts.stop);
-  TextOrigins text_origins;  // origins of the bytes the stop matcher holds back
+  IndentLimit indent(opts.min_indent);
+  bool newline = false, timed_out = false;  // for newline_time_limit_ms
+  TextOrigins text_origins;                 // origins of the bytes the stop matcher holds back
   TokenOrigin last_text_origin = TokenOrigin::Target;  // of the last token that was text
   size_t seen = 0, logprobs_sent = 0;
   bool cancelled = false;
@@ -425,8 +428,11 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
     on_logprobs(std::span<const TokenLogprob>(result.logprobs).subspan(logprobs_sent));
     logprobs_sent = result.logprobs.size();
   };
-  auto emit = [&](const std::string& text) {
-    if (text.empty() || cancelled) return;
+  auto emit = [&](std::string text) {
+    if (text.empty() || cancelled || indent.stopped()) return;
+    text.resize(indent.push(text));
+    newline = newline || text.find('\n') != std::string::npos;
+    if (text.empty()) return;
     flush_logprobs();
     result.text += text;
     if (on_text && !on_text(text)) cancelled = true;
@@ -438,14 +444,20 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
     text_origins.append(text.size(), origin);
     emit(stop.push(text));
   };
-  while (!decoder.done() && !stop.stopped() && !cancelled) {
+  const auto stopped = [&] { return stop.stopped() || indent.stopped() || timed_out; };
+  const auto over_time = [&] {
+    return newline && opts.newline_time_limit_ms > 0 &&
+           std::chrono::duration<double, std::milli>(Clock::now() - t1).count() >
+               opts.newline_time_limit_ms;
+  };
+  while (!decoder.done() && !stopped() && !cancelled) {
     decoder.step();
     std::span<const int32_t> generated = decoder.generated();
     std::span<const TokenOrigin> origins = decoder.origins();
     if (draft_vocab && draft_vocab->add(generated.subspan(seen))) {
       s.draft->set_vocab_subset(draft_vocab->subset());
     }
-    for (; seen < generated.size() && !stop.stopped() && !cancelled; ++seen) {
+    for (; seen < generated.size() && !stopped() && !cancelled; ++seen) {
       const int32_t id = generated[seen];
       result.tokens.push_back(id);
       result.origins.push_back(origins[seen]);
@@ -453,6 +465,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
       if (is_end(id)) break;  // the end token is not text
       last_text_origin = origins[seen];
       push_text(text_stream.push(id), last_text_origin);
+      timed_out = over_time();
     }
   }
   // A truncated character left at the end (its replacement character) goes with the last text
@@ -464,8 +477,11 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
 
   if (cancelled) {
     result.finish = FinishReason::Cancelled;
-  } else if (stop.stopped()) {
+  } else if (stop.stopped() || indent.stopped()) {
     result.finish = FinishReason::Stop;
+    result.stop_text = stop.stopped() ? stop.matched() : "";
+  } else if (timed_out) {
+    result.finish = FinishReason::Length;
   } else if (decoder.stop_reason() == StopReason::StopToken) {
     result.finish = FinishReason::EndOfGeneration;
   } else if (decoder.stop_reason() == StopReason::ContextFull ||

@@ -119,6 +119,14 @@ struct GenerationOptions {
   // the grammar allows one only where its sentence is whole, and nothing but more of them after
   // it, so going on would only pad the text with end tokens. null: none.
   std::shared_ptr<const Grammar> grammar;
+  // Code completion (llama-server's n_indent; engine/indent_limit.h): from the text's second
+  // line on, a line indented by fewer than this many spaces or tabs ends the text before its
+  // first other character (finish: Stop). 0: off.
+  int32_t min_indent = 0;
+  // llama-server's t_max_predict_ms: once the text holds a newline, generation ends (finish:
+  // Length) when this many milliseconds have passed since the prompt was read. The text then
+  // depends on the machine's speed, which is what the client asked for. 0: off.
+  double newline_time_limit_ms = 0;
   // The caller fixed sampling.seed and expects the same text from it in any batch, so a sampled
   // request's γ must not follow the batch (EngineOptions::batch_row_cost). false (a server
   // request that gave no seed): the text is a fresh draw either way and γ may follow the batch.
@@ -155,6 +163,8 @@ struct GenerationResult {
   // prompt[i + 1]'s; prompt_scoring.h).
   std::vector<TokenLogprob> prompt_logprobs;
   FinishReason finish = FinishReason::Length;
+  // With finish Stop: the stop string that ended the text ("" when min_indent did).
+  std::string stop_text;
   GenerationStats stats;
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/error.h"
+#include "grammar/grammar.h"
 #include "support/tiny_model.h"
 
 namespace specdec {
@@ -55,6 +56,52 @@ TEST_F(EngineTest, StopStringEndsTheTextBeforeIt) {
 }
 
 TEST_F(EngineTest, PromptThatFillsTheContextIsRefused) { EXPECT_THROW(run(10, 5), Error); }
+
+// Code completion's ends (llama-server's n_indent and t_max_predict_ms), on a text a grammar
+// fixes: a line indented less than the block ends the text before its first character, and
+// a time limit ends it once a newline is out. What streams out is the text.
+TEST_F(EngineTest, IndentLimitAndNewlineTimeLimitEndTheText) {
+  EngineOptions eo;
+  eo.n_ctx = 160;
+  Engine engine(*model_, nullptr, eo);
+  const std::string code = "if x:\n    y = 1\n    z = 2\nw = 3\n";
+  GenerationOptions go;
+  go.max_tokens = 80;
+  go.sampling.temperature = 0;
+  go.grammar =
+      Grammar::parse(str_cat("root ::= \"if x:\\n    y = 1\\n    z = 2\\nw = 3\\n\" ", "[a-z]+"));
+  const std::vector<int32_t> prompt(4, 65);
+  std::string streamed;
+  const auto collect = [&streamed](std::string_view t) {
+    streamed += t;
+    return true;
+  };
+  const GenerationResult full = engine.generate(prompt, go, collect);
+  ASSERT_EQ(full.text.substr(0, code.size()), code);
+  ASSERT_GT(full.text.size(), code.size());
+
+  go.min_indent = 4;
+  streamed.clear();
+  const GenerationResult cut = engine.generate(prompt, go, collect);
+  EXPECT_EQ(cut.text, "if x:\n    y = 1\n    z = 2\n");
+  EXPECT_EQ(streamed, cut.text);
+  EXPECT_EQ(cut.finish, FinishReason::Stop);
+  EXPECT_EQ(cut.stop_text, "");
+  go.min_indent = 2;  // every line of the block has 4
+  EXPECT_EQ(engine.generate(prompt, go, {}).text, cut.text);
+
+  go.min_indent = 0;
+  go.newline_time_limit_ms = 1e-6;  // over as soon as a newline is out
+  streamed.clear();
+  const GenerationResult timed = engine.generate(prompt, go, collect);
+  EXPECT_EQ(timed.finish, FinishReason::Length);
+  EXPECT_EQ(std::count(timed.text.begin(), timed.text.end(), '\n'), 1) << timed.text;
+  EXPECT_EQ(timed.text.substr(0, 6), "if x:\n");
+  EXPECT_EQ(full.text.substr(0, timed.text.size()), timed.text);
+  EXPECT_EQ(streamed, timed.text);
+  go.newline_time_limit_ms = 60'000;  // never reached here
+  EXPECT_EQ(engine.generate(prompt, go, {}).text, full.text);
+}
 
 // GenerationOptions::draft_context: a draft with a long prompt to read reads only its last
 // tokens. With the target as its own draft every draft passes when it reads everything; a

@@ -45,6 +45,11 @@ constexpr std::string_view kFimOtherTexts[] = {
     "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "<|code_prefix|>", "<|prefix|>",
     "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "<|code_suffix|>", "<|suffix|>",
     "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "<|code_middle|>", "<|middle|>"};
+// The repository-level FIM markers by their text (llama.cpp's spellings; all of them are also in
+// kFimEogTexts).
+constexpr std::string_view kFimRepoTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+                                              "<REPO>", "<reponame>"};
+constexpr std::string_view kFimSepTexts[] = {"<|file_sep|>"};
 // gpt-oss: always rendered, so llama.cpp makes them user-defined.
 constexpr std::string_view kForcedUserDefined[] = {"<|channel|>", "<|message|>", "<|start|>",
                                                    "<|constrain|>"};
@@ -90,6 +95,8 @@ Tokenizer Tokenizer::from_vocab(VocabData data) {
   check_id("FIM prefix", data.fim_pre, n, false);
   check_id("FIM suffix", data.fim_suf, n, false);
   check_id("FIM middle", data.fim_mid, n, false);
+  check_id("FIM repository", data.fim_rep, n, false);
+  check_id("FIM file separator", data.fim_sep, n, false);
   if (data.add_bos && data.bos < 0) fail("tokenizer: add_bos is set but there is no BOS token");
   if (data.add_eos && data.eos < 0) fail("tokenizer: add_eos is set but there is no EOS token");
 
@@ -118,6 +125,12 @@ Tokenizer Tokenizer::from_vocab(VocabData data) {
     for (size_t k = 0; *id < 0 && k < kFimSpellings; ++k) {
       *id = lookup(kFimOtherTexts[static_cast<size_t>(group) * kFimSpellings + k]);
     }
+  }
+  for (auto t : kFimRepoTexts) {
+    if (data.fim_rep < 0) data.fim_rep = lookup(t);
+  }
+  for (auto t : kFimSepTexts) {
+    if (data.fim_sep < 0) data.fim_sep = lookup(t);
   }
   force_control(lookup("<|eom_id|>"));
   std::vector<int32_t> eog;
@@ -333,7 +346,7 @@ int32_t Tokenizer::pad() const { return impl_->data.pad; }
 std::optional<Tokenizer::FimTokens> Tokenizer::fim() const {
   const VocabData& d = impl_->data;
   if (d.fim_pre < 0 || d.fim_suf < 0 || d.fim_mid < 0) return std::nullopt;
-  return FimTokens{d.fim_pre, d.fim_suf, d.fim_mid};
+  return FimTokens{d.fim_pre, d.fim_suf, d.fim_mid, d.fim_rep, d.fim_sep};
 }
 
 bool Tokenizer::is_eog(int32_t id) const {

@@ -41,8 +41,9 @@ struct VocabData {
   std::vector<int32_t> token_types;  // empty means "all normal"
   std::vector<std::string> merges;   // BPE merges "left right", in rank order
   int32_t bos = -1, eos = -1, eot = -1, unk = -1, pad = -1;
-  // Fill-in-the-middle: prefix, suffix and middle markers (-1: found by their text, if any).
-  int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1;
+  // Fill-in-the-middle: prefix, suffix and middle markers, and the repository-level format's
+  // repository-name and file-separator markers (-1: found by their text, if any).
+  int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_rep = -1, fim_sep = -1;
   bool add_bos = false, add_eos = false, add_space_prefix = false;
 };
 
@@ -72,9 +73,12 @@ class Tokenizer {
   int32_t eos() const;
   int32_t eot() const;
   // The fill-in-the-middle markers, when the vocabulary has all three (code models: Qwen2.5-
-  // Coder's <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>, StarCoder's, CodeLlama's...).
+  // Coder's <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>, StarCoder's, CodeLlama's...), with
+  // the repository-level markers where the vocabulary has them (Qwen2.5-Coder's <|repo_name|>
+  // and <|file_sep|>; -1 otherwise).
   struct FimTokens {
     int32_t prefix, suffix, middle;
+    int32_t repo = -1, file_sep = -1;
   };
   std::optional<FimTokens> fim() const;
   int32_t unk() const;

@@ -63,6 +63,8 @@ Tokenizer Tokenizer::from_gguf(const gguf::GgufFile& f) {
   d.fim_pre = get_id(f, "tokenizer.ggml.fim_pre_token_id", -1);
   d.fim_suf = get_id(f, "tokenizer.ggml.fim_suf_token_id", -1);
   d.fim_mid = get_id(f, "tokenizer.ggml.fim_mid_token_id", -1);
+  d.fim_rep = get_id(f, "tokenizer.ggml.fim_rep_token_id", -1);
+  d.fim_sep = get_id(f, "tokenizer.ggml.fim_sep_token_id", -1);
   const bool llama3 = d.pre == "llama3" || d.pre == "llama-bpe" || d.pre == "llama-v3";
   d.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", spm || llama3);
   d.add_eos = f.get_bool_or("tokenizer.ggml.add_eos_token", false);
