@@ -11,6 +11,7 @@
 #include "server/generation_queue.h"
 #include "server/http_listener.h"
 #include "server/metrics.h"
+#include "server/native_api.h"
 #include "server/openai_format.h"
 #include "server/request_parsing.h"
 
@@ -30,8 +31,9 @@ constexpr milliseconds kStopWriteGrace{1000};
 // nginx's "client closed request": logged and counted, never seen by the (absent) client.
 constexpr int kClientClosed = 499;
 
-const std::vector<std::string> kGenerationPaths = {"/v1/completions", "/v1/chat/completions",
-                                                   "/tokenize", "/detokenize"};
+const std::vector<std::string> kGenerationPaths = {
+    "/v1/completions", "/v1/chat/completions", "/completion", "/completions", "/infill",
+    "/tokenize",       "/detokenize"};
 const std::vector<std::string> kGetPaths = {"/v1/models", "/health", "/metrics"};
 
 int64_t unix_now() {
@@ -163,6 +165,21 @@ struct HttpServer::Impl {
   void handle(const HttpRequest& req, HttpResponder& res);
   void route(const HttpRequest& req, HttpResponder& res);
   void generation(Endpoint endpoint, const HttpRequest& req, HttpResponder& res);
+  // llama-server's /completion and /infill (server/native_api.h).
+  void native(NativeEndpoint endpoint, const HttpRequest& req, HttpResponder& res);
+  void native_stream(const std::vector<std::shared_ptr<Job>>& jobs,
+                     const std::vector<std::vector<int32_t>>& prompts, size_t per_prompt,
+                     const NativeMeta& meta, const NativeRequest& r, HttpResponder& res);
+  // The options a request's fields give, before the per-choice ones (max_tokens, seed).
+  GenerationOptions request_options(const CompletionRequest& r, const Engine& e) const;
+  // Each prompt's n choices as jobs (choice i of prompt p at p * n + i); 503 when the queue is
+  // full (what was submitted is cancelled).
+  std::vector<std::shared_ptr<Job>> submit_jobs(const std::vector<std::vector<int32_t>>& prompts,
+                                                const std::vector<int32_t>& max_tokens,
+                                                const GenerationOptions& o,
+                                                const CompletionRequest& r);
+  // Waits for every job; false (the jobs cancelled, a 499 logged) when the client left.
+  bool wait_all(const std::vector<std::shared_ptr<Job>>& jobs, HttpResponder& res);
   void tokenize(const HttpRequest& req, HttpResponder& res);
   void detokenize(const HttpRequest& req, HttpResponder& res);
   void stream(const std::vector<std::shared_ptr<Job>>& jobs, const ResponseMeta& meta,
@@ -210,6 +227,10 @@ void HttpServer::Impl::route(const HttpRequest& req, HttpResponder& res) {
   if (post && path == "/v1/chat/completions") {
     return generation(Endpoint::ChatCompletions, req, res);
   }
+  if (post && (path == "/completion" || path == "/completions")) {
+    return native(NativeEndpoint::Completion, req, res);
+  }
+  if (post && path == "/infill") return native(NativeEndpoint::Infill, req, res);
   if (post && path == "/tokenize") return tokenize(req, res);
   if (post && path == "/detokenize") return detokenize(req, res);
   if (get && path == "/health") {
@@ -299,6 +320,52 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   for (const EchoedPrompt& p : prompts) {
     max_tokens.push_back(resolve_max_tokens(r, static_cast<int32_t>(p.tokens.size()), e.n_ctx()));
   }
+  const GenerationOptions o = request_options(r, e);
+
+  std::vector<std::vector<int32_t>> prompt_tokens;
+  for (const EchoedPrompt& p : prompts) prompt_tokens.push_back(p.tokens);
+  const std::vector<std::shared_ptr<Job>> jobs = submit_jobs(prompt_tokens, max_tokens, o, r);
+  std::vector<EchoedPrompt> echoes;
+  if (r.echo) {
+    for (const EchoedPrompt& p : prompts) echoes.insert(echoes.end(), static_cast<size_t>(r.n), p);
+  }
+  ResponseMeta meta;
+  meta.endpoint = endpoint;
+  meta.id = make_id(endpoint);
+  meta.created = unix_now();
+  meta.model = r.model.empty() ? config.model_id : r.model;
+  for (const ToolSpec& t : r.tools.tools) meta.tool_names.push_back(t.name);
+  if (r.logprobs >= 0) {
+    meta.logprobs = LogprobFormat{&e.tokenizer(), r.ignore_eos, r.tokens_as_ids, r.logprobs};
+  }
+  const auto per_prompt = static_cast<size_t>(r.n);
+  if (r.stream) return stream(jobs, meta, echoes, per_prompt, r.include_usage, res);
+
+  if (!wait_all(jobs, res)) return;
+  std::vector<GenerationResult> results;
+  for (const auto& job : jobs) {
+    if (job->failed()) throw ApiError(500, "generation failed: " + job->error(), "server_error");
+    if (job->result().finish == FinishReason::Cancelled) throw shutting_down_error();
+    results.push_back(job->result());
+  }
+  nlohmann::json doc = completion_json(meta, results, echoes, per_prompt);
+  if (r.prompt_logprobs >= 0) {
+    // vLLM's places: per choice for completions, once for the chat's one prompt.
+    const auto of = [&](size_t i) {
+      return prompt_logprobs_json(e.tokenizer(), prompts[i / per_prompt].tokens,
+                                  results[i].prompt_logprobs, r.prompt_logprobs);
+    };
+    if (endpoint == Endpoint::Completions) {
+      for (size_t i = 0; i < results.size(); ++i) doc["choices"][i]["prompt_logprobs"] = of(i);
+    } else {
+      doc["prompt_logprobs"] = of(0);
+    }
+  }
+  res.send(200, "application/json", to_wire(doc));
+}
+
+GenerationOptions HttpServer::Impl::request_options(const CompletionRequest& r,
+                                                    const Engine& e) const {
   GenerationOptions o;
   o.sampling.temperature = r.temperature;
   o.sampling.top_k = r.top_k;
@@ -334,20 +401,24 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   // echo with logprobs, or prompt_logprobs: the prompt's own tokens are scored too (with the
   // larger of the two alternative counts; each response part shows its own).
   o.prompt_logprobs = std::max(r.echo ? r.logprobs : -1, r.prompt_logprobs);
+  return o;
+}
 
+std::vector<std::shared_ptr<Job>> HttpServer::Impl::submit_jobs(
+    const std::vector<std::vector<int32_t>>& prompts, const std::vector<int32_t>& max_tokens,
+    const GenerationOptions& o, const CompletionRequest& r) {
   // n choices per prompt are n sequences, each its own job (and slot): with several slots they
   // run side by side, and the ones that start together read their common prompt once. A seeded
   // request's choice i draws from seed + i, so each choice is what a request with that seed
   // would give. Prompt p's choice i is choice p * n + i.
   std::vector<std::shared_ptr<Job>> jobs;
-  std::vector<EchoedPrompt> echoes;
   for (size_t p = 0; p < prompts.size(); ++p) {
     for (int32_t i = 0; i < r.n; ++i) {
       GenerationOptions oi = o;
       oi.max_tokens = max_tokens[p];
       if (r.seed) oi.sampling.seed = *r.seed + static_cast<uint64_t>(i);
       if (!r.seed && jobs.size() > 0) oi.sampling.seed = std::random_device{}();
-      std::shared_ptr<Job> job = queue->submit(prompts[p].tokens, std::move(oi));
+      std::shared_ptr<Job> job = queue->submit(prompts[p], std::move(oi));
       if (!job) {
         for (const auto& submitted : jobs) submitted->cancel();
         if (draining.load()) throw shutting_down_error();
@@ -357,57 +428,181 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
                        "server_error", "", "queue_full");
       }
       jobs.push_back(std::move(job));
-      if (r.echo) echoes.push_back(prompts[p]);
     }
   }
-  const auto cancel_all = [&jobs] {
-    for (const auto& job : jobs) job->cancel();
-  };
-  ResponseMeta meta;
-  meta.endpoint = endpoint;
-  meta.id = make_id(endpoint);
-  meta.created = unix_now();
-  meta.model = r.model.empty() ? config.model_id : r.model;
-  for (const ToolSpec& t : r.tools.tools) meta.tool_names.push_back(t.name);
-  if (r.logprobs >= 0) {
-    meta.logprobs = LogprobFormat{&e.tokenizer(), r.ignore_eos, r.tokens_as_ids, r.logprobs};
-  }
-  const auto per_prompt = static_cast<size_t>(r.n);
-  if (r.stream) return stream(jobs, meta, echoes, per_prompt, r.include_usage, res);
+  return jobs;
+}
 
+bool HttpServer::Impl::wait_all(const std::vector<std::shared_ptr<Job>>& jobs, HttpResponder& res) {
   std::string ignored;
   for (const auto& job : jobs) {
     while (!job->wait(ignored, kPollInterval)) {
       ignored.clear();
       if (res.peer_closed()) {
-        cancel_all();  // the workers skip them or stop at their next token; nobody waits
+        // The workers skip them or stop at their next token; nobody waits.
+        for (const auto& j : jobs) j->cancel();
         res.close_after();
         res.send(kClientClosed, "application/json", "");  // counted; the client never sees it
-        return;
+        return false;
       }
     }
     ignored.clear();
   }
-  std::vector<GenerationResult> results;
-  for (const auto& job : jobs) {
-    if (job->failed()) throw ApiError(500, "generation failed: " + job->error(), "server_error");
-    if (job->result().finish == FinishReason::Cancelled) throw shutting_down_error();
-    results.push_back(job->result());
-  }
-  nlohmann::json doc = completion_json(meta, results, echoes, per_prompt);
-  if (r.prompt_logprobs >= 0) {
-    // vLLM's places: per choice for completions, once for the chat's one prompt.
-    const auto of = [&](size_t i) {
-      return prompt_logprobs_json(e.tokenizer(), prompts[i / per_prompt].tokens,
-                                  results[i].prompt_logprobs, r.prompt_logprobs);
-    };
-    if (endpoint == Endpoint::Completions) {
-      for (size_t i = 0; i < results.size(); ++i) doc["choices"][i]["prompt_logprobs"] = of(i);
-    } else {
-      doc["prompt_logprobs"] = of(0);
+  return true;
+}
+
+void HttpServer::Impl::native(NativeEndpoint endpoint, const HttpRequest& req, HttpResponder& res) {
+  Engine& e = ready_engine();
+  if (draining.load()) throw shutting_down_error();
+  NativeRequest r = parse_native_request(endpoint, req.body);
+  check_model(r.base.model, model_ids);
+  const Tokenizer& tok = e.tokenizer();
+  const int32_t n_ctx = e.n_ctx();
+  const int32_t n_vocab = tok.n_vocab();
+  std::vector<std::vector<int32_t>> prompts;
+  if (endpoint == NativeEndpoint::Infill) {
+    if (!tok.fim()) {
+      throw invalid_request(
+          "infill needs a model with fill-in-the-middle tokens, and this one has none",
+          "input_prefix", "unsupported_value");
+    }
+    // The room the generation gets: n_predict, or a quarter of the context without one.
+    const int32_t reserve = r.n_predict >= 0 ? std::max(r.n_predict, 1) : std::max(1, n_ctx / 4);
+    if (reserve >= n_ctx) {
+      throw invalid_request(str_cat("n_predict ", r.n_predict, " leaves no room for a prompt in ",
+                                    "the context of ", n_ctx, " tokens"),
+                            "n_predict", "context_length_exceeded");
+    }
+    try {
+      prompts.push_back(
+          encode_infill_prompt(tok, r.infill, static_cast<size_t>(n_ctx - reserve)).tokens);
+    } catch (const Error& err) {
+      throw invalid_request(err.what(), "prompt", "context_length_exceeded");
+    }
+  } else {
+    for (size_t p = 0; p < r.prompts.size(); ++p) {
+      std::vector<int32_t> ids;
+      for (size_t k = 0; k < r.prompts[p].size(); ++k) {
+        const NativePromptPiece& piece = r.prompts[p][k];
+        if (piece.is_text) {
+          // Text opening a prompt gets the BOS the vocabulary wants, as llama-server adds it.
+          const std::vector<int32_t> t =
+              k == 0 ? e.tokenize_prompt(piece.text) : tok.encode(piece.text, false, true);
+          ids.insert(ids.end(), t.begin(), t.end());
+          continue;
+        }
+        for (int32_t id : piece.ids) {
+          if (id >= n_vocab) {
+            throw invalid_request(str_cat("prompt token id ", id, " is outside the vocabulary of ",
+                                          n_vocab, " tokens"),
+                                  "prompt", "invalid_value");
+          }
+        }
+        ids.insert(ids.end(), piece.ids.begin(), piece.ids.end());
+      }
+      prompts.push_back(std::move(ids));
     }
   }
-  res.send(200, "application/json", to_wire(doc));
+  // n_predict past the context ends the text where the context does (truncated), as there.
+  std::vector<int32_t> max_tokens;
+  for (const std::vector<int32_t>& p : prompts) {
+    const auto n = static_cast<int32_t>(p.size());
+    if (n == 0) throw invalid_request("the prompt is empty", "prompt", "invalid_value");
+    if (n >= n_ctx) {
+      throw invalid_request(
+          str_cat("the prompt has ", n, " tokens but the context holds ", n_ctx, " tokens"),
+          "prompt", "context_length_exceeded");
+    }
+    // -1: the engine's own bound, the context (its finish then says so).
+    max_tokens.push_back(r.n_predict < 0 || r.n_predict > n_ctx - n ? -1 : r.n_predict);
+  }
+  for (const auto& [text, bias] : r.text_bias) {
+    for (int32_t id : tok.encode(text, false, false))
+      r.base.penalties.logit_bias.emplace_back(id, bias);
+  }
+  GenerationOptions o = request_options(r.base, e);
+  o.min_indent = r.n_indent;
+  o.newline_time_limit_ms = r.t_max_predict_ms;
+  const std::vector<std::shared_ptr<Job>> jobs = submit_jobs(prompts, max_tokens, o, r.base);
+
+  NativeMeta meta;
+  meta.model = r.base.model.empty() ? config.model_id : r.base.model;
+  meta.tokenizer = &tok;
+  meta.generation_settings = native_settings_json(r, o, n_ctx);
+  const auto per_prompt = static_cast<size_t>(r.base.n);
+  if (r.base.stream) return native_stream(jobs, prompts, per_prompt, meta, r, res);
+  if (!wait_all(jobs, res)) return;
+  nlohmann::json docs = nlohmann::json::array();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& j = *jobs[i];
+    if (j.failed()) throw ApiError(500, "generation failed: " + j.error(), "server_error");
+    if (j.result().finish == FinishReason::Cancelled) throw shutting_down_error();
+    docs.push_back(
+        select_response_fields(native_result_json(meta, j.result(), prompts[i / per_prompt], i,
+                                                  r.return_tokens, r.n_probs, false),
+                               r.response_fields));
+  }
+  // One prompt and one completion: the object itself; otherwise the array, as llama-server.
+  res.send(200, "application/json", to_wire(docs.size() == 1 ? docs[0] : docs));
+}
+
+void HttpServer::Impl::native_stream(const std::vector<std::shared_ptr<Job>>& jobs,
+                                     const std::vector<std::vector<int32_t>>& prompts,
+                                     size_t per_prompt, const NativeMeta& meta,
+                                     const NativeRequest& r, HttpResponder& res) {
+  const auto cancel_all = [&jobs] {
+    for (const auto& job : jobs) job->cancel();
+  };
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  if (!res.begin_stream(200, "text/event-stream")) {
+    cancel_all();
+    return;
+  }
+  std::vector<bool> ended(jobs.size(), false);
+  size_t open = jobs.size();
+  std::vector<TokenLogprob> logprobs;
+  const milliseconds poll = jobs.size() == 1 ? kPollInterval : milliseconds(5);
+  while (open > 0) {
+    bool any_text = false;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (ended[i]) continue;
+      std::string text;
+      logprobs.clear();
+      const bool done = jobs[i]->wait(text, poll, r.n_probs > 0 ? &logprobs : nullptr);
+      bool ok = true;
+      if (!text.empty()) {
+        any_text = true;
+        const nlohmann::json probs =
+            r.n_probs > 0 ? native_probs_json(*meta.tokenizer, logprobs) : nlohmann::json();
+        ok = res.write(sse_event(native_chunk_json(text, i, probs)));
+      }
+      if (ok && done) {
+        const Job& j = *jobs[i];
+        if (j.failed()) {
+          ok = res.write(sse_event(
+              error_json(ApiError(500, "generation failed: " + j.error(), "server_error"))));
+        } else if (j.result().finish == FinishReason::Cancelled) {
+          ok = res.write(sse_event(error_json(shutting_down_error())));
+        } else {
+          ok = res.write(sse_event(native_result_json(meta, j.result(), prompts[i / per_prompt], i,
+                                                      r.return_tokens, r.n_probs, true)));
+        }
+        ended[i] = true;
+        --open;
+      }
+      if (!ok) {
+        cancel_all();
+        return;
+      }
+    }
+    if (!any_text && open > 0 && res.peer_closed()) {
+      cancel_all();
+      res.close_after();
+      return;
+    }
+  }
+  res.end_stream();  // llama-server's own stream ends without a [DONE] line
 }
 
 // The ids the completions or chat endpoint would feed the model for this input (for logit_bias,

@@ -1,0 +1,548 @@
+#include "server/native_api.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "common/error.h"
+#include "sampling/logprobs.h"
+
+namespace specdec::server {
+
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+const char* type_name(const ordered_json& v) {
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  return "null";
+}
+
+[[noreturn]] void wrong_type(const std::string& param, const char* expected,
+                             const ordered_json& v) {
+  throw invalid_request(str_cat("'", param, "' must be ", expected, ", got ", type_name(v)), param,
+                        "invalid_type");
+}
+
+const ordered_json* field(const ordered_json& body, const char* name) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::optional<int64_t> get_int(const ordered_json& body, const char* name, int64_t min,
+                               int64_t max) {
+  const ordered_json* v = field(body, name);
+  if (v == nullptr) return std::nullopt;
+  double d = 0;
+  if (v->is_number_integer()) {
+    if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t{1} << 62) {
+      throw invalid_request(str_cat("'", name, "' is too large"), name, "invalid_value");
+    }
+    const int64_t i = v->get<int64_t>();
+    if (i < min || i > max) {
+      throw invalid_request(
+          str_cat("'", name, "' must be between ", min, " and ", max, ", got ", i), name,
+          "invalid_value");
+    }
+    return i;
+  }
+  if (!v->is_number_float()) wrong_type(name, "an integer", *v);
+  d = v->get<double>();
+  if (!std::isfinite(d) || d != std::floor(d)) wrong_type(name, "an integer", *v);
+  if (d < static_cast<double>(min) || d > static_cast<double>(max)) {
+    throw invalid_request(str_cat("'", name, "' must be between ", min, " and ", max, ", got ", d),
+                          name, "invalid_value");
+  }
+  return static_cast<int64_t>(d);
+}
+
+double get_number(const ordered_json& body, const char* name, double fallback) {
+  const ordered_json* v = field(body, name);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) wrong_type(name, "a number", *v);
+  return v->get<double>();
+}
+
+std::string get_string(const ordered_json& body, const char* name, const std::string& param) {
+  const ordered_json* v = field(body, name);
+  if (v == nullptr) return "";
+  if (!v->is_string()) wrong_type(param, "a string", *v);
+  return v->get<std::string>();
+}
+
+[[noreturn]] void unsupported(const std::string& param, const std::string& why) {
+  throw invalid_request(str_cat("'", param, "': ", why), param, "unsupported_value");
+}
+
+int32_t token_id(const ordered_json& v, const std::string& param) {
+  if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
+      v.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+    throw invalid_request(str_cat("'", param, "' must hold token ids (integers >= 0) or strings"),
+                          param, "invalid_value");
+  }
+  return static_cast<int32_t>(v.get<int64_t>());
+}
+
+// One prompt as pieces: a string, or an array of token ids and strings.
+std::vector<NativePromptPiece> prompt_pieces(const ordered_json& v, const std::string& param) {
+  std::vector<NativePromptPiece> out;
+  if (v.is_string()) {
+    out.push_back({true, v.get<std::string>(), {}});
+    return out;
+  }
+  if (!v.is_array() || v.empty()) {
+    wrong_type(param, "a string or a non-empty array of token ids and strings", v);
+  }
+  for (const ordered_json& e : v) {
+    if (e.is_string()) {
+      out.push_back({true, e.get<std::string>(), {}});
+    } else if (e.is_number()) {
+      if (out.empty() || out.back().is_text) out.push_back({false, "", {}});
+      out.back().ids.push_back(token_id(e, param));
+    } else {
+      wrong_type(param, "an array of token ids and strings", v);
+    }
+  }
+  return out;
+}
+
+// llama-server's prompt forms: a string; token ids, strings among them or not (one prompt); or
+// an array of such prompts.
+std::vector<std::vector<NativePromptPiece>> get_prompts(const ordered_json& j) {
+  const ordered_json* v = field(j, "prompt");
+  if (v == nullptr) throw invalid_request("'prompt' is required", "prompt", "missing_required");
+  if (v->is_object()) {
+    unsupported("prompt", "prompt objects (multimodal data) are not supported; send text");
+  }
+  if (!v->is_array()) return {prompt_pieces(*v, "prompt")};
+  if (v->empty()) throw invalid_request("'prompt' is an empty array", "prompt", "invalid_value");
+  if (std::any_of(v->begin(), v->end(), [](const ordered_json& e) { return e.is_number(); })) {
+    return {prompt_pieces(*v, "prompt")};
+  }
+  if (v->size() > static_cast<size_t>(kMaxChoicesPerRequest)) {
+    throw invalid_request(
+        str_cat("at most ", kMaxChoicesPerRequest, " prompts per request, got ", v->size()),
+        "prompt", "invalid_value");
+  }
+  std::vector<std::vector<NativePromptPiece>> out;
+  for (size_t i = 0; i < v->size(); ++i) {
+    if ((*v)[i].is_object()) {
+      unsupported(str_cat("prompt[", i, "]"), "prompt objects (multimodal data) are not supported");
+    }
+    out.push_back(prompt_pieces((*v)[i], str_cat("prompt[", i, "]")));
+  }
+  return out;
+}
+
+InfillInput get_infill(const ordered_json& j) {
+  InfillInput in;
+  in.prefix = get_string(j, "input_prefix", "input_prefix");
+  in.suffix = get_string(j, "input_suffix", "input_suffix");
+  in.prompt = get_string(j, "prompt", "prompt");
+  const ordered_json* extra = field(j, "input_extra");
+  if (extra == nullptr) return in;
+  if (!extra->is_array()) wrong_type("input_extra", "an array of {filename, text} objects", *extra);
+  constexpr size_t kMaxChunks = 1024;
+  if (extra->size() > kMaxChunks) {
+    throw invalid_request(str_cat("'input_extra' holds at most ", kMaxChunks, " chunks"),
+                          "input_extra", "invalid_value");
+  }
+  for (size_t i = 0; i < extra->size(); ++i) {
+    const ordered_json& c = (*extra)[i];
+    const std::string param = str_cat("input_extra[", i, "]");
+    if (!c.is_object()) wrong_type(param, "an object {filename, text}", c);
+    const ordered_json* text = field(c, "text");
+    if (text == nullptr || !text->is_string()) {
+      throw invalid_request(str_cat("'", param, ".text' must be a string"), param + ".text",
+                            "invalid_value");
+    }
+    std::string filename = "tmp";  // llama-server's name for an unnamed chunk
+    if (field(c, "filename") != nullptr) filename = get_string(c, "filename", param + ".filename");
+    in.extra.push_back({std::move(filename), text->get<std::string>()});
+  }
+  return in;
+}
+
+// logit_bias in llama-server's forms: [[id or text, bias or false], ...] or an object from ids
+// (or texts) to biases; false bans the token (a bias of -100, the API's floor). Token ids go to
+// `ids` (an OpenAI-style object checked by parse_request), texts to `texts`.
+void get_logit_bias(const ordered_json& j, ordered_json& ids,
+                    std::vector<std::pair<std::string, float>>& texts) {
+  const ordered_json* v = field(j, "logit_bias");
+  if (v == nullptr) return;
+  const auto bias_of = [](const ordered_json& b) -> ordered_json {
+    if (b.is_boolean() && !b.get<bool>()) return -100.0;
+    return b;  // parse_request checks numbers and their range
+  };
+  const auto add = [&](const ordered_json& key, const ordered_json& b) {
+    if (key.is_number()) {
+      ids[std::to_string(token_id(key, "logit_bias"))] = bias_of(b);
+    } else if (key.is_string()) {
+      const std::string k = key.get<std::string>();
+      int32_t id = 0;
+      const auto [end, ec] = std::from_chars(k.data(), k.data() + k.size(), id);
+      if (!k.empty() && ec == std::errc() && end == k.data() + k.size() && id >= 0) {
+        ids[k] = bias_of(b);
+        return;
+      }
+      const ordered_json bias = bias_of(b);
+      if (!bias.is_number()) wrong_type("logit_bias", "numbers or false as biases", b);
+      const double d = bias.get<double>();
+      if (!(d >= -100.0 && d <= 100.0)) {
+        throw invalid_request(str_cat("'logit_bias' values must be between -100 and 100, got ", d),
+                              "logit_bias", "invalid_value");
+      }
+      texts.emplace_back(k, static_cast<float>(d));
+    } else {
+      wrong_type("logit_bias", "token ids or strings as keys", key);
+    }
+  };
+  if (v->is_object()) {
+    for (const auto& [k, b] : v->items()) add(ordered_json(k), b);
+  } else if (v->is_array()) {
+    for (const ordered_json& pair : *v) {
+      if (!pair.is_array() || pair.size() != 2) {
+        wrong_type("logit_bias", "an array of [token id or text, bias] pairs", pair);
+      }
+      add(pair[0], pair[1]);
+    }
+  } else {
+    wrong_type("logit_bias", "an array of [token, bias] pairs or an object", *v);
+  }
+}
+
+// The samplers llama-server names that specdec implements, by every name llama-server takes.
+std::string canonical_sampler(const std::string& name) {
+  if (name == "top_k" || name == "top-k") return "top_k";
+  if (name == "top_p" || name == "top-p" || name == "nucleus") return "top_p";
+  if (name == "min_p" || name == "min-p") return "min_p";
+  if (name == "temperature" || name == "temp") return "temperature";
+  if (name == "penalties") return "penalties";
+  return "";
+}
+
+}  // namespace
+
+NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view body) {
+  if (json_nesting_depth(body) > kMaxJsonDepth) {
+    throw invalid_request(
+        str_cat("the request body nests JSON deeper than ", kMaxJsonDepth, " levels"), "",
+        "invalid_json");
+  }
+  const ordered_json j = ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    throw invalid_request("the request body is not valid JSON", "", "invalid_json");
+  }
+  if (!j.is_object()) wrong_type("body", "a JSON object", j);
+
+  NativeRequest r;
+  r.endpoint = endpoint;
+  if (endpoint == NativeEndpoint::Completion) {
+    r.prompts = get_prompts(j);
+  } else {
+    r.infill = get_infill(j);
+  }
+  constexpr int64_t kMaxTokens = 1 << 24;
+  r.n_predict = static_cast<int32_t>(get_int(j, "n_predict", -1, kMaxTokens).value_or(-1));
+  if (auto m = get_int(j, "max_tokens", -1, kMaxTokens); m && field(j, "n_predict") == nullptr) {
+    r.n_predict = static_cast<int32_t>(*m);  // the OpenAI name, which llama-server also reads
+  }
+  r.n_probs = static_cast<int32_t>(get_int(j, "n_probs", 0, kMaxTopLogprobs).value_or(0));
+  r.n_indent = static_cast<int32_t>(get_int(j, "n_indent", 0, 1 << 16).value_or(0));
+  r.t_max_predict_ms =
+      static_cast<double>(get_int(j, "t_max_predict_ms", 0, 1LL << 40).value_or(0));
+  if (const ordered_json* v = field(j, "return_tokens")) {
+    if (!v->is_boolean()) wrong_type("return_tokens", "a boolean", *v);
+    r.return_tokens = v->get<bool>();
+  }
+  if (const ordered_json* f = field(j, "response_fields")) {
+    if (!f->is_array()) wrong_type("response_fields", "an array of strings", *f);
+    for (const ordered_json& s : *f) {
+      if (!s.is_string()) wrong_type("response_fields", "an array of strings", *f);
+      r.response_fields.push_back(s.get<std::string>());
+    }
+  }
+  for (const char* name : {"cache_prompt", "timings_per_token", "return_progress"}) {
+    if (const ordered_json* v = field(j, name); v != nullptr && !v->is_boolean()) {
+      wrong_type(name, "a boolean", *v);
+    }
+  }
+
+  // Samplers specdec does not have are refused when switched on, never silently skipped.
+  const auto off_unless = [&](const char* name, double off, const char* what) {
+    if (get_number(j, name, off) != off) {
+      unsupported(name, str_cat(what, " is not supported; leave '", name, "' at ", off));
+    }
+  };
+  off_unless("typical_p", 1.0, "locally typical sampling");
+  off_unless("mirostat", 0.0, "Mirostat");
+  off_unless("dry_multiplier", 0.0, "DRY sampling");
+  off_unless("dynatemp_range", 0.0, "dynamic temperature");
+  if (get_number(j, "top_n_sigma", -1.0) > 0) {
+    unsupported("top_n_sigma", "top-n-sigma sampling is not supported; leave it at -1");
+  }
+  if (get_number(j, "xtc_probability", 0.0) > 0 && get_number(j, "xtc_threshold", 0.1) <= 0.5) {
+    unsupported("xtc_probability", "XTC sampling is not supported; leave it at 0");
+  }
+  if (const ordered_json* l = field(j, "lora"); l != nullptr && !(l->is_array() && l->empty())) {
+    unsupported("lora", "LoRA adapters are not supported");
+  }
+  if (const ordered_json* p = field(j, "post_sampling_probs");
+      p != nullptr && !(p->is_boolean() && !p->get<bool>())) {
+    unsupported("post_sampling_probs",
+                "probabilities after the sampling chain are not reported; n_probs gives the "
+                "target's own distribution");
+  }
+
+  // The fields shared with /v1/completions go through its parser, with llama-server's
+  // defaults.
+  ordered_json o = ordered_json::object();
+  o["prompt"] = "-";  // the prompts are taken above
+  for (const char* name :
+       {"model", "stop", "ignore_eos", "grammar", "json_schema", "response_format", "stream",
+        "presence_penalty", "frequency_penalty", "repeat_penalty", "min_p", "top_p", "speculative",
+        "draft_max", "stop_token_ids", "min_tokens"}) {
+    if (const ordered_json* v = field(j, name)) o[name] = *v;
+  }
+  o["temperature"] = 0.8;
+  if (const ordered_json* t = field(j, "temperature")) {
+    // llama-server samples greedily at any temperature <= 0.
+    o["temperature"] = t->is_number() && t->get<double>() <= 0 ? ordered_json(0.0) : *t;
+  }
+  o["top_k"] = 40;
+  if (const ordered_json* k = field(j, "top_k")) {
+    o["top_k"] = k->is_number() && k->get<double>() <= 0 ? ordered_json(0) : *k;  // <= 0: off
+  }
+  if (!o.contains("top_p")) o["top_p"] = 0.95;
+  if (!o.contains("min_p")) o["min_p"] = 0.05;
+  if (const ordered_json* s = field(j, "seed")) {
+    // -1 (and its unsigned 32-bit spelling, llama.cpp's LLAMA_DEFAULT_SEED): a random seed.
+    const bool random =
+        s->is_number() && (s->get<double>() == -1.0 || s->get<double>() == 4294967295.0);
+    if (!random) o["seed"] = *s;
+  }
+  if (r.n_predict > 0) o["max_tokens"] = r.n_predict;
+  if (r.n_probs > 0) o["logprobs"] = r.n_probs;
+  if (auto n = get_int(j, "n_cmpl", 1, kMaxChoices)) o["n"] = *n;
+  ordered_json ids = ordered_json::object();
+  get_logit_bias(j, ids, r.text_bias);
+  if (!ids.empty()) o["logit_bias"] = std::move(ids);
+  r.base = parse_request(Endpoint::Completions, o.dump());
+  r.base.prompts.clear();
+  if (r.n_predict >= 0 && r.base.min_tokens > r.n_predict) {
+    throw invalid_request(
+        str_cat("min_tokens (", r.base.min_tokens, ") exceeds n_predict (", r.n_predict, ")"),
+        "min_tokens", "invalid_value");
+  }
+
+  // The samplers list: a filter it leaves out is off (the temperature then 1, as sampling
+  // without llama-server's temperature stage is).
+  std::vector<std::string> listed = {"penalties", "top_k", "top_p", "min_p", "temperature"};
+  if (const ordered_json* s = field(j, "samplers")) {
+    if (!s->is_array()) wrong_type("samplers", "an array of sampler names", *s);
+    listed.clear();
+    for (const ordered_json& name : *s) {
+      if (!name.is_string()) wrong_type("samplers", "an array of sampler names", *s);
+      const std::string c = canonical_sampler(name.get<std::string>());
+      if (!c.empty() && std::find(listed.begin(), listed.end(), c) == listed.end()) {
+        listed.push_back(c);
+      }
+    }
+  }
+  const auto has = [&listed](const char* name) {
+    return std::find(listed.begin(), listed.end(), name) != listed.end();
+  };
+  CompletionRequest& b = r.base;
+  if (!has("top_k")) b.top_k = 0;
+  if (!has("top_p")) b.top_p = 1.0f;
+  if (!has("min_p")) b.min_p = 0.0f;
+  if (!has("temperature") && b.temperature > 0) b.temperature = 1.0f;
+  if (!has("penalties")) {
+    b.penalties.repetition_penalty = 1.0f;
+    b.penalties.presence_penalty = 0.0f;
+    b.penalties.frequency_penalty = 0.0f;
+  }
+  const bool penalized = b.penalties.repetition_penalty != 1.0f ||
+                         b.penalties.presence_penalty != 0.0f ||
+                         b.penalties.frequency_penalty != 0.0f;
+  if (auto last_n = get_int(j, "repeat_last_n", -1, 1 << 24);
+      last_n && penalized && *last_n != -1) {
+    unsupported("repeat_last_n",
+                "penalties apply to the whole text here (OpenAI's and vLLM's rule), not to a "
+                "window; send -1 or leave it out");
+  }
+  for (const std::string& s : listed) {
+    const bool active = (s == "top_k" && b.top_k > 0) || (s == "top_p" && b.top_p < 1.0f) ||
+                        (s == "min_p" && b.min_p > 0.0f) ||
+                        (s == "temperature" && b.temperature > 0) ||
+                        (s == "penalties" && penalized);
+    if (active) r.samplers.push_back(s);
+  }
+  return r;
+}
+
+nlohmann::json native_settings_json(const NativeRequest& r, const GenerationOptions& o,
+                                    int32_t n_ctx) {
+  const PenaltyParams& p = o.penalties;
+  return json{{"n_ctx", n_ctx},
+              {"n_predict", r.n_predict},
+              {"temperature", o.sampling.temperature},
+              {"top_k", o.sampling.top_k},
+              {"top_p", o.sampling.top_p},
+              {"min_p", o.sampling.min_p},
+              {"repeat_penalty", p.repetition_penalty},
+              {"presence_penalty", p.presence_penalty},
+              {"frequency_penalty", p.frequency_penalty},
+              {"seed", o.sampling.seed},
+              {"stop", o.stop},
+              {"ignore_eos", o.ignore_eos},
+              {"n_probs", r.n_probs},
+              {"n_indent", r.n_indent},
+              {"t_max_predict_ms", r.t_max_predict_ms},
+              {"grammar", o.grammar != nullptr},
+              {"samplers", r.samplers},
+              {"stream", r.base.stream},
+              {"speculative", o.speculative},
+              {"speculative.n_max", o.draft_max}};
+}
+
+const char* native_stop_type(const GenerationResult& result) {
+  switch (result.finish) {
+    case FinishReason::EndOfGeneration:
+      return "eos";
+    case FinishReason::Stop:
+      return result.stop_text.empty() ? "limit" : "word";
+    default:
+      return "limit";
+  }
+}
+
+nlohmann::json native_probs_json(const Tokenizer& tok, std::span<const TokenLogprob> entries) {
+  const auto entry = [&tok](int32_t id, float logprob) {
+    const std::string piece = tok.token_bytes(id);
+    json bytes = json::array();
+    for (unsigned char c : piece) bytes.push_back(c);
+    return json{{"id", id}, {"token", piece}, {"bytes", std::move(bytes)}, {"logprob", logprob}};
+  };
+  json out = json::array();
+  for (const TokenLogprob& e : entries) {
+    json item = entry(e.token, e.logprob);
+    json top = json::array();
+    for (const auto& [id, lp] : e.top) top.push_back(entry(id, lp));
+    item["top_logprobs"] = std::move(top);
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+namespace {
+
+// The prompt as llama-server echoes it: text, with special tokens by their names.
+std::string prompt_text(const Tokenizer& tok, const std::vector<int32_t>& prompt) {
+  std::string out;
+  for (int32_t id : prompt) {
+    const std::string piece = tok.token_bytes(id);
+    out += piece.empty() && tok.token_type(id) == kTokenControl ? tok.token_text(id) : piece;
+  }
+  return out;
+}
+
+json timings_json(const GenerationStats& s, size_t prompt_tokens) {
+  const int64_t prompt_n = static_cast<int64_t>(prompt_tokens) - s.cached_tokens;
+  const auto per_token = [](double ms, int64_t n) {
+    return n > 0 ? ms / static_cast<double>(n) : 0.0;
+  };
+  const auto per_second = [](double ms, int64_t n) {
+    return ms > 0 ? 1000.0 * static_cast<double>(n) / ms : 0.0;
+  };
+  json t{{"cache_n", s.cached_tokens},
+         {"prompt_n", prompt_n},
+         {"prompt_ms", s.prefill_ms},
+         {"prompt_per_token_ms", per_token(s.prefill_ms, prompt_n)},
+         {"prompt_per_second", per_second(s.prefill_ms, prompt_n)},
+         {"predicted_n", s.generated_tokens},
+         {"predicted_ms", s.decode_ms},
+         {"predicted_per_token_ms", per_token(s.decode_ms, s.generated_tokens)},
+         {"predicted_per_second", per_second(s.decode_ms, s.generated_tokens)}};
+  if (s.speculative) {
+    t["draft_n"] = s.spec.drafted;
+    t["draft_n_accepted"] = s.spec.accepted;
+  }
+  return t;
+}
+
+}  // namespace
+
+nlohmann::json native_result_json(const NativeMeta& meta, const GenerationResult& result,
+                                  const std::vector<int32_t>& prompt, size_t index,
+                                  bool return_tokens, int32_t n_probs, bool streamed) {
+  json doc{{"index", index},
+           {"content", streamed ? std::string() : result.text},
+           {"tokens", return_tokens ? json(result.tokens) : json::array()},
+           {"id_slot", -1},
+           {"stop", true},
+           {"model", meta.model},
+           {"tokens_predicted", result.stats.generated_tokens},
+           {"tokens_evaluated", prompt.size()},
+           {"generation_settings", meta.generation_settings},
+           {"prompt", prompt_text(*meta.tokenizer, prompt)},
+           {"has_new_line", result.text.find('\n') != std::string::npos},
+           {"truncated", result.finish == FinishReason::ContextFull},
+           {"stop_type", native_stop_type(result)},
+           {"stopping_word", result.stop_text},
+           {"tokens_cached", result.stats.cached_tokens},
+           {"timings", timings_json(result.stats, prompt.size())}};
+  if (n_probs > 0 && !streamed) {
+    std::span<const TokenLogprob> entries = result.logprobs;
+    // The end-of-generation token is not part of the text.
+    if (result.finish == FinishReason::EndOfGeneration && !entries.empty()) {
+      entries = entries.first(entries.size() - 1);
+    }
+    doc["completion_probabilities"] = native_probs_json(*meta.tokenizer, entries);
+  }
+  return doc;
+}
+
+nlohmann::json native_chunk_json(std::string_view text, size_t index, const nlohmann::json& probs) {
+  json doc{{"index", index},
+           {"content", std::string(text)},
+           {"tokens", json::array()},
+           {"stop", false},
+           {"id_slot", -1}};
+  if (!probs.is_null()) doc["completion_probabilities"] = probs;
+  return doc;
+}
+
+nlohmann::json select_response_fields(const nlohmann::json& doc,
+                                      const std::vector<std::string>& fields) {
+  if (fields.empty()) return doc;
+  json out = json::object();
+  for (const std::string& path : fields) {
+    const json* at = &doc;
+    size_t start = 0;
+    std::string last;
+    bool found = true;
+    while (found) {
+      const size_t slash = path.find('/', start);
+      last = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+      if (!at->is_object() || !at->contains(last)) {
+        found = false;
+        break;
+      }
+      at = &(*at)[last];
+      if (slash == std::string::npos) break;
+      start = slash + 1;
+    }
+    if (found) out[last] = *at;
+  }
+  return out;
+}
+
+}  // namespace specdec::server

@@ -1,0 +1,244 @@
+"""llama-server's own endpoints, /completion and /infill, for the clients written against them
+(editor plugins such as llama.vscode and llama.vim call /infill): llama-server's field names,
+defaults and response shape, the same greedy text as the OpenAI-style endpoint and with or
+without speculation, and a 400 naming the field for what is not supported."""
+
+import pytest
+
+from conftest import Server, post_json
+from test_server import greedy_completion, sse_stream
+
+PROMPT = "The capital of France is"
+
+
+def native(server, path="/completion", status=200, **body):
+    got, doc = post_json(server.base, path, body)
+    assert got == status, doc
+    return doc
+
+
+def token_ids(server, text):
+    return post_json(server.base, "/tokenize", {"content": text})[1]["tokens"]
+
+
+@pytest.mark.parametrize("speculative", [True, False])
+def test_completion_is_the_openai_endpoints_greedy_text(server, speculative):
+    doc = native(server, prompt=PROMPT, n_predict=12, temperature=0, ignore_eos=True,
+                 speculative=speculative)
+    want = greedy_completion(server, PROMPT, 12)["choices"][0]["text"]
+    assert doc["content"] == want
+    assert doc["stop"] is True and doc["stop_type"] == "limit" and doc["stopping_word"] == ""
+    assert doc["tokens_predicted"] == 12
+    assert doc["tokens_evaluated"] == len(token_ids(server, PROMPT))
+    assert doc["prompt"] == PROMPT and doc["truncated"] is False
+    assert doc["model"] == "tiny-target" and doc["index"] == 0 and doc["tokens"] == []
+    t = doc["timings"]
+    assert t["predicted_n"] == 12 and t["prompt_n"] + t["cache_n"] == doc["tokens_evaluated"]
+    assert ("draft_n" in t) == speculative
+    if speculative:
+        assert 0 <= t["draft_n_accepted"] <= t["draft_n"]
+
+
+def test_llama_server_defaults_and_the_samplers_list(server):
+    settings = native(server, prompt=PROMPT, n_predict=2, seed=3)["generation_settings"]
+    assert settings["temperature"] == pytest.approx(0.8)
+    assert settings["top_k"] == 40
+    assert settings["top_p"] == pytest.approx(0.95)
+    assert settings["min_p"] == pytest.approx(0.05)
+    assert settings["n_predict"] == 2 and settings["seed"] == 3
+    assert settings["samplers"] == ["top_k", "top_p", "min_p", "temperature"]
+    # A seeded sampled request is reproducible.
+    a = native(server, prompt=PROMPT, n_predict=10, seed=11, ignore_eos=True)["content"]
+    assert native(server, prompt=PROMPT, n_predict=10, seed=11, ignore_eos=True)["content"] == a
+    # A filter the list leaves out is off; without "temperature" sampling is at temperature 1
+    # (llama.vscode's list: "infill" is a sampler specdec does not have, and is skipped).
+    s = native(server, prompt=PROMPT, n_predict=2, samplers=["top_k", "top_p", "infill"],
+               top_p=0.99)["generation_settings"]
+    assert s["samplers"] == ["top_k", "top_p"]
+    assert s["temperature"] == 1.0 and s["min_p"] == 0.0 and s["top_k"] == 40
+    assert native(server, prompt=PROMPT, n_predict=2, samplers=[])["generation_settings"][
+        "samplers"] == []
+    # Greedy at any temperature <= 0, as there.
+    assert native(server, prompt=PROMPT, n_predict=6, temperature=-1, ignore_eos=True)[
+        "content"] == greedy_completion(server, PROMPT, 6)["choices"][0]["text"]
+
+
+def test_prompt_forms_and_several_completions(server):
+    ids = token_ids(server, PROMPT)
+    by_text = native(server, prompt=PROMPT, n_predict=6, temperature=0, ignore_eos=True,
+                     return_tokens=True)
+    by_ids = native(server, prompt=ids, n_predict=6, temperature=0, ignore_eos=True)
+    assert by_ids["content"] == by_text["content"]
+    assert len(by_text["tokens"]) == 6
+    # Ids and text mixed make one prompt.
+    head = token_ids(server, "The capital")
+    mixed = native(server, prompt=head + [" of France is"], n_predict=6, temperature=0,
+                   ignore_eos=True)
+    assert mixed["tokens_evaluated"] == len(head) + len(token_ids(server, " of France is"))
+    # Several prompts: an array, one entry each, in order.
+    docs = native(server, prompt=[PROMPT, "Hello"], n_predict=4, temperature=0, ignore_eos=True)
+    assert [d["index"] for d in docs] == [0, 1]
+    assert docs[0]["content"] == greedy_completion(server, PROMPT, 4)["choices"][0]["text"]
+    assert docs[1]["content"] == greedy_completion(server, "Hello", 4)["choices"][0]["text"]
+    # n_cmpl: several completions of one prompt, choice i seeded seed + i.
+    two = native(server, prompt=PROMPT, n_predict=8, n_cmpl=2, seed=5, ignore_eos=True)
+    assert len(two) == 2
+    assert two[1]["content"] == native(server, prompt=PROMPT, n_predict=8, seed=6,
+                                       ignore_eos=True)["content"]
+
+
+def test_stream_sends_pieces_then_the_result_without_done(server):
+    whole = native(server, prompt=PROMPT, n_predict=12, temperature=0, ignore_eos=True)
+    status, events, done = sse_stream(server.port, "/completion",
+                                      {"prompt": PROMPT, "n_predict": 12, "temperature": 0,
+                                       "ignore_eos": True})
+    assert status == 200 and not done  # llama-server's own stream has no [DONE] line
+    pieces, last = events[:-1], events[-1]
+    assert all(e["stop"] is False for e in pieces)
+    assert "".join(e["content"] for e in pieces) == whole["content"]
+    assert last["stop"] is True and last["content"] == ""
+    assert last["tokens_predicted"] == 12 and last["stop_type"] == "limit"
+
+
+def test_n_probs_are_the_targets_logprobs(server):
+    doc = native(server, prompt=PROMPT, n_predict=6, temperature=0, ignore_eos=True, n_probs=3,
+                 return_tokens=True)
+    probs = doc["completion_probabilities"]
+    assert [p["id"] for p in probs] == doc["tokens"]
+    openai = greedy_completion(server, PROMPT, 6, logprobs=3)["choices"][0]["logprobs"]
+    assert [p["logprob"] for p in probs] == openai["token_logprobs"]
+    for p in probs:
+        assert len(p["top_logprobs"]) == 3 and p["top_logprobs"][0]["logprob"] >= p["logprob"]
+        if all(b < 128 for b in p["bytes"]):
+            assert bytes(p["bytes"]).decode() == p["token"]
+    status, events, _ = sse_stream(server.port, "/completion",
+                                   {"prompt": PROMPT, "n_predict": 6, "temperature": 0,
+                                    "ignore_eos": True, "n_probs": 3})
+    streamed = [p for e in events[:-1] for p in e.get("completion_probabilities", [])]
+    assert [p["id"] for p in streamed] == doc["tokens"]
+
+
+def test_response_fields_select_and_lift(server):
+    doc = native(server, prompt=PROMPT, n_predict=3, temperature=0,
+                 response_fields=["content", "timings/predicted_n", "generation_settings/top_k",
+                                  "no_such_field"])
+    assert set(doc) == {"content", "predicted_n", "top_k"}
+    assert doc["predicted_n"] <= 3 and doc["top_k"] == 40
+
+
+def test_logit_bias_forms(server):
+    first = native(server, prompt=PROMPT, n_predict=1, temperature=0, return_tokens=True)
+    tok = first["tokens"][0]
+    for bias in ([[tok, False]], [[tok, -100]], {str(tok): -100}):
+        other = native(server, prompt=PROMPT, n_predict=1, temperature=0, return_tokens=True,
+                       logit_bias=bias)
+        assert other["tokens"][0] != tok, bias
+    # A text's tokens all get the bias.
+    piece = post_json(server.base, "/detokenize", {"tokens": [tok]})[1]["content"]
+    other = native(server, prompt=PROMPT, n_predict=1, temperature=0, return_tokens=True,
+                   logit_bias=[[piece, -100]])
+    assert other["tokens"][0] != tok
+
+
+def test_infill_prompt_layout_and_speculation(server):
+    body = {"input_prefix": "def add(a, b):\n", "input_suffix": "\nprint(add(1, 2))\n",
+            "prompt": "    return", "input_extra": [{"filename": "util.py", "text": "X = 1\n"}],
+            "n_predict": 10, "temperature": 0, "ignore_eos": True}
+    texts = []
+    for speculative in (True, False):
+        doc = native(server, "/infill", speculative=speculative, **body)
+        texts.append(doc["content"])
+        assert doc["tokens_predicted"] == 10
+    assert texts[0] == texts[1]
+    # The tiny models have the three FIM markers but no repository ones: the chunk follows a
+    # snippet line, then PRE prefix prompt SUF suffix MID.
+    assert doc["prompt"] == ("\n\n--- snippet ---\n\nX = 1\n<|fim_prefix|>def add(a, b):\n"
+                             "    return<|fim_suffix|>\nprint(add(1, 2))\n<|fim_middle|>")
+    # The same tokens through /completion give the same text.
+    ids = post_json(server.base, "/tokenize", {"content": doc["prompt"]})[1]["tokens"]
+    assert native(server, prompt=ids, n_predict=10, temperature=0, ignore_eos=True)[
+        "content"] == texts[0]
+
+
+def test_infill_n_indent_and_time_limit(server):
+    # A grammar fixes the text, so that the random model writes lines.
+    grammar = 'root ::= "x = 1\\n    y = 2\\n    z = 3\\nw = 4\\n" [a-z]+'
+    base = {"input_prefix": "if c:\n", "input_suffix": "", "n_predict": 60, "temperature": 0,
+            "grammar": grammar}
+    full = native(server, "/infill", **base)
+    assert full["content"].startswith("x = 1\n    y = 2\n    z = 3\nw = 4\n")
+    cut = native(server, "/infill", n_indent=4, **base)
+    assert cut["content"] == "x = 1\n    y = 2\n    z = 3\n"
+    assert cut["stop_type"] == "limit" and cut["stopping_word"] == ""
+    status, events, _ = sse_stream(server.port, "/infill", {**base, "n_indent": 4})
+    assert "".join(e["content"] for e in events[:-1]) == cut["content"]
+    # t_max_predict_ms: once a newline is out and the time is up, the text ends.
+    # (min_tokens: no end token before the time limit can act)
+    timed = native(server, "/infill", **{**base, "grammar": 'root ::= "a\\n" [a-z]+',
+                                         "n_predict": 400, "min_tokens": 400},
+                   t_max_predict_ms=1)
+    assert timed["content"].startswith("a\n") and timed["stop_type"] == "limit"
+    assert timed["tokens_predicted"] < 400
+    # A stop string is a "word".
+    word = native(server, "/infill", stop=["z ="], **base)
+    assert word["content"] == "x = 1\n    y = 2\n    " and word["stop_type"] == "word"
+    assert word["stopping_word"] == "z ="
+
+
+def test_budget_and_truncation(server):
+    # n_predict past the context: the text ends where the context does.
+    doc = native(server, prompt=PROMPT, n_predict=100000, temperature=0, ignore_eos=True)
+    assert doc["truncated"] is True
+    # (the last token generated need not enter the context)
+    assert doc["tokens_predicted"] + doc["tokens_evaluated"] == 513
+    # An infill prompt too long for the context is cut at its far ends and still answered.
+    long = {"input_prefix": "a = 1\n" * 400, "input_suffix": "b = 2\n" * 400,
+            "prompt": "c", "n_predict": 8, "temperature": 0}
+    doc = native(server, "/infill", **long)
+    assert doc["tokens_evaluated"] <= 512 - 8
+    # The prefix keeps its end (then the prompt), the suffix its start.
+    prefix, rest = doc["prompt"].split("<|fim_prefix|>")[1].split("<|fim_suffix|>")
+    suffix = rest[:-len("<|fim_middle|>")]
+    assert rest.endswith("<|fim_middle|>")
+    assert prefix.endswith("c") and 0 < len(prefix) - 1 < len(long["input_prefix"])
+    assert long["input_prefix"].endswith(prefix[:-1])
+    assert 0 < len(suffix) < len(long["input_suffix"])
+    assert long["input_suffix"].startswith(suffix)
+
+
+@pytest.mark.parametrize("path,body,param", [
+    ("/completion", {"prompt": PROMPT, "typical_p": 0.5}, "typical_p"),
+    ("/completion", {"prompt": PROMPT, "mirostat": 2}, "mirostat"),
+    ("/completion", {"prompt": PROMPT, "dry_multiplier": 0.8}, "dry_multiplier"),
+    ("/completion", {"prompt": PROMPT, "xtc_probability": 0.5}, "xtc_probability"),
+    ("/completion", {"prompt": PROMPT, "lora": [{"id": 0, "scale": 1}]}, "lora"),
+    ("/completion", {"prompt": PROMPT, "post_sampling_probs": True}, "post_sampling_probs"),
+    ("/completion", {"prompt": PROMPT, "repeat_penalty": 1.1, "repeat_last_n": 64},
+     "repeat_last_n"),
+    ("/completion", {"prompt": {"prompt_string": "x"}}, "prompt"),
+    ("/completion", {"prompt": [1, {"a": 1}]}, "prompt"),
+    ("/completion", {"prompt": [10 ** 7]}, "prompt"),
+    ("/completion", {"prompt": PROMPT, "n_predict": -2}, "n_predict"),
+    ("/completion", {"prompt": PROMPT, "n_probs": 99}, "n_probs"),
+    ("/completion", {"prompt": PROMPT, "samplers": "kt"}, "samplers"),
+    ("/completion", {"prompt": PROMPT, "logit_bias": [[1]]}, "logit_bias"),
+    ("/completion", {"prompt": PROMPT, "response_fields": "content"}, "response_fields"),
+    ("/completion", {"n_predict": 3}, "prompt"),
+    ("/completion", {"prompt": "x " * 2000}, "prompt"),
+    ("/infill", {"input_extra": [{"filename": "a"}]}, "input_extra[0].text"),
+    ("/infill", {"input_extra": "x"}, "input_extra"),
+    ("/infill", {"input_prefix": 3}, "input_prefix"),
+    ("/infill", {"prompt": "x " * 2000}, "prompt"),
+])
+def test_bad_requests_name_the_field(server, path, body, param):
+    doc = native(server, path, status=400, **body)
+    assert doc["error"]["param"] == param, doc
+
+
+def test_infill_needs_fim_markers(cli, models):
+    s = Server(cli, ["-m", models["slow"], "-t", "1", "-c", "256"])
+    try:
+        status, doc = post_json(s.base, "/infill", {"input_prefix": "x", "n_predict": 2})
+        assert status == 400 and "fill-in-the-middle" in doc["error"]["message"], doc
+    finally:
+        assert s.stop() == 0
