@@ -16,14 +16,17 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "engine/stop_matcher.h"
 #include "fuzz_support.h"
 #include "fuzz_targets.h"
 #include "sampling/distribution.h"
 #include "sampling/logprobs.h"
 #include "sampling/rng.h"
+#include "server/native_api.h"
 #include "server/openai_format.h"
 #include "server/request_parsing.h"
+#include "tokenizer/infill_prompt.h"
 
 namespace specdec::fuzz {
 namespace {
@@ -178,6 +181,73 @@ void check_logprobs(const CompletionRequest& r, const Tokenizer& tok,
   }
 }
 
+// The qwen2 test vocabulary with Qwen2.5-Coder's fill-in-the-middle and repository markers.
+const Tokenizer& fim_tokenizer() {
+  static const Tokenizer kTok = [] {
+    VocabData d = vocab_data(4);
+    for (const char* t :
+         {"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|repo_name|>", "<|file_sep|>"}) {
+      d.tokens.push_back(t);
+      d.token_types.push_back(kTokenControl);
+    }
+    return Tokenizer::from_vocab(std::move(d));
+  }();
+  return kTok;
+}
+
+// The same body on llama-server's endpoints (/completion when bit 0 is clear, /infill when
+// set): a 400 naming a field, or values in range; an infill request's prompt within its budget
+// (the context size of bits 1-3 less a quarter, as the server reserves without n_predict),
+// markers in place, or refused by an Error.
+void check_native(uint8_t flags, std::string_view body) {
+  const server::NativeEndpoint endpoint =
+      flags & 1 ? server::NativeEndpoint::Infill : server::NativeEndpoint::Completion;
+  server::NativeRequest r;
+  try {
+    r = server::parse_native_request(endpoint, body);
+  } catch (const ApiError& e) {
+    FUZZ_CHECK(e.status() == 400 && *e.what() != '\0');
+    check_error_document(e);
+    return;
+  }
+  FUZZ_CHECK(r.n_predict >= -1 && r.n_predict <= (1 << 24));
+  FUZZ_CHECK(r.n_probs >= 0 && r.n_probs <= kMaxTopLogprobs);
+  FUZZ_CHECK(r.n_indent >= 0 && r.t_max_predict_ms >= 0);
+  FUZZ_CHECK(r.base.temperature >= 0.0f && r.base.temperature <= 2.0f);
+  FUZZ_CHECK(r.base.top_k >= 0 && r.base.top_p >= 0.0f && r.base.top_p <= 1.0f);
+  FUZZ_CHECK(r.base.prompts.empty() && r.base.logprobs == (r.n_probs > 0 ? r.n_probs : -1));
+  for (const auto& [text, bias] : r.text_bias) FUZZ_CHECK(bias >= -100.0f && bias <= 100.0f);
+  if (endpoint == server::NativeEndpoint::Completion) {
+    FUZZ_CHECK(!r.prompts.empty() &&
+               r.prompts.size() <= static_cast<size_t>(server::kMaxChoicesPerRequest));
+    for (const auto& pieces : r.prompts) {
+      FUZZ_CHECK(!pieces.empty());
+      for (const server::NativePromptPiece& p : pieces) FUZZ_CHECK(p.is_text || !p.ids.empty());
+    }
+    return;
+  }
+  FUZZ_CHECK(r.prompts.empty());
+  const Tokenizer& tok = fim_tokenizer();
+  const int32_t n_ctx = std::min(kContexts[(flags >> 1) & 7], 1 << 16);
+  const auto budget = static_cast<size_t>(std::max(1, n_ctx - std::max(1, n_ctx / 4)));
+  try {
+    const InfillPrompt p = encode_infill_prompt(tok, r.infill, budget);
+    FUZZ_CHECK(p.tokens.size() <= budget && p.tokens.back() == tok.fim()->middle);
+    FUZZ_CHECK(p.prefix_cut >= 0 && p.suffix_cut >= 0 && p.chunks_cut >= 0 &&
+               static_cast<size_t>(p.chunks_cut) <= r.infill.extra.size());
+    for (int32_t id : p.tokens) FUZZ_CHECK(id >= 0 && id < tok.n_vocab());
+  } catch (const Error&) {
+    // Only when the markers and the prompt alone do not fit: without the rest it fails too.
+    bool alone_fits = true;
+    try {
+      encode_infill_prompt(tok, InfillInput{"", "", r.infill.prompt, {}}, budget);
+    } catch (const Error&) {
+      alone_fits = false;
+    }
+    FUZZ_CHECK(!alone_fits);
+  }
+}
+
 }  // namespace
 
 int fuzz_one_request(const uint8_t* data, size_t size) {
@@ -186,6 +256,7 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
   const Endpoint endpoint = flags & 1 ? Endpoint::ChatCompletions : Endpoint::Completions;
   const int32_t n_ctx = kContexts[(flags >> 1) & 7];
   const std::string_view body = in.rest();
+  check_native(flags, body);
 
   CompletionRequest r;
   try {

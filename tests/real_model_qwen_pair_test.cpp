@@ -20,6 +20,7 @@
 #include "support/decode_stats_checks.h"
 #include "support/real_models.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/infill_prompt.h"
 
 namespace specdec {
 namespace {
@@ -266,6 +267,43 @@ TEST_F(RealModelQwenPair, FillInTheMiddleWritesTheBodyWithTheSameGreedyText) {
   EXPECT_NE(want.text.find("return a + b"), std::string::npos) << want.text;
   const GenerationResult got = spec.generate(prompt, go, {});
   EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_GT(got.stats.spec.accepted, 0);
+}
+
+// /infill's prompt on the real pair: Qwen2.5-Coder's repository-level markers are found, a chunk
+// of another file is used (the body calls the helper it defines), the indentation limit ends
+// the text at the end of the block, and the greedy text is the same with the draft.
+TEST_F(RealModelQwenPair, RepositoryLevelInfillUsesTheOtherFileAndEndsWithTheBlock) {
+  EngineOptions eo = engine_options();
+  Engine plain(*target_, nullptr, eo);
+  eo.draft_vocab = 32768;
+  Engine spec(*target_, draft_, eo);
+  const std::optional<Tokenizer::FimTokens> fim = plain.tokenizer().fim();
+  ASSERT_TRUE(fim.has_value());
+  EXPECT_EQ(plain.tokenizer().token_text(fim->repo), "<|repo_name|>");
+  EXPECT_EQ(plain.tokenizer().token_text(fim->file_sep), "<|file_sep|>");
+  InfillInput in;
+  in.extra = {{"geometry.py", "def circle_area_from_radius(r):\n    return 3.14159 * r * r\n"}};
+  in.prefix = "from geometry import circle_area_from_radius\n\ndef total_area(radii):\n";
+  in.suffix = "\n\nprint(total_area([1, 2]))\n";
+  in.prompt = "    ";
+  const std::vector<int32_t> prompt = encode_infill_prompt(plain.tokenizer(), in, 4096).tokens;
+  EXPECT_EQ(prompt.front(), fim->repo);
+  GenerationOptions go;
+  go.max_tokens = 40;
+  go.sampling.temperature = 0;
+  go.draft_max = 4;
+  go.min_indent = 4;
+  const GenerationResult want = plain.generate(prompt, go, {});
+  EXPECT_NE(want.text.find("circle_area_from_radius("), std::string::npos) << want.text;
+  // Every line after the first stays inside the function's block.
+  for (size_t nl = want.text.find('\n'); nl != std::string::npos && nl + 1 < want.text.size();
+       nl = want.text.find('\n', nl + 1)) {
+    EXPECT_EQ(want.text.compare(nl + 1, 4, "    "), 0) << want.text;
+  }
+  const GenerationResult got = spec.generate(prompt, go, {});
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_EQ(got.text, want.text);
   EXPECT_GT(got.stats.spec.accepted, 0);
 }
 
