@@ -1,0 +1,164 @@
+#include "server/native_api.h"
+
+#include <gtest/gtest.h>
+
+namespace specdec::server {
+namespace {
+
+using nlohmann::json;
+
+NativeRequest parse(NativeEndpoint e, const json& body) {
+  return parse_native_request(e, body.dump());
+}
+
+std::string refused_param(NativeEndpoint e, const json& body) {
+  try {
+    parse(e, body);
+  } catch (const ApiError& err) {
+    EXPECT_EQ(err.status(), 400);
+    return err.param();
+  }
+  ADD_FAILURE() << "accepted: " << body.dump();
+  return "";
+}
+
+TEST(NativeApi, LlamaServersDefaultsAndNames) {
+  const NativeRequest r = parse(NativeEndpoint::Completion, {{"prompt", "hi"}});
+  EXPECT_FLOAT_EQ(r.base.temperature, 0.8f);
+  EXPECT_EQ(r.base.top_k, 40);
+  EXPECT_FLOAT_EQ(r.base.top_p, 0.95f);
+  EXPECT_FLOAT_EQ(r.base.min_p, 0.05f);
+  EXPECT_EQ(r.n_predict, -1);
+  EXPECT_FALSE(r.base.seed.has_value());
+  EXPECT_EQ(r.samplers, (std::vector<std::string>{"top_k", "top_p", "min_p", "temperature"}));
+  const NativeRequest s = parse(NativeEndpoint::Completion, {{"prompt", "hi"},
+                                                             {"n_predict", 7},
+                                                             {"n_probs", 2},
+                                                             {"temperature", -1},
+                                                             {"top_k", 0},
+                                                             {"seed", -1},
+                                                             {"n_cmpl", 3},
+                                                             {"n_indent", 4},
+                                                             {"t_max_predict_ms", 250},
+                                                             {"stop", {"\n\n"}},
+                                                             {"return_tokens", true}});
+  EXPECT_EQ(s.n_predict, 7);
+  EXPECT_EQ(s.base.max_tokens, 7);
+  EXPECT_EQ(s.n_probs, 2);
+  EXPECT_EQ(s.base.logprobs, 2);
+  EXPECT_EQ(s.base.temperature, 0.0f);  // greedy at any temperature <= 0
+  EXPECT_EQ(s.base.top_k, 0);           // <= 0: off
+  EXPECT_FALSE(s.base.seed.has_value());
+  EXPECT_EQ(s.base.n, 3);
+  EXPECT_EQ(s.n_indent, 4);
+  EXPECT_EQ(s.t_max_predict_ms, 250);
+  EXPECT_EQ(s.base.stop, (std::vector<std::string>{"\n\n"}));
+  EXPECT_TRUE(s.return_tokens);
+  // The OpenAI name, which llama-server also reads; n_predict wins.
+  EXPECT_EQ(parse(NativeEndpoint::Completion, {{"prompt", "x"}, {"max_tokens", 5}}).n_predict, 5);
+  EXPECT_EQ(
+      parse(NativeEndpoint::Completion, {{"prompt", "x"}, {"max_tokens", 5}, {"n_predict", 9}})
+          .n_predict,
+      9);
+}
+
+TEST(NativeApi, TheSamplersListSwitchesFiltersOff) {
+  const NativeRequest r =
+      parse(NativeEndpoint::Infill,
+            {{"samplers", {"top_k", "top-p", "infill", "unknown"}}, {"top_p", 0.99}});
+  EXPECT_EQ(r.base.top_k, 40);
+  EXPECT_FLOAT_EQ(r.base.top_p, 0.99f);
+  EXPECT_EQ(r.base.min_p, 0.0f);
+  EXPECT_EQ(r.base.temperature, 1.0f);
+  EXPECT_EQ(r.samplers, (std::vector<std::string>{"top_k", "top_p"}));
+  const NativeRequest p =
+      parse(NativeEndpoint::Completion,
+            {{"prompt", "x"}, {"repeat_penalty", 1.3}, {"samplers", {"top_k"}}});
+  EXPECT_EQ(p.base.penalties.repetition_penalty, 1.0f);  // "penalties" not listed
+  const NativeRequest q = parse(NativeEndpoint::Completion,
+                                {{"prompt", "x"}, {"repeat_penalty", 1.3}, {"repeat_last_n", -1}});
+  EXPECT_FLOAT_EQ(q.base.penalties.repetition_penalty, 1.3f);
+  EXPECT_EQ(q.samplers.front(), "penalties");
+}
+
+TEST(NativeApi, PromptForms) {
+  const auto one = parse(NativeEndpoint::Completion, {{"prompt", {1, 2, "ab", 3}}});
+  ASSERT_EQ(one.prompts.size(), 1u);
+  ASSERT_EQ(one.prompts[0].size(), 3u);
+  EXPECT_EQ(one.prompts[0][0].ids, (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(one.prompts[0][1].text, "ab");
+  EXPECT_EQ(one.prompts[0][2].ids, (std::vector<int32_t>{3}));
+  const auto many = parse(NativeEndpoint::Completion, {{"prompt", {"a", json{4, "b"}}}});
+  ASSERT_EQ(many.prompts.size(), 2u);
+  EXPECT_EQ(many.prompts[1].size(), 2u);
+  const auto infill =
+      parse(NativeEndpoint::Infill,
+            {{"input_prefix", "p"},
+             {"input_suffix", "s"},
+             {"prompt", "  "},
+             {"input_extra", {{{"text", "t"}}, {{"filename", "f"}, {"text", "u"}}}}});
+  EXPECT_EQ(infill.infill.prefix, "p");
+  EXPECT_EQ(infill.infill.suffix, "s");
+  EXPECT_EQ(infill.infill.prompt, "  ");
+  ASSERT_EQ(infill.infill.extra.size(), 2u);
+  EXPECT_EQ(infill.infill.extra[0].filename, "tmp");
+  EXPECT_EQ(infill.infill.extra[1].filename, "f");
+  EXPECT_TRUE(infill.prompts.empty());
+}
+
+TEST(NativeApi, LogitBiasForms) {
+  const auto r = parse(NativeEndpoint::Completion,
+                       {{"prompt", "x"}, {"logit_bias", {{5, false}, {"7", 2.5}, {"ab", -1}}}});
+  const auto& ids = r.base.penalties.logit_bias;
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(ids[0], (std::pair<int32_t, float>{5, -100.0f}));
+  EXPECT_EQ(ids[1], (std::pair<int32_t, float>{7, 2.5f}));
+  ASSERT_EQ(r.text_bias.size(), 1u);
+  EXPECT_EQ(r.text_bias[0], (std::pair<std::string, float>{"ab", -1.0f}));
+  const auto o = parse(NativeEndpoint::Completion, {{"prompt", "x"}, {"logit_bias", {{"3", 1}}}});
+  EXPECT_EQ(o.base.penalties.logit_bias.size(), 1u);
+}
+
+TEST(NativeApi, RefusalsNameTheField) {
+  const auto c = NativeEndpoint::Completion;
+  EXPECT_EQ(refused_param(c, {{"n_predict", 3}}), "prompt");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"typical_p", 0.9}}), "typical_p");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"mirostat", 1}}), "mirostat");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"top_n_sigma", 1.5}}), "top_n_sigma");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"temperature", "hot"}}), "temperature");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"logit_bias", {{"ab", 500}}}}), "logit_bias");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"logit_bias", 3}}), "logit_bias");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"n_probs", 21}}), "n_probs");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"cache_prompt", "yes"}}), "cache_prompt");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"min_tokens", 5}, {"n_predict", 2}}), "min_tokens");
+  EXPECT_EQ(refused_param(c, {{"prompt", json::array()}}), "prompt");
+  EXPECT_EQ(refused_param(NativeEndpoint::Infill, {{"input_suffix", json::array()}}),
+            "input_suffix");
+  // Samplers that are off by their parameters are accepted.
+  EXPECT_NO_THROW(parse(c, {{"prompt", "x"},
+                            {"typical_p", 1.0},
+                            {"xtc_probability", 0.5},
+                            {"xtc_threshold", 0.9},
+                            {"lora", json::array()}}));
+}
+
+TEST(NativeApi, StopTypesAndResponseFields) {
+  GenerationResult r;
+  r.finish = FinishReason::EndOfGeneration;
+  EXPECT_STREQ(native_stop_type(r), "eos");
+  r.finish = FinishReason::Stop;
+  r.stop_text = "\n\n";
+  EXPECT_STREQ(native_stop_type(r), "word");
+  r.stop_text = "";  // n_indent
+  EXPECT_STREQ(native_stop_type(r), "limit");
+  r.finish = FinishReason::ContextFull;
+  EXPECT_STREQ(native_stop_type(r), "limit");
+
+  const json doc = {{"content", "x"}, {"timings", {{"predicted_n", 3}}}, {"stop", true}};
+  EXPECT_EQ(select_response_fields(doc, {}), doc);
+  EXPECT_EQ(select_response_fields(doc, {"content", "timings/predicted_n", "missing", "stop/x"}),
+            (json{{"content", "x"}, {"predicted_n", 3}}));
+}
+
+}  // namespace
+}  // namespace specdec::server
