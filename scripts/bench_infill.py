@@ -6,8 +6,7 @@ on the same GGUF files and thread count, in one run.
 Each case is a gap in a small program (a function body, a method, a loop), sent the way
 llama.vscode sends it: the lines before the cursor as input_prefix, the cursor's line as prompt,
 the rest as input_suffix, n_indent = the cursor's indentation, n_predict 128; one case adds
-another file as input_extra. Every configuration answers each case once to warm its prompt cache
-(as an editor's repeated requests do), then `--repeats` times, the configurations taking turns.
+another file as input_extra.
 
 Settings:
   greedy     temperature 0: the texts must be the same with and without speculation (checked),
@@ -15,9 +14,12 @@ Settings:
   vscode     llama.vscode's sampling (top_k 40, top_p 0.99, samplers [top_k, top_p, infill]):
              specdec skips the infill sampler, so llama-server's distribution differs there.
 
-Configurations: specdec with its draft (`speculative` per request on/off: "specdec" and
-"specdec-target"), and with --llama-server BIN, llama-server target-only ("llama") and with the
-draft ("llama-spec", its default draft settings).
+Configurations, each its own server process with one slot (so each keeps its own prompt cache):
+specdec with its draft ("specdec") and without ("specdec-target"), and with --llama-server BIN,
+llama-server target-only ("llama") and with the draft ("llama-spec": --spec-type draft-simple,
+its default draft length). Case by case, every server answers the case once to warm its caches,
+then `--repeats` times, the servers taking turns: the wall times are those of an editor asking
+again at a position whose prompt the server holds.
 
 Prints per configuration the median over cases of the decode tokens/s the server reports
 (timings.predicted_per_second) and of the client's wall time per request, and the ratios.
@@ -128,15 +130,16 @@ def main():
         servers[name] = (base, extra)
 
     try:
-        start("specdec", [args.cli, "serve", "-m", args.target, "-md", args.draft, "-t",
-                          str(args.threads), "-c", "4096", "--parallel", "1"], args.port, {})
-        servers["specdec-target"] = (servers["specdec"][0], {"speculative": False})
+        serve = [args.cli, "serve", "-m", args.target, "-t", str(args.threads), "-c", "4096",
+                 "--parallel", "1"]
+        start("specdec", serve + ["-md", args.draft], args.port, {})
+        start("specdec-target", serve, args.port + 3, {})
         if args.llama_server:
             common = ["-m", args.target, "-t", str(args.threads), "-c", "4096", "-np", "1",
                       "--host", "127.0.0.1"]
             start("llama", [args.llama_server] + common, args.port + 1, {})
-            start("llama-spec", [args.llama_server] + common + ["-md", args.draft],
-                  args.port + 2, {})
+            start("llama-spec", [args.llama_server] + common +
+                  ["-md", args.draft, "--spec-type", "draft-simple"], args.port + 2, {})
         results = {}
         for setting in args.settings.split(","):
             per = {name: {c[0]: {"tps": [], "wall": [], "text": [], "n": []} for c in CASES}
@@ -144,8 +147,7 @@ def main():
             for case in CASES:
                 for name, (base, extra) in servers.items():  # warm the prompt cache
                     post(base, "/infill", {**body_of(case, setting, 1), **extra})
-            for rep in range(args.repeats):
-                for case in CASES:
+                for rep in range(args.repeats):
                     for name, (base, extra) in servers.items():
                         doc, wall = post(base, "/infill",
                                          {**body_of(case, setting, 100 + rep), **extra})
