@@ -529,6 +529,8 @@ void HttpServer::Impl::native(NativeEndpoint endpoint, const HttpRequest& req, H
   meta.model = r.base.model.empty() ? config.model_id : r.base.model;
   meta.tokenizer = &tok;
   meta.generation_settings = native_settings_json(r, o, n_ctx);
+  // Whether a draft will propose: asked for, and a draft model loaded.
+  meta.generation_settings["speculative"] = o.speculative && e.has_draft();
   const auto per_prompt = static_cast<size_t>(r.base.n);
   if (r.base.stream) return native_stream(jobs, prompts, per_prompt, meta, r, res);
   if (!wait_all(jobs, res)) return;

@@ -47,6 +47,9 @@ def test_llama_server_defaults_and_the_samplers_list(server):
     assert settings["min_p"] == pytest.approx(0.05)
     assert settings["n_predict"] == 2 and settings["seed"] == 3
     assert settings["samplers"] == ["top_k", "top_p", "min_p", "temperature"]
+    assert settings["speculative"] is True
+    assert native(server, prompt=PROMPT, n_predict=1, speculative=False)["generation_settings"][
+        "speculative"] is False
     # A seeded sampled request is reproducible.
     a = native(server, prompt=PROMPT, n_predict=10, seed=11, ignore_eos=True)["content"]
     assert native(server, prompt=PROMPT, n_predict=10, seed=11, ignore_eos=True)["content"] == a
@@ -240,5 +243,8 @@ def test_infill_needs_fim_markers(cli, models):
     try:
         status, doc = post_json(s.base, "/infill", {"input_prefix": "x", "n_predict": 2})
         assert status == 400 and "fill-in-the-middle" in doc["error"]["message"], doc
+        # No draft loaded: the settings say nobody speculates.
+        status, doc = post_json(s.base, "/completion", {"prompt": "x", "n_predict": 1})
+        assert status == 200 and doc["generation_settings"]["speculative"] is False, doc
     finally:
         assert s.stop() == 0
