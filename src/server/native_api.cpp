@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "sampling/logprobs.h"
+#include "server/json_fields.h"
 
 namespace specdec::server {
 
@@ -15,59 +16,10 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-const char* type_name(const ordered_json& v) {
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  if (v.is_object()) return "an object";
-  return "null";
-}
-
-[[noreturn]] void wrong_type(const std::string& param, const char* expected,
-                             const ordered_json& v) {
-  throw invalid_request(str_cat("'", param, "' must be ", expected, ", got ", type_name(v)), param,
-                        "invalid_type");
-}
-
-const ordered_json* field(const ordered_json& body, const char* name) {
-  auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-std::optional<int64_t> get_int(const ordered_json& body, const char* name, int64_t min,
-                               int64_t max) {
-  const ordered_json* v = field(body, name);
-  if (v == nullptr) return std::nullopt;
-  double d = 0;
-  if (v->is_number_integer()) {
-    if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t{1} << 62) {
-      throw invalid_request(str_cat("'", name, "' is too large"), name, "invalid_value");
-    }
-    const int64_t i = v->get<int64_t>();
-    if (i < min || i > max) {
-      throw invalid_request(
-          str_cat("'", name, "' must be between ", min, " and ", max, ", got ", i), name,
-          "invalid_value");
-    }
-    return i;
-  }
-  if (!v->is_number_float()) wrong_type(name, "an integer", *v);
-  d = v->get<double>();
-  if (!std::isfinite(d) || d != std::floor(d)) wrong_type(name, "an integer", *v);
-  if (d < static_cast<double>(min) || d > static_cast<double>(max)) {
-    throw invalid_request(str_cat("'", name, "' must be between ", min, " and ", max, ", got ", d),
-                          name, "invalid_value");
-  }
-  return static_cast<int64_t>(d);
-}
-
-double get_number(const ordered_json& body, const char* name, double fallback) {
-  const ordered_json* v = field(body, name);
-  if (v == nullptr) return fallback;
-  if (!v->is_number()) wrong_type(name, "a number", *v);
-  return v->get<double>();
+// A number of any value (the samplers' switches, compared with their "off" values).
+double get_switch(const ordered_json& body, const char* name, double fallback) {
+  return get_number(body, name, fallback, std::numeric_limits<double>::lowest(),
+                    std::numeric_limits<double>::max());
 }
 
 std::string get_string(const ordered_json& body, const char* name, const std::string& param) {
@@ -258,10 +210,7 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   r.n_indent = static_cast<int32_t>(get_int(j, "n_indent", 0, 1 << 16).value_or(0));
   r.t_max_predict_ms =
       static_cast<double>(get_int(j, "t_max_predict_ms", 0, 1LL << 40).value_or(0));
-  if (const ordered_json* v = field(j, "return_tokens")) {
-    if (!v->is_boolean()) wrong_type("return_tokens", "a boolean", *v);
-    r.return_tokens = v->get<bool>();
-  }
+  r.return_tokens = get_bool(j, "return_tokens", false);
   if (const ordered_json* f = field(j, "response_fields")) {
     if (!f->is_array()) wrong_type("response_fields", "an array of strings", *f);
     for (const ordered_json& s : *f) {
@@ -269,15 +218,14 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
       r.response_fields.push_back(s.get<std::string>());
     }
   }
+  // Checked, though nothing here depends on them.
   for (const char* name : {"cache_prompt", "timings_per_token", "return_progress"}) {
-    if (const ordered_json* v = field(j, name); v != nullptr && !v->is_boolean()) {
-      wrong_type(name, "a boolean", *v);
-    }
+    get_bool(j, name, false);
   }
 
   // Samplers specdec does not have are refused when switched on, never silently skipped.
   const auto off_unless = [&](const char* name, double off, const char* what) {
-    if (get_number(j, name, off) != off) {
+    if (get_switch(j, name, off) != off) {
       unsupported(name, str_cat(what, " is not supported; leave '", name, "' at ", off));
     }
   };
@@ -285,10 +233,10 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   off_unless("mirostat", 0.0, "Mirostat");
   off_unless("dry_multiplier", 0.0, "DRY sampling");
   off_unless("dynatemp_range", 0.0, "dynamic temperature");
-  if (get_number(j, "top_n_sigma", -1.0) > 0) {
+  if (get_switch(j, "top_n_sigma", -1.0) > 0) {
     unsupported("top_n_sigma", "top-n-sigma sampling is not supported; leave it at -1");
   }
-  if (get_number(j, "xtc_probability", 0.0) > 0 && get_number(j, "xtc_threshold", 0.1) <= 0.5) {
+  if (get_switch(j, "xtc_probability", 0.0) > 0 && get_switch(j, "xtc_threshold", 0.1) <= 0.5) {
     unsupported("xtc_probability", "XTC sampling is not supported; leave it at 0");
   }
   if (const ordered_json* l = field(j, "lora"); l != nullptr && !(l->is_array() && l->empty())) {

@@ -11,51 +11,12 @@
 #include "grammar/json_schema.h"
 #include "grammar/regex_gbnf.h"
 #include "sampling/logprobs.h"
+#include "server/json_fields.h"
 
 namespace specdec::server {
 namespace {
 
 using nlohmann::json;
-
-const char* type_name(const json& v) {
-  if (v.is_null()) return "null";
-  if (v.is_boolean()) return "a boolean";
-  if (v.is_number()) return "a number";
-  if (v.is_string()) return "a string";
-  if (v.is_array()) return "an array";
-  return "an object";
-}
-
-[[noreturn]] void wrong_type(const std::string& param, const char* expected, const json& v) {
-  throw invalid_request(str_cat("'", param, "' must be ", expected, ", got ", type_name(v)), param,
-                        "invalid_type");
-}
-
-// A field that is absent or null means "use the default" (clients send explicit nulls).
-const json* field(const json& body, const char* name) {
-  auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-bool get_bool(const json& body, const char* name, bool fallback) {
-  const json* v = field(body, name);
-  if (v == nullptr) return fallback;
-  if (!v->is_boolean()) wrong_type(name, "a boolean", *v);
-  return v->get<bool>();
-}
-
-double get_number(const json& body, const char* name, double fallback, double min, double max) {
-  const json* v = field(body, name);
-  if (v == nullptr) return fallback;
-  if (!v->is_number()) wrong_type(name, "a number", *v);
-  const double d = v->get<double>();
-  if (!(d >= min && d <= max)) {
-    throw invalid_request(str_cat("'", name, "' must be between ", min, " and ", max, ", got ", d),
-                          name, "invalid_value");
-  }
-  return d;
-}
 
 // presence_penalty, frequency_penalty (OpenAI), repetition_penalty (vLLM; llama-server's
 // repeat_penalty too, the vLLM name winning when both are given) and logit_bias (OpenAI: an
@@ -283,32 +244,6 @@ std::string get_model(const json& j) {
   if (m == nullptr) return "";
   if (!m->is_string()) wrong_type("model", "a string", *m);
   return m->get<std::string>();
-}
-
-// Integers may arrive as 3 or 3.0; 3.5 is not an integer.
-std::optional<int64_t> get_int(const json& body, const char* name, int64_t min, int64_t max) {
-  const json* v = field(body, name);
-  if (v == nullptr) return std::nullopt;
-  int64_t i = 0;
-  if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t{1} << 62) {
-    throw invalid_request(str_cat("'", name, "' is too large"), name, "invalid_value");
-  }
-  if (v->is_number_integer()) {
-    i = v->get<int64_t>();
-  } else if (v->is_number_float()) {
-    const double d = v->get<double>();
-    if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e15) {
-      wrong_type(name, "an integer", *v);
-    }
-    i = static_cast<int64_t>(d);
-  } else {
-    wrong_type(name, "an integer", *v);
-  }
-  if (i < min || i > max) {
-    throw invalid_request(str_cat("'", name, "' must be between ", min, " and ", max, ", got ", i),
-                          name, "invalid_value");
-  }
-  return i;
 }
 
 std::vector<std::string> get_stop(const json& body) {
