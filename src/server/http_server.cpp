@@ -94,6 +94,19 @@ ApiError shutting_down_error() {
   return ApiError(503, "the server is shutting down", "server_error", "", "shutting_down");
 }
 
+void cancel_jobs(const std::vector<std::shared_ptr<Job>>& jobs) {
+  for (const auto& job : jobs) job->cancel();
+}
+
+// Starts a response of server-sent events; false (the jobs cancelled) when that failed.
+bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Job>>& jobs) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  if (res.begin_stream(200, "text/event-stream")) return true;
+  cancel_jobs(jobs);
+  return false;
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -439,8 +452,7 @@ bool HttpServer::Impl::wait_all(const std::vector<std::shared_ptr<Job>>& jobs, H
     while (!job->wait(ignored, kPollInterval)) {
       ignored.clear();
       if (res.peer_closed()) {
-        // The workers skip them or stop at their next token; nobody waits.
-        for (const auto& j : jobs) j->cancel();
+        cancel_jobs(jobs);  // the workers skip them or stop at their next token; nobody waits
         res.close_after();
         res.send(kClientClosed, "application/json", "");  // counted; the client never sees it
         return false;
@@ -552,15 +564,7 @@ void HttpServer::Impl::native_stream(const std::vector<std::shared_ptr<Job>>& jo
                                      const std::vector<std::vector<int32_t>>& prompts,
                                      size_t per_prompt, const NativeMeta& meta,
                                      const NativeRequest& r, HttpResponder& res) {
-  const auto cancel_all = [&jobs] {
-    for (const auto& job : jobs) job->cancel();
-  };
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  if (!res.begin_stream(200, "text/event-stream")) {
-    cancel_all();
-    return;
-  }
+  if (!begin_event_stream(res, jobs)) return;
   std::vector<bool> ended(jobs.size(), false);
   size_t open = jobs.size();
   std::vector<TokenLogprob> logprobs;
@@ -594,12 +598,12 @@ void HttpServer::Impl::native_stream(const std::vector<std::shared_ptr<Job>>& jo
         --open;
       }
       if (!ok) {
-        cancel_all();
+        cancel_jobs(jobs);
         return;
       }
     }
     if (!any_text && open > 0 && res.peer_closed()) {
-      cancel_all();
+      cancel_jobs(jobs);
       res.close_after();
       return;
     }
@@ -646,15 +650,7 @@ void HttpServer::Impl::detokenize(const HttpRequest& req, HttpResponder& res) {
 void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
                               const ResponseMeta& meta, std::span<const EchoedPrompt> echoes,
                               size_t choices_per_prompt, bool include_usage, HttpResponder& res) {
-  const auto cancel_all = [&jobs] {
-    for (const auto& job : jobs) job->cancel();
-  };
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  if (!res.begin_stream(200, "text/event-stream")) {
-    cancel_all();
-    return;
-  }
+  if (!begin_event_stream(res, jobs)) return;
   auto write = [&res](const std::string& s) { return res.write(s); };
   // Per choice: whether its first chunk went out, the bytes of text sent (the completions
   // format's text offsets), whether it has ended (its final chunk sent), and with echo whether
@@ -690,7 +686,7 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
   for (size_t i = 0; i < echoes.size(); ++i) {
     choices[i].echo_pending = true;
     if (!meta.logprobs && !send_echo(i, {})) {
-      cancel_all();
+      cancel_jobs(jobs);
       return;
     }
   }
@@ -714,7 +710,7 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
         const size_t n_prompt = echoes[i].tokens.size() - 1;
         if (c.held.size() >= n_prompt) {
           if (!send_echo(i, std::span<const TokenLogprob>(c.held).first(n_prompt))) {
-            cancel_all();
+            cancel_jobs(jobs);
             return;
           }
           logprobs.assign(c.held.begin() + static_cast<std::ptrdiff_t>(n_prompt), c.held.end());
@@ -733,7 +729,7 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
           if (!write(sse_event(text_chunk_json(
                   meta, std::string_view(c.reply).substr(c.reply_sent, can - c.reply_sent), c.first,
                   lp, index)))) {
-            cancel_all();
+            cancel_jobs(jobs);
             return;
           }
           c.first = false;
@@ -748,7 +744,7 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
             meta.logprobs ? logprobs_json(meta, logprobs, c.text_bytes) : nlohmann::json();
         c.text_bytes += text.size();
         if (!write(sse_event(text_chunk_json(meta, text, c.first, lp, index)))) {
-          cancel_all();
+          cancel_jobs(jobs);
           return;
         }
         c.first = false;
@@ -788,14 +784,14 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
         ok = ok && write(sse_event(final_chunk_json(meta, j.result(), lp, index, called)));
       }
       if (!ok) {
-        cancel_all();
+        cancel_jobs(jobs);
         return;
       }
       c.ended = true;
       --open;
     }
     if (!any_text && open > 0 && res.peer_closed()) {
-      cancel_all();
+      cancel_jobs(jobs);
       res.close_after();
       return;
     }
@@ -812,7 +808,7 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
   if (ok) {
     res.end_stream();
   } else {
-    cancel_all();
+    cancel_jobs(jobs);
   }
 }
 
