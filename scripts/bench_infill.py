@@ -37,6 +37,9 @@ import sys
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from bench_common import wait_healthy  # noqa: E402
+
 MODELS = os.environ.get("SPECDEC_MODELS", os.path.expanduser("~/.cache/specdec/models"))
 
 GEOMETRY = "import math\n\n\ndef circle_area(r):\n    return math.pi * r * r\n\n\n" \
@@ -81,21 +84,6 @@ def post(base, path, body):
     return doc, time.perf_counter() - t0
 
 
-def wait_healthy(base, proc, timeout=300):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        if proc.poll() is not None:
-            sys.exit(f"server exited: {proc.returncode}")
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except Exception:
-            pass
-        time.sleep(0.5)
-    sys.exit("server did not become healthy")
-
-
 def body_of(case, setting, seed):
     name, prefix, prompt, suffix, extra = case
     indent = len(prompt) - len(prompt.lstrip(" \t"))
@@ -126,7 +114,8 @@ def main():
                              stderr=subprocess.DEVNULL)
         procs.append(p)
         base = f"http://127.0.0.1:{port}"
-        wait_healthy(base, p)
+        if not wait_healthy(base, p, " ".join(cmd)):
+            sys.exit(f"server did not become healthy: {' '.join(cmd)}")
         servers[name] = (base, extra)
 
     try:

@@ -61,7 +61,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts" / "lib"))
-from bench_common import die, resolve_model  # noqa: E402
+from bench_common import die, resolve_model, wait_healthy  # noqa: E402
 
 SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
 CONFIGS = ["specdec", "specdec-plain", "specdec-noshare", "specdec-base", "llama", "llama-spec"]
@@ -93,17 +93,8 @@ class Server:
         self.log = open(log, "w")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                die(f"server exited: {' '.join(argv)} (log: {log})")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.2)
+        if wait_healthy(f"http://127.0.0.1:{port}", self.proc, f"{' '.join(argv)} (log: {log})"):
+            return
         self.stop()
         die(f"server not healthy after 300 s: {' '.join(argv)} (log: {log})")
 

@@ -26,6 +26,9 @@ import sys
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from bench_common import wait_healthy  # noqa: E402
+
 MODELS = os.environ.get("SPECDEC_MODELS", os.path.expanduser("~/.cache/specdec/models"))
 TOOLS = [
     {"type": "function", "function": {
@@ -81,15 +84,7 @@ def main():
                               stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{args.port}"
     try:
-        for _ in range(300):
-            try:
-                with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            time.sleep(0.5)
-        else:
+        if not wait_healthy(base, server, "specdec serve", timeout_s=150):
             sys.exit("the server did not come up")
         cold, warm, calls = {}, {}, {}
         nonce = 0

@@ -1,8 +1,11 @@
-"""Helpers shared by the benchmark scripts in scripts/: errors and model lookup."""
+"""Helpers shared by the benchmark scripts in scripts/: errors, model lookup, waiting for a
+server."""
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,3 +29,20 @@ def resolve_model(arg: str) -> Path:
     if out.returncode != 0:
         die(f"could not fetch model '{arg}'")
     return Path(out.stdout.strip().splitlines()[-1])
+
+
+def wait_healthy(base: str, proc: subprocess.Popen, what: str, timeout_s: float = 300) -> bool:
+    """Polls base/health until it answers 200: True. Dies if the process exits first; False
+    after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            die(f"server exited ({proc.returncode}): {what}")
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=2) as r:
+                if r.status == 200:
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.2)
+    return False
