@@ -1,5 +1,6 @@
 // Server request fuzz target. Input: one flag byte, then the request body (JSON text).
-//   bit 0     the endpoint: 0 /v1/completions, 1 /v1/chat/completions
+//   bit 0     the endpoint: 0 /v1/completions, 1 /v1/chat/completions (and /completion or
+//             /infill, /v1/messages or /v1/messages/count_tokens for the same body)
 //   bits 1-3  the context size resolve_max_tokens checks against (kContexts)
 //   bit 4     the chat template: ChatML or Llama 3
 //   bits 5-7  how the stop matcher is fed the prompt text (kChunks, bytes per push)
@@ -23,6 +24,7 @@
 #include "sampling/distribution.h"
 #include "sampling/logprobs.h"
 #include "sampling/rng.h"
+#include "server/anthropic_api.h"
 #include "server/native_api.h"
 #include "server/openai_format.h"
 #include "server/request_parsing.h"
@@ -248,6 +250,36 @@ void check_native(uint8_t flags, std::string_view body) {
   }
 }
 
+// The same body on Anthropic's /v1/messages (/v1/messages/count_tokens when bit 0 is set): a
+// 400 whose Anthropic error document serializes, or a chat request in range whose turns render
+// (with the prefill after them); a reply made of the rendered text goes out as a message.
+void check_messages(uint8_t flags, std::string_view body) {
+  const bool count_only = flags & 1;
+  server::MessagesRequest r;
+  try {
+    r = server::parse_messages_request(body, count_only);
+  } catch (const ApiError& e) {
+    FUZZ_CHECK(e.status() == 400 && *e.what() != '\0');
+    const json doc = json::parse(server::to_wire(server::anthropic_error_json(e)), nullptr, false);
+    FUZZ_CHECK(doc["type"] == "error" && doc["error"]["type"] == "invalid_request_error");
+    return;
+  }
+  FUZZ_CHECK(r.chat.endpoint == Endpoint::ChatCompletions && !r.chat.messages.empty());
+  FUZZ_CHECK(count_only || (r.chat.max_tokens && *r.chat.max_tokens >= 1));
+  FUZZ_CHECK(r.chat.temperature >= 0.0f && r.chat.temperature <= 1.0f);
+  std::vector<std::string> tools;
+  for (const server::ToolSpec& t : r.chat.tools.tools) tools.push_back(t.definition);
+  const ChatTemplate tpl = ChatTemplate::detect("{{ '<|im_start|>' }} <tool_call>");
+  const std::string text = tpl.apply(r.chat.messages, true, tools) + r.prefill;
+  FUZZ_CHECK(text.size() >= r.prefill.size());
+  server::MessagesMeta meta{"msg_0", "m", {}, 1};
+  for (const server::ToolSpec& t : r.chat.tools.tools) meta.tool_names.push_back(t.name);
+  GenerationResult result;
+  result.text = text;
+  const json doc = json::parse(server::to_wire(server::message_json(meta, result)), nullptr, false);
+  FUZZ_CHECK(!doc.is_discarded() && doc["content"].is_array());
+}
+
 }  // namespace
 
 int fuzz_one_request(const uint8_t* data, size_t size) {
@@ -257,6 +289,7 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
   const int32_t n_ctx = kContexts[(flags >> 1) & 7];
   const std::string_view body = in.rest();
   check_native(flags, body);
+  check_messages(flags, body);
 
   CompletionRequest r;
   try {

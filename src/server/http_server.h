@@ -1,10 +1,12 @@
-// The OpenAI-compatible HTTP front end: routes, API-key check, error mapping and response
-// streaming, over our own bounded HTTP/1.1 transport (http_listener.h). Generation itself
-// happens on the GenerationQueue's single worker; connection threads validate, tokenize (the
+// The HTTP front end: routes, API-key check, error mapping and response streaming, over our
+// own bounded HTTP/1.1 transport (http_listener.h). Generation itself happens on the
+// GenerationQueue's workers (one per engine slot); connection threads validate, tokenize (the
 // tokenizer is immutable and thread-safe), enqueue and wait.
 //
-//   POST /v1/completions, POST /v1/chat/completions   (stream or not)
-//   GET  /v1/models, GET /health (never needs the key), GET /metrics (Prometheus text)
+//   OpenAI:       POST /v1/completions, POST /v1/chat/completions   (stream or not)
+//   llama-server: POST /completion (/completions), POST /infill, /tokenize, /detokenize
+//   Anthropic:    POST /v1/messages, POST /v1/messages/count_tokens
+//   GET /v1/models, GET /health (never needs the key), GET /metrics (Prometheus text)
 //
 // The server listens before the models are loaded: until attach(), /health answers 503
 // {"status":"loading"} and generation requests 503, so that a load balancer or an orchestrator

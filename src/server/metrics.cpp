@@ -9,8 +9,20 @@ namespace specdec::server {
 
 namespace {
 
-constexpr std::array<std::string_view, 6> kKnownPaths = {
-    "/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics", "/"};
+// Each a label of its own; any other path counts as "other" (the label set stays bounded).
+constexpr std::array<std::string_view, 13> kKnownPaths = {"/v1/completions",
+                                                          "/v1/chat/completions",
+                                                          "/v1/messages",
+                                                          "/v1/messages/count_tokens",
+                                                          "/completion",
+                                                          "/completions",
+                                                          "/infill",
+                                                          "/tokenize",
+                                                          "/detokenize",
+                                                          "/v1/models",
+                                                          "/health",
+                                                          "/metrics",
+                                                          "/"};
 
 void header(std::ostream& out, const char* name, const char* type, const char* help) {
   out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";

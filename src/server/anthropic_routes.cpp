@@ -1,0 +1,133 @@
+// Anthropic's Messages API: POST /v1/messages (whole or streamed) and
+// /v1/messages/count_tokens (server/anthropic_api.h holds the request and response shapes).
+#include <algorithm>
+#include <functional>
+
+#include "common/error.h"
+#include "server/http_server_impl.h"
+
+namespace specdec::server {
+
+using nlohmann::json;
+
+std::vector<int32_t> HttpServer::Impl::messages_prompt(const MessagesRequest& r,
+                                                       const Engine& e) const {
+  std::vector<std::string> tools;
+  for (const ToolSpec& t : r.chat.tools.tools) tools.push_back(t.definition);
+  const bool tool_turns = std::any_of(r.chat.messages.begin(), r.chat.messages.end(),
+                                      [](const auto& m) { return !m.tool_calls.empty(); });
+  if ((!tools.empty() || tool_turns) && !e.chat_template().supports_tools()) {
+    throw invalid_request(str_cat("this model's chat template (", e.chat_template().name(),
+                                  ") has no tool-calling convention; tools work with "
+                                  "Hermes-style templates such as Qwen2.5's"),
+                          tools.empty() ? "messages" : "tools", "unsupported_value");
+  }
+  // A prefill continues the assistant turn the template opens.
+  return e.tokenize_prompt(e.chat_template().apply(r.chat.messages, true, tools) + r.prefill);
+}
+
+void HttpServer::Impl::messages(const HttpRequest& req, HttpResponder& res) {
+  Engine& e = ready_engine();
+  if (draining.load()) throw shutting_down_error();
+  const MessagesRequest r = parse_messages_request(req.body, /*count_only=*/false);
+  check_model(r.chat.model, model_ids);
+  const std::vector<int32_t> prompt = messages_prompt(r, e);
+  const auto n = static_cast<int32_t>(prompt.size());
+  if (n >= e.n_ctx()) {
+    throw invalid_request(
+        str_cat("prompt is too long: ", n, " tokens, and the context holds ", e.n_ctx()),
+        "messages", "context_length_exceeded");
+  }
+  // max_tokens is required and clients size it for large hosted models (Claude Code asks for
+  // 32,000): beyond the room left, the reply ends where the context does, with stop_reason
+  // model_context_window_exceeded, instead of the request being refused.
+  const int32_t asked = r.chat.max_tokens.value_or(1);
+  const int32_t max_tokens = asked > e.n_ctx() - n ? -1 : asked;
+  const GenerationOptions o = request_options(r.chat, e);
+  const std::vector<std::shared_ptr<Job>> jobs = submit_jobs({prompt}, {max_tokens}, o, r.chat);
+
+  MessagesMeta meta;
+  meta.id = "msg_" + make_id(Endpoint::Completions).substr(5);  // the hex after "cmpl-"
+  meta.model = r.chat.model.empty() ? config.model_id : r.chat.model;
+  for (const ToolSpec& t : r.chat.tools.tools) meta.tool_names.push_back(t.name);
+  meta.tool_id_seed = std::hash<std::string>{}(meta.id);
+  if (r.chat.stream) return messages_stream(jobs[0], meta, n, res);
+  if (!wait_all(jobs, res)) return;
+  const Job& j = *jobs[0];
+  if (j.failed()) throw ApiError(500, "generation failed: " + j.error(), "server_error");
+  if (j.result().finish == FinishReason::Cancelled) throw shutting_down_error();
+  res.send(200, "application/json", to_wire(message_json(meta, j.result())));
+}
+
+void HttpServer::Impl::messages_stream(const std::shared_ptr<Job>& job, const MessagesMeta& meta,
+                                       int32_t prompt_tokens, HttpResponder& res) {
+  const std::vector<std::shared_ptr<Job>> jobs = {job};
+  if (!begin_event_stream(res, jobs)) return;
+  const auto send = [&res](const json& event) { return res.write(anthropic_event(event)); };
+  const auto give_up = [&jobs] { cancel_jobs(jobs); };
+  if (!send(message_start_json(meta, prompt_tokens)) || !send(json{{"type", "ping"}})) {
+    return give_up();
+  }
+  // The reply so far and how much of it went out as text. With tools, text from a
+  // "<tool_call>" on is held until the end, when the calls go out as tool_use blocks.
+  const bool tools = !meta.tool_names.empty();
+  std::string reply;
+  size_t sent = 0;
+  int32_t index = 0;
+  bool text_open = false;
+  const auto send_text = [&](std::string_view text) {
+    if (text.empty()) return true;
+    if (!text_open && !send(text_block_start_json(index))) return false;
+    text_open = true;
+    return send(text_delta_json(index, text));
+  };
+  for (bool done = false; !done;) {
+    std::string text;
+    done = job->wait(text, kPollInterval);
+    if (text.empty()) {
+      if (!done && res.peer_closed()) {
+        res.close_after();
+        return give_up();
+      }
+      continue;
+    }
+    reply += text;
+    const size_t can = tools ? streamable_content(reply) : reply.size();
+    if (can > sent) {
+      if (!send_text(std::string_view(reply).substr(sent, can - sent))) return give_up();
+      sent = can;
+    }
+  }
+  if (job->failed() || job->result().finish == FinishReason::Cancelled) {
+    const ApiError err = job->failed()
+                             ? ApiError(500, "generation failed: " + job->error(), "server_error")
+                             : shutting_down_error();
+    if (send(anthropic_error_json(err))) res.end_stream();
+    return;
+  }
+  const SplitReply split = split_reply(meta, reply);
+  const bool tool_use = !split.calls.empty();
+  // No calls: what was held back is text after all.
+  if (!tool_use && !send_text(std::string_view(reply).substr(sent))) return give_up();
+  if (text_open && !send(block_stop_json(index++))) return give_up();
+  for (const ToolCall& call : split.calls) {
+    if (!send(tool_use_block_start_json(index, call)) ||
+        !send(input_json_delta_json(index, call)) || !send(block_stop_json(index++))) {
+      return give_up();
+    }
+  }
+  if (!send(message_delta_json(job->result(), tool_use)) || !send(message_stop_json())) {
+    return give_up();
+  }
+  res.end_stream();
+}
+
+void HttpServer::Impl::count_tokens(const HttpRequest& req, HttpResponder& res) {
+  Engine& e = ready_engine();
+  const MessagesRequest r = parse_messages_request(req.body, /*count_only=*/true);
+  check_model(r.chat.model, model_ids);
+  const size_t n = messages_prompt(r, e).size();
+  res.send(200, "application/json", to_wire(json{{"input_tokens", n}}));
+}
+
+}  // namespace specdec::server

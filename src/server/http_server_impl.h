@@ -1,0 +1,133 @@
+// The HTTP server's shared state and the handlers' declarations, for the files that implement
+// them: http_server.cpp (routing, authentication, errors, the queue, /tokenize), openai_routes.cpp
+// (/v1/completions, /v1/chat/completions), native_routes.cpp (llama-server's /completion and
+// /infill) and anthropic_routes.cpp (/v1/messages). Not part of the server's interface.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "server/anthropic_api.h"
+#include "server/generation_queue.h"
+#include "server/http_listener.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/native_api.h"
+#include "server/openai_format.h"
+#include "server/request_parsing.h"
+
+namespace specdec::server {
+
+// How often a waiting connection thread checks that its client is still there.
+inline constexpr std::chrono::milliseconds kPollInterval{50};
+// nginx's "client closed request": logged and counted, never seen by the (absent) client.
+inline constexpr int kClientClosed = 499;
+
+int64_t unix_now();
+ApiError loading_error();
+ApiError shutting_down_error();
+void cancel_jobs(const std::vector<std::shared_ptr<Job>>& jobs);
+// Starts a response of server-sent events; false (the jobs cancelled) when that failed.
+bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Job>>& jobs);
+
+struct HttpServer::Impl {
+  explicit Impl(ServerConfig c);
+
+  ServerConfig config;
+  Metrics metrics;  // declared before the queue, which records into it
+  std::atomic<Engine*> engine{nullptr};
+  std::unique_ptr<GenerationQueue> queue;  // created by attach()
+  std::atomic<bool> draining{false};
+  std::vector<std::string> model_ids;
+  int64_t created;
+  uint64_t id_salt;
+  std::atomic<uint64_t> next_id{0};
+  HttpListener listener;
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopped = false;
+
+  std::string make_id(Endpoint e) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%016llx%04llx", static_cast<unsigned long long>(id_salt),
+                  static_cast<unsigned long long>(next_id.fetch_add(1) & 0xffff));
+    return std::string(e == Endpoint::Completions ? "cmpl-" : "chatcmpl-") + buf;
+  }
+
+  // "Authorization: Bearer KEY", or Anthropic's "x-api-key: KEY".
+  bool authorized(const HttpRequest& req) const {
+    if (config.api_key.empty()) return true;
+    const std::string_view bearer = req.header("authorization");
+    const std::string_view plain = req.header("x-api-key");
+    return (!bearer.empty() && same_secret(bearer, "Bearer " + config.api_key)) ||
+           (!plain.empty() && same_secret(plain, config.api_key));
+  }
+
+  // Constant-time comparison: the key must not leak through response timing.
+  static bool same_secret(std::string_view got, const std::string& want) {
+    unsigned diff = got.size() != want.size() ? 1u : 0u;
+    for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+      diff |= static_cast<unsigned>(got[i] ^ want[i]);
+    }
+    return diff == 0;
+  }
+
+  // The Access-Control-Allow-Origin value for a request's Origin ("" when CORS is off, the
+  // request names no origin, or its origin is not allowed).
+  std::string cors_origin(const HttpRequest& req) const {
+    const std::string_view origin = req.header("origin");
+    if (origin.empty()) return "";
+    for (const std::string& allowed : config.allowed_origins) {
+      if (allowed == "*") return "*";
+      if (allowed == origin) return std::string(origin);
+    }
+    return "";
+  }
+
+  // The engine once attached; otherwise the request is refused with 503 "loading".
+  Engine& ready_engine() const {
+    Engine* e = engine.load(std::memory_order_acquire);
+    if (e == nullptr) throw loading_error();
+    return *e;
+  }
+
+  void handle(const HttpRequest& req, HttpResponder& res);
+  void route(const HttpRequest& req, HttpResponder& res);
+  void generation(Endpoint endpoint, const HttpRequest& req, HttpResponder& res);
+  // llama-server's /completion and /infill (server/native_api.h).
+  void native(NativeEndpoint endpoint, const HttpRequest& req, HttpResponder& res);
+  void native_stream(const std::vector<std::shared_ptr<Job>>& jobs,
+                     const std::vector<std::vector<int32_t>>& prompts, size_t per_prompt,
+                     const NativeMeta& meta, const NativeRequest& r, HttpResponder& res);
+  // The options a request's fields give, before the per-choice ones (max_tokens, seed).
+  GenerationOptions request_options(const CompletionRequest& r, const Engine& e) const;
+  // Each prompt's n choices as jobs (choice i of prompt p at p * n + i); 503 when the queue is
+  // full (what was submitted is cancelled).
+  std::vector<std::shared_ptr<Job>> submit_jobs(const std::vector<std::vector<int32_t>>& prompts,
+                                                const std::vector<int32_t>& max_tokens,
+                                                const GenerationOptions& o,
+                                                const CompletionRequest& r);
+  // Waits for every job; false (the jobs cancelled, a 499 logged) when the client left.
+  bool wait_all(const std::vector<std::shared_ptr<Job>>& jobs, HttpResponder& res);
+  void tokenize(const HttpRequest& req, HttpResponder& res);
+  void detokenize(const HttpRequest& req, HttpResponder& res);
+  void stream(const std::vector<std::shared_ptr<Job>>& jobs, const ResponseMeta& meta,
+              std::span<const EchoedPrompt> echoes, size_t choices_per_prompt, bool include_usage,
+              HttpResponder& res);
+  // Anthropic's Messages API (server/anthropic_api.h; anthropic_routes.cpp).
+  void messages(const HttpRequest& req, HttpResponder& res);
+  void messages_stream(const std::shared_ptr<Job>& job, const MessagesMeta& meta,
+                       int32_t prompt_tokens, HttpResponder& res);
+  void count_tokens(const HttpRequest& req, HttpResponder& res);
+  // The prompt of a Messages request: its turns through the chat template, then the prefill.
+  std::vector<int32_t> messages_prompt(const MessagesRequest& r, const Engine& e) const;
+};
+
+}  // namespace specdec::server

@@ -1,0 +1,164 @@
+// llama-server's /completion (and /completions) and /infill (server/native_api.h).
+#include <random>
+
+#include "common/error.h"
+#include "server/http_server_impl.h"
+
+namespace specdec::server {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+void HttpServer::Impl::native(NativeEndpoint endpoint, const HttpRequest& req, HttpResponder& res) {
+  Engine& e = ready_engine();
+  if (draining.load()) throw shutting_down_error();
+  NativeRequest r = parse_native_request(endpoint, req.body);
+  check_model(r.base.model, model_ids);
+  const Tokenizer& tok = e.tokenizer();
+  const int32_t n_ctx = e.n_ctx();
+  const int32_t n_vocab = tok.n_vocab();
+  std::vector<std::vector<int32_t>> prompts;
+  if (endpoint == NativeEndpoint::Infill) {
+    if (!tok.fim()) {
+      throw invalid_request(
+          "infill needs a model with fill-in-the-middle tokens, and this one has none",
+          "input_prefix", "unsupported_value");
+    }
+    // The room the generation gets: n_predict, or a quarter of the context without one.
+    const int32_t reserve = r.n_predict >= 0 ? std::max(r.n_predict, 1) : std::max(1, n_ctx / 4);
+    if (reserve >= n_ctx) {
+      throw invalid_request(str_cat("n_predict ", r.n_predict, " leaves no room for a prompt in ",
+                                    "the context of ", n_ctx, " tokens"),
+                            "n_predict", "context_length_exceeded");
+    }
+    try {
+      prompts.push_back(
+          encode_infill_prompt(tok, r.infill, static_cast<size_t>(n_ctx - reserve)).tokens);
+    } catch (const Error& err) {
+      throw invalid_request(err.what(), "prompt", "context_length_exceeded");
+    }
+  } else {
+    for (size_t p = 0; p < r.prompts.size(); ++p) {
+      std::vector<int32_t> ids;
+      for (size_t k = 0; k < r.prompts[p].size(); ++k) {
+        const NativePromptPiece& piece = r.prompts[p][k];
+        if (piece.is_text) {
+          // Text opening a prompt gets the BOS the vocabulary wants, as llama-server adds it.
+          const std::vector<int32_t> t =
+              k == 0 ? e.tokenize_prompt(piece.text) : tok.encode(piece.text, false, true);
+          ids.insert(ids.end(), t.begin(), t.end());
+          continue;
+        }
+        for (int32_t id : piece.ids) {
+          if (id >= n_vocab) {
+            throw invalid_request(str_cat("prompt token id ", id, " is outside the vocabulary of ",
+                                          n_vocab, " tokens"),
+                                  "prompt", "invalid_value");
+          }
+        }
+        ids.insert(ids.end(), piece.ids.begin(), piece.ids.end());
+      }
+      prompts.push_back(std::move(ids));
+    }
+  }
+  // n_predict past the context ends the text where the context does (truncated), as there.
+  std::vector<int32_t> max_tokens;
+  for (const std::vector<int32_t>& p : prompts) {
+    const auto n = static_cast<int32_t>(p.size());
+    if (n == 0) throw invalid_request("the prompt is empty", "prompt", "invalid_value");
+    if (n >= n_ctx) {
+      throw invalid_request(
+          str_cat("the prompt has ", n, " tokens but the context holds ", n_ctx, " tokens"),
+          "prompt", "context_length_exceeded");
+    }
+    // -1: the engine's own bound, the context (its finish then says so).
+    max_tokens.push_back(r.n_predict < 0 || r.n_predict > n_ctx - n ? -1 : r.n_predict);
+  }
+  for (const auto& [text, bias] : r.text_bias) {
+    for (int32_t id : tok.encode(text, false, false))
+      r.base.penalties.logit_bias.emplace_back(id, bias);
+  }
+  GenerationOptions o = request_options(r.base, e);
+  o.min_indent = r.n_indent;
+  o.newline_time_limit_ms = r.t_max_predict_ms;
+  const std::vector<std::shared_ptr<Job>> jobs = submit_jobs(prompts, max_tokens, o, r.base);
+
+  NativeMeta meta;
+  meta.model = r.base.model.empty() ? config.model_id : r.base.model;
+  meta.tokenizer = &tok;
+  meta.generation_settings = native_settings_json(r, o, n_ctx);
+  // Whether a draft will propose: asked for, and a draft model loaded.
+  meta.generation_settings["speculative"] = o.speculative && e.has_draft();
+  const auto per_prompt = static_cast<size_t>(r.base.n);
+  if (r.base.stream) return native_stream(jobs, prompts, per_prompt, meta, r, res);
+  if (!wait_all(jobs, res)) return;
+  nlohmann::json docs = nlohmann::json::array();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& j = *jobs[i];
+    if (j.failed()) throw ApiError(500, "generation failed: " + j.error(), "server_error");
+    if (j.result().finish == FinishReason::Cancelled) throw shutting_down_error();
+    docs.push_back(
+        select_response_fields(native_result_json(meta, j.result(), prompts[i / per_prompt], i,
+                                                  r.return_tokens, r.n_probs, false),
+                               r.response_fields));
+  }
+  // One prompt and one completion: the object itself; otherwise the array, as llama-server.
+  res.send(200, "application/json", to_wire(docs.size() == 1 ? docs[0] : docs));
+}
+
+void HttpServer::Impl::native_stream(const std::vector<std::shared_ptr<Job>>& jobs,
+                                     const std::vector<std::vector<int32_t>>& prompts,
+                                     size_t per_prompt, const NativeMeta& meta,
+                                     const NativeRequest& r, HttpResponder& res) {
+  if (!begin_event_stream(res, jobs)) return;
+  std::vector<bool> ended(jobs.size(), false);
+  size_t open = jobs.size();
+  std::vector<TokenLogprob> logprobs;
+  const milliseconds poll = jobs.size() == 1 ? kPollInterval : milliseconds(5);
+  while (open > 0) {
+    bool any_text = false;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (ended[i]) continue;
+      std::string text;
+      logprobs.clear();
+      const bool done = jobs[i]->wait(text, poll, r.n_probs > 0 ? &logprobs : nullptr);
+      bool ok = true;
+      if (!text.empty()) {
+        any_text = true;
+        const nlohmann::json probs =
+            r.n_probs > 0 ? native_probs_json(*meta.tokenizer, logprobs) : nlohmann::json();
+        ok = res.write(sse_event(native_chunk_json(text, i, probs)));
+      }
+      if (ok && done) {
+        const Job& j = *jobs[i];
+        if (j.failed()) {
+          ok = res.write(sse_event(
+              error_json(ApiError(500, "generation failed: " + j.error(), "server_error"))));
+        } else if (j.result().finish == FinishReason::Cancelled) {
+          ok = res.write(sse_event(error_json(shutting_down_error())));
+        } else {
+          ok = res.write(sse_event(native_result_json(meta, j.result(), prompts[i / per_prompt], i,
+                                                      r.return_tokens, r.n_probs, true)));
+        }
+        ended[i] = true;
+        --open;
+      }
+      if (!ok) {
+        cancel_jobs(jobs);
+        return;
+      }
+    }
+    if (!any_text && open > 0 && res.peer_closed()) {
+      cancel_jobs(jobs);
+      res.close_after();
+      return;
+    }
+  }
+  res.end_stream();  // llama-server's own stream ends without a [DONE] line
+}
+
+// The ids the completions or chat endpoint would feed the model for this input (for logit_bias,
+// counting, or checking a prompt against the context), in the shape both llama-server's and
+// vLLM's clients read: tokens, count, max_model_len.
+
+}  // namespace specdec::server
