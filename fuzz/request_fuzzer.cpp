@@ -355,7 +355,11 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
       tool_turns ? ChatTemplate::detect("{{ '<|im_start|>' }} <tool_call>")
                  : ChatTemplate::of(flags & 16 ? ChatFormat::Llama3 : ChatFormat::ChatML);
   FUZZ_CHECK(!tool_turns || tpl.supports_tools());
-  FUZZ_CHECK(r.tools.grammar == nullptr || r.grammar == r.tools.grammar);
+  // A forced call's grammar is the request's; tool_choice auto's is lazy, and yields to a
+  // structured output format.
+  FUZZ_CHECK(r.tools.grammar == nullptr || r.grammar == r.tools.grammar ||
+             (r.tools.lazy && r.grammar_trigger.empty() && r.grammar != nullptr));
+  FUZZ_CHECK(r.grammar_trigger.empty() || (r.tools.lazy && r.grammar == r.tools.grammar));
   const std::string text =
       endpoint == Endpoint::Completions ? r.prompts[0].text : tpl.apply(r.messages, true, tools);
   const Tokenizer& tok = vocab_tokenizer(flags & 16 ? 3 : 4);  // llama3 / qwen2 pre-tokenizers

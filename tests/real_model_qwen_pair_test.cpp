@@ -379,6 +379,50 @@ TEST_F(RealModelQwenPair, RequiredToolCallIsValidAndTheSameWithSpeculation) {
   EXPECT_GT(got.stats.spec.accepted, 0);
 }
 
+// tool_choice auto, as the server runs it (the calls' grammar lazy, from "<tool_call>" on): the
+// 1.5B coder answers with its call in a fenced JSON block instead, which the reply's split reads
+// as the call a required choice gives; the same tokens with speculation.
+TEST_F(RealModelQwenPair, AutoToolCallInTheCodersFencedJsonIsReadAsTheCall) {
+  EngineOptions eo = engine_options();
+  Engine plain(*target_, nullptr, eo);
+  Engine spec(*target_, draft_, eo);
+  const std::string tools_json = R"([{"type": "function",
+      "function": {"name": "get_weather", "description": "Current weather in a city",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+      "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+      "required": ["city", "unit"]}}}])";
+  const auto parse = [&](const char* choice) {
+    const std::string body =
+        std::string(R"({"tool_choice": ")") + choice + R"(", "tools": )" + tools_json + "}";
+    return server::parse_tools(nlohmann::json::parse(body), nlohmann::ordered_json::parse(body));
+  };
+  const server::ToolRequest tools = parse("auto");
+  ASSERT_NE(tools.grammar, nullptr);
+  ASSERT_TRUE(tools.lazy);
+  const std::vector<ChatMessage> msgs = {{"user", "What's the weather in Paris, in celsius?"}};
+  const std::vector<int32_t> prompt = plain.tokenize_prompt(
+      plain.chat_template().apply(msgs, true, std::vector<std::string>{tools.tools[0].definition}));
+  GenerationOptions go;
+  go.max_tokens = 64;
+  go.sampling.temperature = 0;
+  go.draft_max = 4;
+  go.grammar = tools.grammar;
+  go.grammar_trigger = std::string(server::kToolCallOpen);
+  const GenerationResult want = plain.generate(prompt, go, {});
+  EXPECT_EQ(want.finish, FinishReason::EndOfGeneration) << want.text;
+  const server::SplitReply reply = server::split_tool_calls(want.text, {"get_weather"}, 1);
+  ASSERT_EQ(reply.calls.size(), 1u) << want.text;
+  EXPECT_EQ(reply.content, "");
+  EXPECT_EQ(spec.generate(prompt, go, {}).tokens, want.tokens);
+  go.grammar = parse("required").grammar;
+  go.grammar_trigger.clear();
+  const server::SplitReply forced =
+      server::split_tool_calls(plain.generate(prompt, go, {}).text, {"get_weather"}, 1);
+  ASSERT_EQ(forced.calls.size(), 1u);
+  EXPECT_EQ(reply.calls[0].name, forced.calls[0].name);
+  EXPECT_EQ(reply.calls[0].arguments, forced.calls[0].arguments);
+}
+
 TEST_F(RealModelQwenPair, SampledRunsRepeatWithTheSeedAndStatsAddUp) {
   Engine spec(*target_, draft_, engine_options());
   const std::vector<int32_t> prompt =

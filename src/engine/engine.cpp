@@ -174,8 +174,10 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   if (opts.min_tokens < 0) fail("min_tokens must be >= 0, got ", opts.min_tokens);
   // min_tokens holds back whatever would end the text.
   PenaltyParams penalties = opts.penalties;
-  // With a grammar an end token always ends the text (GenerationOptions::grammar).
-  const bool eos_ends = !opts.ignore_eos || opts.grammar != nullptr;
+  // With a grammar an end token always ends the text (GenerationOptions::grammar); a lazy one
+  // leaves the text free, ignore_eos included, until its trigger.
+  const bool eos_ends =
+      !opts.ignore_eos || (opts.grammar != nullptr && opts.grammar_trigger.empty());
   if (opts.min_tokens > 0) {
     penalties.min_tokens = opts.min_tokens;
     penalties.min_tokens_ids = opts.stop_token_ids;
@@ -287,7 +289,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
     drafter = std::make_unique<NgramDrafter>(s.target.n_vocab(), opts.ngram);
   }
   std::optional<GrammarConstraint> constraint;
-  if (opts.grammar) constraint.emplace(opts.grammar, grammar_vocab());
+  if (opts.grammar) constraint.emplace(opts.grammar, grammar_vocab(), opts.grammar_trigger);
   Rng rng(opts.sampling.seed);
   SpeculativeDecoder decoder =
       drafter ? SpeculativeDecoder(s.target, *drafter, opts.sampling, opts.draft_max, rng)

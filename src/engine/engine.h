@@ -119,6 +119,10 @@ struct GenerationOptions {
   // the grammar allows one only where its sentence is whole, and nothing but more of them after
   // it, so going on would only pad the text with end tokens. null: none.
   std::shared_ptr<const Grammar> grammar;
+  // A lazy grammar: the text is free until this appears in it, and follows `grammar` from its
+  // first byte on (engine/grammar_constraint.h; tool calls under tool_choice auto). Empty: the
+  // grammar holds from the start.
+  std::string grammar_trigger;
   // Code completion (llama-server's n_indent; engine/indent_limit.h): from the text's second
   // line on, a line indented by fewer than this many spaces or tabs ends the text before its
   // first other character (finish: Stop). 0: off.

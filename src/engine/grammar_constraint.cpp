@@ -1,5 +1,6 @@
 #include "engine/grammar_constraint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -47,53 +48,90 @@ std::shared_ptr<const GrammarVocab> make_grammar_vocab(const Tokenizer& tokenize
 }
 
 GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> grammar,
-                                     std::shared_ptr<const GrammarVocab> vocab)
-    : grammar_(std::move(grammar)), masker_(std::move(vocab)), committed_(grammar_) {
+                                     std::shared_ptr<const GrammarVocab> vocab, std::string trigger)
+    : grammar_(std::move(grammar)),
+      masker_(std::move(vocab)),
+      trigger_(std::move(trigger)),
+      committed_{Mode::Active, GrammarState(grammar_), ""} {
   reset();
 }
 
 void GrammarConstraint::reset() {
-  committed_ = GrammarState(grammar_);
+  committed_ = Step{trigger_.empty() ? Mode::Active : Mode::Waiting, GrammarState(grammar_), ""};
+  if (committed_.mode == Mode::Waiting) committed_.state.reset();
   path_.clear();
-  path_states_.assign(1, committed_);
+  path_steps_.assign(1, committed_);
+}
+
+bool GrammarConstraint::advance(const Step& from, int32_t token, Step& to) const {
+  to = from;
+  switch (from.mode) {
+    case Mode::Free:
+      return true;
+    case Mode::Active:
+      return masker_.advance(*to.state, token);
+    case Mode::Waiting:
+      break;
+  }
+  // The trigger may span tokens: look for it in the held tail and this token's bytes.
+  std::string text = from.tail + masker_.vocab().bytes(token);
+  const size_t at = text.find(trigger_);
+  if (at == std::string::npos) {
+    const size_t keep = std::min(text.size(), trigger_.size() - 1);
+    to.tail = text.substr(text.size() - keep);
+    return true;
+  }
+  to.tail.clear();
+  to.state.emplace(grammar_);
+  to.mode = to.state->accept(std::string_view(text).substr(at)) ? Mode::Active : Mode::Free;
+  if (to.mode == Mode::Free) to.state.reset();
+  return true;
 }
 
 void GrammarConstraint::add(int32_t token) {
-  if (!masker_.advance(committed_, token)) {
+  Step next;
+  if (!advance(committed_, token, next)) {
     fail("grammar: token ", token, " was committed although the grammar does not allow it");
   }
+  committed_ = std::move(next);
   // The round's path starts at the committed text; a committed draft is its first step.
   if (!path_.empty() && path_.front() == token) {
     path_.erase(path_.begin());
-    path_states_.erase(path_states_.begin());
+    path_steps_.erase(path_steps_.begin());
   } else {
     path_.clear();
-    path_states_.assign(1, committed_);
+    path_steps_.assign(1, committed_);
   }
 }
 
-const GrammarState* GrammarConstraint::state_after(std::span<const int32_t> extra) {
+const GrammarConstraint::Step* GrammarConstraint::step_after(std::span<const int32_t> extra) {
   size_t k = 0;
   while (k < extra.size() && k < path_.size() && path_[k] == extra[k]) ++k;
   path_.resize(k);
-  path_states_.erase(path_states_.begin() + static_cast<std::ptrdiff_t>(k) + 1, path_states_.end());
+  path_steps_.erase(path_steps_.begin() + static_cast<std::ptrdiff_t>(k) + 1, path_steps_.end());
   for (; k < extra.size(); ++k) {
-    GrammarState next = path_states_.back();
-    if (!masker_.advance(next, extra[k])) return nullptr;
+    Step next;
+    if (!advance(path_steps_.back(), extra[k], next)) return nullptr;
     path_.push_back(extra[k]);
-    path_states_.push_back(std::move(next));
+    path_steps_.push_back(std::move(next));
   }
-  return &path_states_.back();
+  return &path_steps_.back();
 }
 
 bool GrammarConstraint::apply(std::span<float> logits, std::span<const int32_t> extra,
                               std::span<const int32_t> ids, bool only_argmax) {
-  const GrammarState* state = state_after(extra);
+  const Step* step = step_after(extra);
   const auto token_of = [&ids](size_t j) { return ids.empty() ? static_cast<int32_t>(j) : ids[j]; };
-  if (state == nullptr) {
+  if (step == nullptr) {
     for (float& l : logits) l = -std::numeric_limits<float>::infinity();
     return false;
   }
+  if (step->mode != Mode::Active) {  // free text: nothing to mask
+    return std::any_of(logits.begin(), logits.end(), [](float l) {
+      return !std::isnan(l) && l != -std::numeric_limits<float>::infinity();
+    });
+  }
+  const GrammarState* state = &*step->state;
   if (only_argmax) {
     for (int tries = 0; tries < kArgmaxTries; ++tries) {
       const int64_t top = first_max(logits);
@@ -122,7 +160,7 @@ int32_t GrammarConstraint::allowed_prefix(std::span<const int32_t> tokens) {
   // Through the round's path: the states it reaches are those the verify rows ask for next (and
   // a model draft's, which the draft steps computed, are found there already).
   size_t n = 0;
-  while (n < tokens.size() && state_after(tokens.first(n + 1)) != nullptr) ++n;
+  while (n < tokens.size() && step_after(tokens.first(n + 1)) != nullptr) ++n;
   return static_cast<int32_t>(n);
 }
 

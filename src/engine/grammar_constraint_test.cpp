@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <random>
 
@@ -212,6 +213,166 @@ TEST_F(GrammarEngineTest, SampledTextsFollowTheGrammarAndSeedsRepeat) {
     }
   }
   EXPECT_GT(ended, 0);
+}
+
+// A GBNF literal of `text` (printable ASCII, quotes and backslashes escaped).
+std::string literal(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// A lazy grammar masks nothing before its trigger, and after it exactly what the eager grammar
+// masks after the same text from the trigger on; rows after drafts agree with committed text.
+TEST_F(GrammarEngineTest, ALazyGrammarMasksNothingBeforeItsTriggerAndAllAfter) {
+  const auto grammar = Grammar::parse(R"(root ::= "<call>" [0-9] [0-9]? ".")");
+  const auto vocab = make_grammar_vocab(tok());
+  const std::vector<int32_t> ids = tok().encode("ab <ca<call>12.", false, false);
+  const std::string text = "ab <ca<call>12.";
+  std::mt19937 gen(3);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  std::vector<float> random(static_cast<size_t>(tok().n_vocab()));
+  for (float& l : random) l = normal(gen);
+  GrammarConstraint rounds(grammar, vocab, "<call>");
+  std::string so_far;
+  for (size_t committed = 0; committed <= ids.size(); ++committed) {
+    const bool triggered = so_far.find("<call>") != std::string::npos;
+    EXPECT_EQ(rounds.active(), triggered) << so_far;
+    // The same masks from a fresh lazy constraint with the text committed, and (once triggered)
+    // from the eager grammar given the text from the trigger on.
+    GrammarConstraint fresh(grammar, vocab, "<call>");
+    for (size_t i = 0; i < committed; ++i) fresh.add(ids[i]);
+    std::vector<float> a = random, b = random;
+    ASSERT_TRUE(fresh.apply(a, {}, {}, false));
+    if (!triggered) {
+      EXPECT_EQ(a, random) << "masked before the trigger: " << so_far;
+    } else {
+      GrammarConstraint eager(grammar, vocab);
+      for (int32_t id : tok().encode(so_far.substr(so_far.find("<call>")), false, false)) {
+        eager.add(id);
+      }
+      ASSERT_TRUE(eager.apply(b, {}, {}, false));
+      EXPECT_EQ(a, b) << so_far;
+    }
+    for (size_t j = committed; j <= ids.size(); ++j) {
+      const std::span<const int32_t> extra(ids.data() + committed, j - committed);
+      GrammarConstraint upto(grammar, vocab, "<call>");
+      for (size_t i = 0; i < j; ++i) upto.add(ids[i]);
+      std::vector<float> r1 = random, r2 = random;
+      rounds.apply(r1, extra, {}, false);
+      upto.apply(r2, {}, {}, false);
+      ASSERT_EQ(r1, r2) << committed << " committed, row " << j;
+    }
+    if (committed == ids.size()) break;
+    so_far += tok().token_bytes(ids[committed]);
+    rounds.add(ids[committed]);
+  }
+  EXPECT_EQ(so_far, text);
+  EXPECT_TRUE(rounds.complete());
+  // After the trigger a token the grammar refuses stops a draft, as with an eager grammar.
+  GrammarConstraint c(grammar, vocab, "<call>");
+  const std::vector<int32_t> bad = tok().encode("<call>x", false, false);
+  EXPECT_EQ(c.allowed_prefix(bad), static_cast<int32_t>(bad.size()) - 1);
+  EXPECT_TRUE(c.complete());  // nothing triggered yet: any text is whole
+}
+
+// A token that completes the trigger and carries bytes the grammar refuses frees the text for
+// good; one whose extra bytes the grammar takes starts it there.
+TEST_F(GrammarEngineTest, ATriggerInsideATokenChecksTheBytesAfterIt) {
+  const auto vocab = make_grammar_vocab(tok());
+  int32_t pair = -1;  // a token of two printable bytes
+  for (int32_t id = 0; id < tok().n_vocab() && pair < 0; ++id) {
+    const std::string b = vocab->bytes(id);
+    if (b.size() == 2 && std::isalpha(static_cast<unsigned char>(b[0])) &&
+        std::isalpha(static_cast<unsigned char>(b[1]))) {
+      pair = id;
+    }
+  }
+  ASSERT_GE(pair, 0) << "the tiny vocabulary has no two-letter token";
+  const std::string b = vocab->bytes(pair);
+  const std::string trigger(1, b[0]);
+  std::vector<float> random(static_cast<size_t>(tok().n_vocab()), 1.0f);
+  // The grammar takes the second byte: active, and masking.
+  GrammarConstraint takes(Grammar::parse("root ::= " + literal(b) + " [0-9]"), vocab, trigger);
+  takes.add(pair);
+  EXPECT_TRUE(takes.active());
+  std::vector<float> r = random;
+  ASSERT_TRUE(takes.apply(r, {}, {}, false));
+  EXPECT_NE(r, random);
+  // It does not: free from then on, even where the trigger comes again.
+  GrammarConstraint refuses(Grammar::parse("root ::= " + literal(trigger + "~") + " [0-9]"), vocab,
+                            trigger);
+  refuses.add(pair);
+  EXPECT_FALSE(refuses.active());
+  for (int32_t id : tok().encode(trigger + "~1 " + trigger + "~", false, false)) refuses.add(id);
+  r = random;
+  ASSERT_TRUE(refuses.apply(r, {}, {}, false));
+  EXPECT_EQ(r, random);
+}
+
+// Generation: the text is the free text up to the trigger's first appearance, and follows the
+// grammar from there to its end; speculation gives the same tokens at T 0 and the same text for
+// a seed at T 1.
+TEST_F(GrammarEngineTest, ALazyGrammarTakesOverWhereTheFreeTextWritesTheTrigger) {
+  EngineOptions eo;
+  eo.n_ctx = 256;
+  Engine engine(*target_, draft_, eo);
+  int checked = 0;
+  for (const char* prompt : {"a", "The answer is", "{{{", "12 34"}) {
+    const std::vector<int32_t> ids = engine.tokenize_prompt(prompt);
+    GenerationOptions go = options(0.0f, 1, false);
+    const GenerationResult free_text = engine.generate(ids, go, {});
+    // The trigger: a printable one-byte token the free text writes after a few tokens, not
+    // before (token k).
+    const Tokenizer& t = engine.tokenizer();
+    std::string before, trigger;
+    size_t k = 0;
+    for (; k < free_text.tokens.size(); ++k) {
+      const std::string piece = t.token_bytes(free_text.tokens[k]);
+      if (k >= 2 && piece.size() == 1 && std::isgraph(static_cast<unsigned char>(piece[0])) &&
+          before.find(piece) == std::string::npos) {
+        trigger = piece;
+        break;
+      }
+      before += piece;
+    }
+    if (trigger.empty()) continue;
+    const auto grammar = Grammar::parse("root ::= " + literal(trigger) + " [0-9] [0-9] \".\"");
+    go.grammar = grammar;
+    go.grammar_trigger = trigger;
+    const GenerationResult plain = engine.generate(ids, go, {});
+    ASSERT_GT(plain.tokens.size(), k);
+    EXPECT_TRUE(
+        std::equal(plain.tokens.begin(), plain.tokens.begin() + k + 1, free_text.tokens.begin()))
+        << "free: " << free_text.text << "\nlazy: " << plain.text;
+    std::string rest;  // the text from the trigger on, end token aside
+    for (size_t i = k; i < plain.tokens.size(); ++i) {
+      if (!t.is_eog(plain.tokens[i])) rest += t.token_bytes(plain.tokens[i]);
+    }
+    EXPECT_TRUE(matches(grammar, rest)) << rest;
+    EXPECT_EQ(plain.finish, FinishReason::EndOfGeneration) << plain.text;
+    go.speculative = true;
+    EXPECT_EQ(engine.generate(ids, go, {}).tokens, plain.tokens) << prompt;
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      GenerationOptions sampled = options(1.0f, seed, true);
+      sampled.grammar = grammar;
+      sampled.grammar_trigger = trigger;
+      const GenerationResult r = engine.generate(ids, sampled, {});
+      if (const size_t at = r.text.find(trigger); at != std::string::npos) {
+        GrammarState s(grammar);
+        EXPECT_TRUE(s.accept(r.text.substr(at))) << r.text;
+        if (r.finish == FinishReason::EndOfGeneration) {
+          EXPECT_TRUE(s.complete()) << r.text;
+        }
+      }
+      EXPECT_EQ(engine.generate(ids, sampled, {}).text, r.text) << "seed " << seed;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 2);
 }
 
 }  // namespace

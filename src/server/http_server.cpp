@@ -214,6 +214,7 @@ GenerationOptions HttpServer::Impl::request_options(const CompletionRequest& r,
   o.fixed_seed = r.seed.has_value();
   o.penalties = r.penalties;
   o.grammar = r.grammar;
+  o.grammar_trigger = r.grammar_trigger;
   try {
     check_penalty_params(o.penalties, e.tokenizer().n_vocab());
   } catch (const Error& err) {

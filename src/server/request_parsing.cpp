@@ -476,7 +476,13 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
                             "unsupported_value");
     }
     r.tools = parse_tools(j, nlohmann::ordered_json::parse(body));
-    if (r.tools.grammar) {
+    if (r.tools.grammar && r.tools.lazy) {
+      // A structured output format, if any, holds for the whole reply instead.
+      if (!r.grammar) {
+        r.grammar = r.tools.grammar;
+        r.grammar_trigger = std::string(kToolCallOpen);
+      }
+    } else if (r.tools.grammar) {
       if (r.grammar) {
         throw invalid_request(
             "'tool_choice' (required or a function) and a structured output format both "

@@ -73,6 +73,8 @@ struct CompletionRequest {
   // Structured output (response_format json_object/json_schema, grammar, json_schema,
   // guided_json, guided_grammar, guided_choice), compiled; null: free text.
   std::shared_ptr<const Grammar> grammar;
+  // A lazy grammar's trigger (GenerationOptions::grammar_trigger): tool_choice auto's calls.
+  std::string grammar_trigger;
   // Chat: OpenAI's tools, tool_choice and parallel_tool_calls (server/tool_calls.h). With
   // tool_choice required or a named function, `grammar` is the calls' grammar.
   ToolRequest tools;

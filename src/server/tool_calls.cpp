@@ -1,6 +1,7 @@
 #include "server/tool_calls.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "common/error.h"
@@ -164,6 +165,18 @@ ToolRequest parse_tools(const json& body, const ordered_json& ordered) {
     } catch (const Error& e) {
       bad("tools", str_cat("cannot constrain the call: ", e.what()));
     }
+  } else if (out.choice == ToolChoice::kAuto && !out.tools.empty()) {
+    // A call the model chooses to write is made valid too; a schema the converter cannot take
+    // leaves it free (auto worked without a grammar before, and must not start failing).
+    try {
+      std::string root;
+      const std::string gbnf = tool_calls_gbnf(schemas, out.parallel, root);  // sets root
+      out.grammar = Grammar::parse(gbnf, root);
+      GrammarState start(out.grammar);
+      out.lazy = true;
+    } catch (const Error&) {
+      out.grammar = nullptr;
+    }
   }
   return out;
 }
@@ -206,6 +219,88 @@ std::string tool_calls_gbnf(const std::vector<std::pair<std::string, ordered_jso
   return gbnf;
 }
 
+namespace {
+
+// A call object {"name": one of `names`, "arguments": an object, or the JSON text of one}.
+std::optional<ToolCall> call_of(const json& call, const std::vector<std::string>& names) {
+  const auto name = call.is_object() ? call.find("name") : call.end();
+  const auto args = call.is_object() ? call.find("arguments") : call.end();
+  if (!call.is_object() || name == call.end() || !name->is_string() || args == call.end() ||
+      std::find(names.begin(), names.end(), name->get<std::string>()) == names.end()) {
+    return std::nullopt;
+  }
+  json arguments = *args;
+  if (arguments.is_string()) arguments = json::parse(arguments.get<std::string>(), nullptr, false);
+  if (!arguments.is_object()) return std::nullopt;
+  return ToolCall{"", name->get<std::string>(), arguments.dump()};
+}
+
+constexpr std::string_view kSpace = " \t\r\n";
+constexpr std::string_view kFence = "```";
+
+std::string_view skip_space(std::string_view s) {
+  const size_t start = s.find_first_not_of(kSpace);
+  return start == std::string_view::npos ? std::string_view() : s.substr(start);
+}
+
+// A reply that is nothing but fenced JSON blocks (```json or ```), each a call object or an
+// array of them: how Qwen2.5-Coder writes a call it chooses (tool_choice auto), ignoring the
+// <tool_call> tags its template asks for. All or nothing: anything else in the reply, or a
+// block that is not a call to one of the tools, and there are no calls.
+std::vector<ToolCall> fenced_calls(std::string_view text, const std::vector<std::string>& names) {
+  std::vector<ToolCall> calls;
+  for (std::string_view s = skip_space(text); !s.empty(); s = skip_space(s)) {
+    if (!s.starts_with(kFence)) return {};
+    s.remove_prefix(kFence.size());
+    const size_t eol = s.find('\n');
+    if (eol == std::string_view::npos) return {};
+    const std::string_view lang = s.substr(0, eol);
+    if (!skip_space(lang).empty() && lang.substr(0, lang.find_last_not_of(kSpace) + 1) != "json") {
+      return {};
+    }
+    const size_t close = s.find(kFence, eol + 1);
+    if (close == std::string_view::npos) return {};
+    const json body = json::parse(s.substr(eol + 1, close - eol - 1), nullptr, false);
+    const json items = body.is_array() ? body : json::array({body});
+    if (items.empty()) return {};
+    for (const json& item : items) {
+      std::optional<ToolCall> call = call_of(item, names);
+      if (!call) return {};
+      calls.push_back(std::move(*call));
+    }
+    s.remove_prefix(close + kFence.size());
+  }
+  return calls;
+}
+
+// Whether a reply that starts like this (leading space aside) may still be a fenced call:
+// "```", optionally "json", a newline, optionally "[", "{" and "\"name\"" (spaces allowed
+// between).
+bool may_open_fenced_call(std::string_view text) {
+  const auto prefix_of = [](std::string_view s, std::string_view whole) {
+    return s.size() <= whole.size() && whole.substr(0, s.size()) == s;
+  };
+  std::string_view s = skip_space(text);
+  if (s.size() < kFence.size()) return prefix_of(s, kFence);
+  if (!s.starts_with(kFence)) return false;
+  s.remove_prefix(kFence.size());
+  if (s.starts_with("json")) {
+    s.remove_prefix(4);
+  } else if (prefix_of(s, "json")) {
+    return true;
+  }
+  if (s.empty()) return true;
+  if (s.front() != '\n') return false;
+  s = skip_space(s);
+  if (!s.empty() && s.front() == '[') s = skip_space(s.substr(1));  // an array of calls
+  if (s.empty()) return true;
+  if (s.front() != '{') return false;
+  s = skip_space(s.substr(1));
+  return s.size() < 6 ? prefix_of(s, "\"name\"") : s.starts_with("\"name\"");
+}
+
+}  // namespace
+
 SplitReply split_tool_calls(std::string_view text, const std::vector<std::string>& names,
                             uint64_t id_seed) {
   SplitReply out;
@@ -225,25 +320,21 @@ SplitReply split_tool_calls(std::string_view text, const std::vector<std::string
       ok = false;  // cut short (max_tokens) or malformed
       break;
     }
-    const json call = json::parse(text.substr(body, close - body), nullptr, false);
-    const auto name = call.is_object() ? call.find("name") : call.end();
-    const auto args = call.is_object() ? call.find("arguments") : call.end();
-    if (!call.is_object() || name == call.end() || !name->is_string() || args == call.end() ||
-        std::find(names.begin(), names.end(), name->get<std::string>()) == names.end()) {
+    std::optional<ToolCall> call =
+        call_of(json::parse(text.substr(body, close - body), nullptr, false), names);
+    if (!call) {
       ok = false;
       break;
     }
-    json arguments = *args;
-    if (arguments.is_string())
-      arguments = json::parse(arguments.get<std::string>(), nullptr, false);
-    if (!arguments.is_object()) {
-      ok = false;
-      break;
-    }
-    out.calls.push_back({"", name->get<std::string>(), arguments.dump()});
+    out.calls.push_back(std::move(*call));
     at = close + kToolCallClose.size();
   }
-  if (!ok || out.calls.empty()) return {std::string(text), {}};
+  if (!ok) return {std::string(text), {}};
+  if (out.calls.empty()) {
+    out.calls = fenced_calls(text, names);
+    if (out.calls.empty()) return {std::string(text), {}};
+    rest.clear();
+  }
   uint64_t state = id_seed;
   for (ToolCall& c : out.calls) c.id = call_id(state);
   out.content = trimmed(rest);
@@ -251,6 +342,7 @@ SplitReply split_tool_calls(std::string_view text, const std::vector<std::string
 }
 
 size_t streamable_content(std::string_view text) {
+  if (may_open_fenced_call(text)) return 0;  // held until the reply shows what it is
   if (const size_t open = text.find(kToolCallOpen); open != std::string_view::npos) return open;
   for (size_t k = std::min(text.size(), kToolCallOpen.size() - 1); k > 0; --k) {
     if (text.substr(text.size() - k) == kToolCallOpen.substr(0, k)) return text.size() - k;

@@ -29,8 +29,12 @@ struct ToolRequest {
   std::string named;     // kNamed: the function's name
   bool parallel = true;  // parallel_tool_calls: more than one call in a reply
   // kRequired and kNamed: the output is one or more calls (one unless parallel) to the allowed
-  // tools with arguments valid under their parameter schemas; null otherwise.
+  // tools with arguments valid under their parameter schemas. kAuto: the same calls' grammar,
+  // lazy (`lazy` set): the reply is free until it opens a call with "<tool_call>", and the calls
+  // are valid from there on; null when the schemas cannot be compiled (the calls are then
+  // unconstrained, as before lazy grammars). Null for kNone.
   std::shared_ptr<const Grammar> grammar;
+  bool lazy = false;
 };
 
 // Reads "tools", "tool_choice" and "parallel_tool_calls" ("functions", the deprecated form, is
@@ -59,12 +63,15 @@ struct SplitReply {
 
 // Splits a reply: every complete <tool_call>...</tool_call> whose JSON names one of `names` (and
 // whose arguments are an object) is a call; a reply whose call blocks do not all parse stays
-// content as a whole (as vLLM's Hermes parser leaves it). `id_seed` makes the ids.
+// content as a whole (as vLLM's Hermes parser leaves it). A reply without call blocks that is
+// nothing but fenced JSON blocks (```json) of such call objects is calls too: how Qwen2.5-Coder
+// writes the calls it chooses. `id_seed` makes the ids.
 SplitReply split_tool_calls(std::string_view text, const std::vector<std::string>& names,
                             uint64_t id_seed);
 
 // Streaming: how much of `text` may be sent as content now. Text from the first "<tool_call>"
-// on, and a trailing partial "<tool_call>", is held back until the reply ends.
+// on, and a trailing partial "<tool_call>", is held back until the reply ends; so is a reply
+// that opens like a fenced call ("```json\n{\"name\"") until it ends or stops looking like one.
 size_t streamable_content(std::string_view text);
 
 inline constexpr std::string_view kToolCallOpen = "<tool_call>";

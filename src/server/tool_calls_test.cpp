@@ -56,6 +56,50 @@ TEST(ToolCalls, StreamingHoldsBackFromTheFirstCallMarker) {
   EXPECT_EQ(streamable_content("a<b"), 3u);  // cannot
   EXPECT_EQ(streamable_content("x\n<tool_call>\n{"), 2u);
   EXPECT_EQ(streamable_content(""), 0u);
+  // A reply that opens like a fenced call is held whole until it shows what it is.
+  for (const char* opening :
+       {"`", "``", "```", "```j", "```json", "\n```json\n", "```json\n{", "```json\n{\n  \"na",
+        "```\n{\"name\"", "```json\n[", "```json\n[ {", "```json\n{\"name\": \"add\""}) {
+    EXPECT_EQ(streamable_content(opening), 0u) << opening;
+  }
+  for (const char* other :
+       {"```python\n", "```json\n[1", "```json\n{\"a\"", "`x", "Sure: ```json"}) {
+    EXPECT_EQ(streamable_content(other), std::string_view(other).size()) << other;
+  }
+}
+
+TEST(ToolCalls, AReplyOfFencedCallObjectsIsCalls) {
+  // Qwen2.5-Coder's way of calling under tool_choice auto.
+  const std::string coder =
+      "```json\n{\n  \"name\": \"get_weather\",\n  \"arguments\": {\n    \"city\": \"Paris\"\n  "
+      "}\n}\n```";
+  const SplitReply one = split_tool_calls(coder, kNames, 3);
+  ASSERT_EQ(one.calls.size(), 1u) << coder;
+  EXPECT_EQ(one.calls[0].name, "get_weather");
+  EXPECT_EQ(one.calls[0].arguments, R"({"city":"Paris"})");
+  EXPECT_EQ(one.content, "");
+  // Several blocks, a bare fence, an array of calls.
+  const SplitReply more = split_tool_calls(
+      "\n```\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n```\n\n```json\n[{\"name\": "
+      "\"add\", \"arguments\": {}}, {\"name\": \"get_weather\", \"arguments\": {}}]\n```\n",
+      kNames, 3);
+  ASSERT_EQ(more.calls.size(), 3u);
+  EXPECT_EQ(more.calls[2].name, "get_weather");
+  EXPECT_NE(more.calls[0].id, more.calls[1].id);
+  // All or nothing: prose around the block, another language, an unknown tool, a block that is
+  // not a call, or one left open, and the reply is content.
+  for (const std::string& text :
+       {"Here it is:\n" + coder, coder + "\nDone.", std::string("```python\nprint(1)\n```"),
+        std::string("```json\n{\"name\": \"rm\", \"arguments\": {}}\n```"),
+        std::string("```json\n{\"city\": \"Paris\"}\n```"),
+        std::string("```json\n{\"name\": \"add\", \"arguments\": {}}\n"),
+        std::string("```json\n[]\n```")}) {
+    const SplitReply r = split_tool_calls(text, kNames, 1);
+    EXPECT_TRUE(r.calls.empty()) << text;
+    EXPECT_EQ(r.content, text);
+  }
+  // A reply with <tool_call> blocks is read by those alone.
+  EXPECT_TRUE(split_tool_calls("<tool_call>{bad}</tool_call>\n" + coder, kNames, 1).calls.empty());
 }
 
 std::shared_ptr<const Grammar> grammar_of(
@@ -127,9 +171,16 @@ TEST(ToolCalls, ToolsAndToolChoiceAreValidated) {
   ASSERT_EQ(r.tools.size(), 1u);
   EXPECT_EQ(r.tools[0].name, "add");
   EXPECT_EQ(r.choice, ToolChoice::kAuto);
-  EXPECT_EQ(r.grammar, nullptr);  // auto: the model may answer in words
+  // auto: the model may answer in words; a call it opens with <tool_call> must be valid.
+  ASSERT_NE(r.grammar, nullptr);
+  EXPECT_TRUE(r.lazy);
+  EXPECT_TRUE(accepts(r.grammar,
+                      "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n"
+                      "</tool_call>"));
   EXPECT_NE(json::parse(r.tools[0].definition).at("function").at("parameters"), nullptr);
-  EXPECT_NE(parse(R"({"tools": [)" + tool + R"(], "tool_choice": "required"})").grammar, nullptr);
+  const ToolRequest required = parse(R"({"tools": [)" + tool + R"(], "tool_choice": "required"})");
+  EXPECT_NE(required.grammar, nullptr);
+  EXPECT_FALSE(required.lazy);
   const ToolRequest named =
       parse(R"({"tools": [)" + tool +
             R"(], "tool_choice": {"type": "function", "function": {"name": "add"}}})");
@@ -158,6 +209,12 @@ TEST(ToolCalls, ToolsAndToolChoiceAreValidated) {
                 "parameters": {"type": "object", "properties": {"x": {"multipleOf": 3}}}}}],
                 "tool_choice": "required"})"),
             "tools");
+  // Under auto the same schema leaves the calls unconstrained instead.
+  const ToolRequest loose = parse(R"({"tools": [{"type": "function", "function": {"name": "f",
+      "parameters": {"type": "object", "properties": {"x": {"multipleOf": 3}}}}}]})");
+  EXPECT_EQ(loose.grammar, nullptr);
+  EXPECT_FALSE(loose.lazy);
+  EXPECT_EQ(loose.tools.size(), 1u);
 }
 
 }  // namespace
