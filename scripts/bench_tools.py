@@ -11,9 +11,11 @@ decides), speculative and target-only alternating, `--repeats` times, in two set
 - warm: the same request again (both models hold the prompt, as in a follow-up turn): the
   server's decode tokens/s.
 
-Prints medians and the ratios, and the call each reply made.
+Prints medians and the ratios, and the call each reply made. `--api anthropic` sends the same
+requests through Anthropic's /v1/messages (tools with input_schema, tool_choice any / auto).
 
     scripts/bench_tools.py [--target T.gguf --draft D.gguf] [--threads 2] [--repeats 3]
+                           [--api openai|anthropic]
 """
 
 
@@ -60,11 +62,41 @@ PROMPTS = [
 ]
 
 
-def post(base, body):
-    req = urllib.request.Request(base + "/v1/chat/completions", data=json.dumps(body).encode(),
+def post(base, path, body):
+    req = urllib.request.Request(base + path, data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=600) as r:
         return json.load(r)
+
+
+def openai_request(base, system, prompt, choice, max_tokens, spec):
+    """(decode tokens/s, the calls or the content, new tokens, prompt tokens)."""
+    doc = post(base, "/v1/chat/completions", {
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+        "tools": TOOLS, "tool_choice": choice, "temperature": 0, "max_tokens": max_tokens,
+        "speculative": spec})
+    msg = doc["choices"][0]["message"]
+    reply = ([c["function"]["name"] + " " + c["function"]["arguments"]
+              for c in msg.get("tool_calls", [])] or
+             ["(content) " + (msg["content"] or "")[:60].replace("\n", " ")])
+    return (doc["specdec"]["tokens_per_second"], reply, doc["usage"]["completion_tokens"],
+            doc["usage"]["prompt_tokens"])
+
+
+def anthropic_request(base, system, prompt, choice, max_tokens, spec):
+    tools = [{"name": t["function"]["name"], "description": t["function"]["description"],
+              "input_schema": t["function"]["parameters"]} for t in TOOLS]
+    doc = post(base, "/v1/messages", {
+        "system": system, "messages": [{"role": "user", "content": prompt}], "tools": tools,
+        "tool_choice": {"type": "any" if choice == "required" else "auto"}, "temperature": 0,
+        "max_tokens": max_tokens, "speculative": spec})
+    reply = ([b["name"] + " " + json.dumps(b["input"], separators=(",", ":"))
+              for b in doc["content"] if b["type"] == "tool_use"] or
+             ["(content) " + "".join(b.get("text", "") for b in doc["content"])[:60]
+              .replace("\n", " ")])
+    usage = doc["usage"]
+    return (doc["specdec"]["tokens_per_second"], reply, usage["output_tokens"],
+            usage["input_tokens"] + usage["cache_read_input_tokens"])
 
 
 def main():
@@ -76,7 +108,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--port", type=int, default=18791)
     ap.add_argument("--max-tokens", type=int, default=160)
+    ap.add_argument("--api", choices=["openai", "anthropic"], default="openai")
     args = ap.parse_args()
+    request = anthropic_request if args.api == "anthropic" else openai_request
 
     server = subprocess.Popen([args.cli, "serve", "-m", args.target, "-md", args.draft, "-t",
                                str(args.threads), "-c", "4096", "--parallel", "1", "--port",
@@ -93,24 +127,14 @@ def main():
                 for choice in ("required", "auto"):
                     for spec in (True, False) if rep % 2 == 0 else (False, True):
                         nonce += 1
-                        body = {"messages": [
-                                    {"role": "system",
-                                     "content": f"You are a helpful assistant (session {nonce})."},
-                                    {"role": "user", "content": prompt}],
-                                "tools": TOOLS, "tool_choice": choice, "temperature": 0,
-                                "max_tokens": args.max_tokens, "speculative": spec}
+                        system = f"You are a helpful assistant (session {nonce})."
                         t0 = time.monotonic()
-                        doc = post(base, body)
+                        request(base, system, prompt, choice, args.max_tokens, spec)
                         cold.setdefault((i, choice, spec), []).append(time.monotonic() - t0)
-                        doc = post(base, body)
-                        warm.setdefault((i, choice, spec), []).append(
-                            doc["specdec"]["tokens_per_second"])
-                        msg = doc["choices"][0]["message"]
-                        calls[(i, choice)] = (
-                            [c["function"]["name"] + " " + c["function"]["arguments"]
-                             for c in msg.get("tool_calls", [])] or
-                            ["(content) " + (msg["content"] or "")[:60].replace("\n", " ")],
-                            doc["usage"]["completion_tokens"], doc["usage"]["prompt_tokens"])
+                        tps, reply, n, n_prompt = request(base, system, prompt, choice,
+                                                          args.max_tokens, spec)
+                        warm.setdefault((i, choice, spec), []).append(tps)
+                        calls[(i, choice)] = (reply, n, n_prompt)
         print(f"{'prompt':>6} {'tool_choice':>11} | cold: {'plain s':>7} {'spec s':>7} {'ratio':>6} "
               f"| warm: {'plain t/s':>9} {'spec t/s':>8} {'ratio':>6} | prompt  new  reply")
         med = statistics.median

@@ -1,6 +1,5 @@
 // Anthropic's Messages API: POST /v1/messages (whole or streamed) and
 // /v1/messages/count_tokens (server/anthropic_api.h holds the request and response shapes).
-#include <algorithm>
 #include <functional>
 
 #include "common/error.h"
@@ -12,18 +11,8 @@ using nlohmann::json;
 
 std::vector<int32_t> HttpServer::Impl::messages_prompt(const MessagesRequest& r,
                                                        const Engine& e) const {
-  std::vector<std::string> tools;
-  for (const ToolSpec& t : r.chat.tools.tools) tools.push_back(t.definition);
-  const bool tool_turns = std::any_of(r.chat.messages.begin(), r.chat.messages.end(),
-                                      [](const auto& m) { return !m.tool_calls.empty(); });
-  if ((!tools.empty() || tool_turns) && !e.chat_template().supports_tools()) {
-    throw invalid_request(str_cat("this model's chat template (", e.chat_template().name(),
-                                  ") has no tool-calling convention; tools work with "
-                                  "Hermes-style templates such as Qwen2.5's"),
-                          tools.empty() ? "messages" : "tools", "unsupported_value");
-  }
   // A prefill continues the assistant turn the template opens.
-  return e.tokenize_prompt(e.chat_template().apply(r.chat.messages, true, tools) + r.prefill);
+  return e.tokenize_prompt(chat_prompt_text(r.chat, e) + r.prefill);
 }
 
 void HttpServer::Impl::messages(const HttpRequest& req, HttpResponder& res) {
@@ -68,8 +57,8 @@ void HttpServer::Impl::messages_stream(const std::shared_ptr<Job>& job, const Me
   if (!send(message_start_json(meta, prompt_tokens)) || !send(json{{"type", "ping"}})) {
     return give_up();
   }
-  // The reply so far and how much of it went out as text. With tools, text from a
-  // "<tool_call>" on is held until the end, when the calls go out as tool_use blocks.
+  // The reply so far and how much of it went out as text. With tools, what may be calls is held
+  // (streamable_content) until the end, when the calls go out as tool_use blocks.
   const bool tools = !meta.tool_names.empty();
   std::string reply;
   size_t sent = 0;

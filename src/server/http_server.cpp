@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 
@@ -103,6 +104,22 @@ bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Jo
   if (res.begin_stream(200, "text/event-stream")) return true;
   cancel_jobs(jobs);
   return false;
+}
+
+std::string chat_prompt_text(const CompletionRequest& r, const Engine& e) {
+  std::vector<std::string> tools;
+  for (const ToolSpec& t : r.tools.tools) tools.push_back(t.definition);
+  const bool tool_turns = std::any_of(r.messages.begin(), r.messages.end(), [](const auto& m) {
+    return m.role == "tool" || !m.tool_calls.empty();
+  });
+  if ((!tools.empty() || tool_turns) && !e.chat_template().supports_tools()) {
+    throw invalid_request(
+        str_cat("this model's chat template (", e.chat_template().name(),
+                ") has no tool-calling convention; tools work with Hermes-style templates "
+                "such as Qwen2.5's"),
+        tools.empty() ? "messages" : "tools", "unsupported_value");
+  }
+  return e.chat_template().apply(r.messages, true, tools);
 }
 
 HttpServer::Impl::Impl(ServerConfig c)

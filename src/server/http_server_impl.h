@@ -36,6 +36,10 @@ ApiError shutting_down_error();
 void cancel_jobs(const std::vector<std::shared_ptr<Job>>& jobs);
 // Starts a response of server-sent events; false (the jobs cancelled) when that failed.
 bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Job>>& jobs);
+// A chat request's prompt text: its turns and tools through the model's chat template, with the
+// assistant turn opened. 400 when tools or tool turns meet a template without a tool-calling
+// convention.
+std::string chat_prompt_text(const CompletionRequest& r, const Engine& e);
 
 struct HttpServer::Impl {
   explicit Impl(ServerConfig c);

@@ -46,19 +46,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
       prompts.push_back({e.tokenizer().decode(*in.tokens), *in.tokens});
     }
   } else {
-    std::vector<std::string> tools;
-    for (const ToolSpec& t : r.tools.tools) tools.push_back(t.definition);
-    const bool tool_turns = std::any_of(r.messages.begin(), r.messages.end(), [](const auto& m) {
-      return m.role == "tool" || !m.tool_calls.empty();
-    });
-    if ((!tools.empty() || tool_turns) && !e.chat_template().supports_tools()) {
-      throw invalid_request(
-          str_cat("this model's chat template (", e.chat_template().name(),
-                  ") has no tool-calling convention; tools work with Hermes-style templates "
-                  "such as Qwen2.5's"),
-          tools.empty() ? "messages" : "tools", "unsupported_value");
-    }
-    prompts.push_back({"", e.tokenize_prompt(e.chat_template().apply(r.messages, true, tools))});
+    prompts.push_back({"", e.tokenize_prompt(chat_prompt_text(r, e))});
   }
   std::vector<int32_t> max_tokens;
   for (const EchoedPrompt& p : prompts) {
