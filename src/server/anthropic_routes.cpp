@@ -23,9 +23,11 @@ void HttpServer::Impl::messages(const HttpRequest& req, HttpResponder& res) {
   const std::vector<int32_t> prompt = messages_prompt(r, e);
   const auto n = static_cast<int32_t>(prompt.size());
   if (n >= e.n_ctx()) {
+    // Anthropic's own wording: clients read the numbers from it (Claude Code compacts the
+    // conversation when it sees this message).
     throw invalid_request(
-        str_cat("prompt is too long: ", n, " tokens, and the context holds ", e.n_ctx()),
-        "messages", "context_length_exceeded");
+        str_cat("prompt is too long: ", n, " tokens > ", e.n_ctx() - 1, " maximum"), "messages",
+        "context_length_exceeded");
   }
   // max_tokens is required and clients size it for large hosted models (Claude Code asks for
   // 32,000): beyond the room left, the reply ends where the context does, with stop_reason

@@ -6,6 +6,7 @@ for what it refuses."""
 
 import http.client
 import json
+import re
 
 import anthropic
 import pytest
@@ -180,7 +181,8 @@ def test_max_tokens_beyond_the_context_ends_where_the_context_does(server):
         usage["output_tokens"] == 512 + 1
     status, err = post_json(server.base, MESSAGES, {
         "max_tokens": 5, "messages": [{"role": "user", "content": "word " * 600}]})
-    assert status == 400 and "prompt is too long" in err["error"]["message"]
+    assert status == 400 and err["error"]["type"] == "invalid_request_error"
+    assert re.fullmatch(r"prompt is too long: \d+ tokens > 511 maximum", err["error"]["message"])
 
 
 ANTHROPIC_WEATHER = {"name": "get_weather", "description": "Current weather in a city",
