@@ -255,7 +255,7 @@ void check_native(uint8_t flags, std::string_view body) {
 // (with the prefill after them); a reply made of the rendered text goes out as a message.
 void check_messages(uint8_t flags, std::string_view body) {
   const bool count_only = flags & 1;
-  server::MessagesRequest r;
+  CompletionRequest r;
   try {
     r = server::parse_messages_request(body, count_only);
   } catch (const ApiError& e) {
@@ -264,16 +264,16 @@ void check_messages(uint8_t flags, std::string_view body) {
     FUZZ_CHECK(doc["type"] == "error" && doc["error"]["type"] == "invalid_request_error");
     return;
   }
-  FUZZ_CHECK(r.chat.endpoint == Endpoint::ChatCompletions && !r.chat.messages.empty());
-  FUZZ_CHECK(count_only || (r.chat.max_tokens && *r.chat.max_tokens >= 1));
-  FUZZ_CHECK(r.chat.temperature >= 0.0f && r.chat.temperature <= 1.0f);
+  FUZZ_CHECK(r.endpoint == Endpoint::ChatCompletions && !r.messages.empty());
+  FUZZ_CHECK(count_only || (r.max_tokens && *r.max_tokens >= 1));
+  FUZZ_CHECK(r.temperature >= 0.0f && r.temperature <= 1.0f);
   std::vector<std::string> tools;
-  for (const server::ToolSpec& t : r.chat.tools.tools) tools.push_back(t.definition);
+  for (const server::ToolSpec& t : r.tools.tools) tools.push_back(t.definition);
   const ChatTemplate tpl = ChatTemplate::detect("{{ '<|im_start|>' }} <tool_call>");
-  const std::string text = tpl.apply(r.chat.messages, true, tools) + r.prefill;
+  const std::string text = tpl.apply(r.messages, r.add_generation_prompt, tools) + r.prefill;
   FUZZ_CHECK(text.size() >= r.prefill.size());
   server::MessagesMeta meta{"msg_0", "m", {}, 1};
-  for (const server::ToolSpec& t : r.chat.tools.tools) meta.tool_names.push_back(t.name);
+  for (const server::ToolSpec& t : r.tools.tools) meta.tool_names.push_back(t.name);
   GenerationResult result;
   result.text = text;
   const json doc = json::parse(server::to_wire(server::message_json(meta, result)), nullptr, false);

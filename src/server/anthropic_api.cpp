@@ -285,7 +285,7 @@ ApiError with_anthropic_names(const ApiError& e) {
 
 }  // namespace
 
-MessagesRequest parse_messages_request(std::string_view body, bool count_only) {
+CompletionRequest parse_messages_request(std::string_view body, bool count_only) {
   if (json_nesting_depth(body) > kMaxJsonDepth) {
     throw invalid_request(
         str_cat("the request body nests JSON deeper than ", kMaxJsonDepth, " levels"), "",
@@ -344,9 +344,9 @@ MessagesRequest parse_messages_request(std::string_view body, bool count_only) {
     }
   }
 
-  MessagesRequest out;
+  CompletionRequest out;
   try {
-    out.chat = parse_request(Endpoint::ChatCompletions, oai.dump());
+    out = parse_request(Endpoint::ChatCompletions, oai.dump());
   } catch (const ApiError& e) {
     throw with_anthropic_names(e);
   }

@@ -21,18 +21,11 @@
 
 namespace specdec::server {
 
-struct MessagesRequest {
-  // The turns and settings as the chat endpoint takes them; max_tokens is Anthropic's (required
-  // on /v1/messages, absent on count_tokens).
-  CompletionRequest chat;
-  // The text of a final assistant turn (without tool_use blocks): the prompt ends with it and
-  // the reply continues it. Empty: the reply starts a new assistant turn.
-  std::string prefill;
-};
-
-// Parses and validates a body. `count_only`: /v1/messages/count_tokens (no max_tokens, no
-// sampling). Throws ApiError naming Anthropic's fields.
-MessagesRequest parse_messages_request(std::string_view body, bool count_only);
+// Parses and validates a body into the chat request it means: the turns and settings as the
+// chat endpoint takes them, a final assistant turn (without tool_use blocks) as the prefill, and
+// max_tokens Anthropic's (required on /v1/messages; `count_only`: /v1/messages/count_tokens,
+// which has none and no sampling). Throws ApiError naming Anthropic's fields.
+CompletionRequest parse_messages_request(std::string_view body, bool count_only);
 
 // Anthropic's error object {"type": "error", "error": {"type": ..., "message": ...}} with the
 // error type its API uses for the status (invalid_request_error, authentication_error,

@@ -7,7 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-MessagesRequest parse(const json& body, bool count_only = false) {
+CompletionRequest parse(const json& body, bool count_only = false) {
   return parse_messages_request(body.dump(), count_only);
 }
 
@@ -51,13 +51,13 @@ TEST(AnthropicApi, TurnsBecomeTheChatMessagesTheyMean) {
                             {"is_error", true},
                             {"content", json::array({{{"type", "text"}, {"text", "timeout"}}})}},
                            {{"type", "text"}, {"text", "Thanks."}}})}}})}};
-  const MessagesRequest r = parse(body);
-  EXPECT_EQ(r.chat.endpoint, Endpoint::ChatCompletions);
-  EXPECT_EQ(r.chat.model, "m");
-  EXPECT_EQ(r.chat.max_tokens, 50);
-  EXPECT_FLOAT_EQ(r.chat.temperature, 1.0f);  // Anthropic's default
+  const CompletionRequest r = parse(body);
+  EXPECT_EQ(r.endpoint, Endpoint::ChatCompletions);
+  EXPECT_EQ(r.model, "m");
+  EXPECT_EQ(r.max_tokens, 50);
+  EXPECT_FLOAT_EQ(r.temperature, 1.0f);  // Anthropic's default
   EXPECT_TRUE(r.prefill.empty());
-  const std::vector<ChatMessage>& m = r.chat.messages;
+  const std::vector<ChatMessage>& m = r.messages;
   ASSERT_EQ(m.size(), 6u);
   EXPECT_EQ(m[0].role, "system");
   EXPECT_EQ(m[0].content, "Be brief.\nBe kind.");
@@ -76,7 +76,7 @@ TEST(AnthropicApi, TurnsBecomeTheChatMessagesTheyMean) {
 }
 
 TEST(AnthropicApi, AFinalAssistantTurnIsThePrefill) {
-  const MessagesRequest r =
+  const CompletionRequest r =
       parse({{"max_tokens", 5},
              {"messages",
               {{{"role", "user"}, {"content", "Name a colour."}},
@@ -84,19 +84,20 @@ TEST(AnthropicApi, AFinalAssistantTurnIsThePrefill) {
                 {"content", json::array({{{"type", "text"}, {"text", "The "}},
                                          {{"type", "text"}, {"text", "colour"}}})}}}}});
   EXPECT_EQ(r.prefill, "The colour");
-  ASSERT_EQ(r.chat.messages.size(), 1u);
-  EXPECT_EQ(r.chat.messages[0].role, "user");
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].role, "user");
   // With a tool_use block it is a finished turn, not a prefill.
-  const MessagesRequest t = parse({{"max_tokens", 5},
-                                   {"messages",
-                                    {{{"role", "user"}, {"content", "Add."}},
-                                     {{"role", "assistant"},
-                                      {"content", json::array({{{"type", "tool_use"},
-                                                                {"id", "t"},
-                                                                {"name", "add"},
-                                                                {"input", json::object()}}})}}}}});
+  const CompletionRequest t =
+      parse({{"max_tokens", 5},
+             {"messages",
+              {{{"role", "user"}, {"content", "Add."}},
+               {{"role", "assistant"},
+                {"content", json::array({{{"type", "tool_use"},
+                                          {"id", "t"},
+                                          {"name", "add"},
+                                          {"input", json::object()}}})}}}}});
   EXPECT_TRUE(t.prefill.empty());
-  EXPECT_EQ(t.chat.messages.size(), 2u);
+  EXPECT_EQ(t.messages.size(), 2u);
   EXPECT_EQ(refused({{"max_tokens", 5},
                      {"messages", {{{"role", "assistant"}, {"content", "Only a prefill"}}}}}),
             "messages");
@@ -105,7 +106,7 @@ TEST(AnthropicApi, AFinalAssistantTurnIsThePrefill) {
 TEST(AnthropicApi, SamplingStopsToolsAndFormat) {
   const json schema = {
       {"type", "object"}, {"properties", {{"a", {{"type", "integer"}}}}}, {"required", {"a"}}};
-  const MessagesRequest r =
+  const CompletionRequest r =
       parse({{"max_tokens", 5},
              {"messages", kUser},
              {"temperature", 0.5},
@@ -118,35 +119,35 @@ TEST(AnthropicApi, SamplingStopsToolsAndFormat) {
              {"thinking", {{"type", "enabled"}, {"budget_tokens", 1024}}},
              {"tools", {{{"name", "add"}, {"description", "Adds."}, {"input_schema", schema}}}},
              {"tool_choice", {{"type", "any"}, {"disable_parallel_tool_use", true}}}});
-  EXPECT_FLOAT_EQ(r.chat.temperature, 0.5f);
-  EXPECT_FLOAT_EQ(r.chat.top_p, 0.9f);
-  EXPECT_EQ(r.chat.top_k, 7);
-  EXPECT_EQ(r.chat.stop, (std::vector<std::string>{"END", "STOP"}));
-  EXPECT_TRUE(r.chat.stream);
-  EXPECT_EQ(r.chat.seed, 4u);
-  ASSERT_EQ(r.chat.tools.tools.size(), 1u);
-  EXPECT_EQ(r.chat.tools.tools[0].name, "add");
+  EXPECT_FLOAT_EQ(r.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.top_p, 0.9f);
+  EXPECT_EQ(r.top_k, 7);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"END", "STOP"}));
+  EXPECT_TRUE(r.stream);
+  EXPECT_EQ(r.seed, 4u);
+  ASSERT_EQ(r.tools.tools.size(), 1u);
+  EXPECT_EQ(r.tools.tools[0].name, "add");
   // Rendered into the prompt as the OpenAI tool the chat template knows.
-  const json def = json::parse(r.chat.tools.tools[0].definition);
+  const json def = json::parse(r.tools.tools[0].definition);
   EXPECT_EQ(def["type"], "function");
   EXPECT_EQ(def["function"]["parameters"], schema);
   EXPECT_EQ(def["function"]["description"], "Adds.");
-  EXPECT_EQ(r.chat.tools.choice, ToolChoice::kRequired);
-  EXPECT_FALSE(r.chat.tools.parallel);
-  EXPECT_NE(r.chat.grammar, nullptr);  // "any" makes the reply a call
-  const MessagesRequest named = parse({{"max_tokens", 5},
-                                       {"messages", kUser},
-                                       {"tools", {{{"name", "add"}, {"input_schema", schema}}}},
-                                       {"tool_choice", {{"type", "tool"}, {"name", "add"}}}});
-  EXPECT_EQ(named.chat.tools.choice, ToolChoice::kNamed);
-  EXPECT_EQ(named.chat.tools.named, "add");
-  const MessagesRequest formatted =
+  EXPECT_EQ(r.tools.choice, ToolChoice::kRequired);
+  EXPECT_FALSE(r.tools.parallel);
+  EXPECT_NE(r.grammar, nullptr);  // "any" makes the reply a call
+  const CompletionRequest named = parse({{"max_tokens", 5},
+                                         {"messages", kUser},
+                                         {"tools", {{{"name", "add"}, {"input_schema", schema}}}},
+                                         {"tool_choice", {{"type", "tool"}, {"name", "add"}}}});
+  EXPECT_EQ(named.tools.choice, ToolChoice::kNamed);
+  EXPECT_EQ(named.tools.named, "add");
+  const CompletionRequest formatted =
       parse({{"max_tokens", 5},
              {"messages", kUser},
              {"output_config", {{"format", {{"type", "json_schema"}, {"schema", schema}}}}}});
-  EXPECT_NE(formatted.chat.grammar, nullptr);
+  EXPECT_NE(formatted.grammar, nullptr);
   // count_tokens takes no max_tokens and ignores sampling.
-  EXPECT_FALSE(parse({{"messages", kUser}}, true).chat.max_tokens.has_value());
+  EXPECT_FALSE(parse({{"messages", kUser}}, true).max_tokens.has_value());
 }
 
 TEST(AnthropicApi, RefusalsNameAnthropicsFields) {

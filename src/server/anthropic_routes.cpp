@@ -9,22 +9,15 @@ namespace specdec::server {
 
 using nlohmann::json;
 
-std::vector<int32_t> HttpServer::Impl::messages_prompt(const MessagesRequest& r,
-                                                       const Engine& e) const {
-  // A prefill continues the assistant turn the template opens.
-  return e.tokenize_prompt(chat_prompt_text(r.chat, e) + r.prefill);
-}
-
 void HttpServer::Impl::messages(const HttpRequest& req, HttpResponder& res) {
   Engine& e = ready_engine();
   if (draining.load()) throw shutting_down_error();
-  const MessagesRequest r = parse_messages_request(req.body, /*count_only=*/false);
-  check_model(r.chat.model, model_ids);
-  const std::vector<int32_t> prompt = messages_prompt(r, e);
+  const CompletionRequest r = parse_messages_request(req.body, /*count_only=*/false);
+  check_model(r.model, model_ids);
+  const std::vector<int32_t> prompt = e.tokenize_prompt(chat_prompt_text(r, e));
   const auto n = static_cast<int32_t>(prompt.size());
   if (n >= e.n_ctx()) {
-    // Anthropic's own wording: clients read the numbers from it (Claude Code compacts the
-    // conversation when it sees this message).
+    // Anthropic's own wording, which clients read the numbers from.
     throw invalid_request(
         str_cat("prompt is too long: ", n, " tokens > ", e.n_ctx() - 1, " maximum"), "messages",
         "context_length_exceeded");
@@ -32,17 +25,17 @@ void HttpServer::Impl::messages(const HttpRequest& req, HttpResponder& res) {
   // max_tokens is required and clients size it for large hosted models (Claude Code asks for
   // 32,000): beyond the room left, the reply ends where the context does, with stop_reason
   // model_context_window_exceeded, instead of the request being refused.
-  const int32_t asked = r.chat.max_tokens.value_or(1);
+  const int32_t asked = r.max_tokens.value_or(1);
   const int32_t max_tokens = asked > e.n_ctx() - n ? -1 : asked;
-  const GenerationOptions o = request_options(r.chat, e);
-  const std::vector<std::shared_ptr<Job>> jobs = submit_jobs({prompt}, {max_tokens}, o, r.chat);
+  const GenerationOptions o = request_options(r, e);
+  const std::vector<std::shared_ptr<Job>> jobs = submit_jobs({prompt}, {max_tokens}, o, r);
 
   MessagesMeta meta;
   meta.id = "msg_" + make_id(Endpoint::Completions).substr(5);  // the hex after "cmpl-"
-  meta.model = r.chat.model.empty() ? config.model_id : r.chat.model;
-  for (const ToolSpec& t : r.chat.tools.tools) meta.tool_names.push_back(t.name);
+  meta.model = r.model.empty() ? config.model_id : r.model;
+  for (const ToolSpec& t : r.tools.tools) meta.tool_names.push_back(t.name);
   meta.tool_id_seed = std::hash<std::string>{}(meta.id);
-  if (r.chat.stream) return messages_stream(jobs[0], meta, n, res);
+  if (r.stream) return messages_stream(jobs[0], meta, n, res);
   if (!wait_all(jobs, res)) return;
   const Job& j = *jobs[0];
   if (j.failed()) throw ApiError(500, "generation failed: " + j.error(), "server_error");
@@ -115,9 +108,9 @@ void HttpServer::Impl::messages_stream(const std::shared_ptr<Job>& job, const Me
 
 void HttpServer::Impl::count_tokens(const HttpRequest& req, HttpResponder& res) {
   Engine& e = ready_engine();
-  const MessagesRequest r = parse_messages_request(req.body, /*count_only=*/true);
-  check_model(r.chat.model, model_ids);
-  const size_t n = messages_prompt(r, e).size();
+  const CompletionRequest r = parse_messages_request(req.body, /*count_only=*/true);
+  check_model(r.model, model_ids);
+  const size_t n = e.tokenize_prompt(chat_prompt_text(r, e)).size();
   res.send(200, "application/json", to_wire(json{{"input_tokens", n}}));
 }
 

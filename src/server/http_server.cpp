@@ -119,7 +119,8 @@ std::string chat_prompt_text(const CompletionRequest& r, const Engine& e) {
                 "such as Qwen2.5's"),
         tools.empty() ? "messages" : "tools", "unsupported_value");
   }
-  return e.chat_template().apply(r.messages, true, tools);
+  // A prefill continues the assistant turn the template opens.
+  return e.chat_template().apply(r.messages, r.add_generation_prompt, tools) + r.prefill;
 }
 
 HttpServer::Impl::Impl(ServerConfig c)

@@ -36,9 +36,9 @@ ApiError shutting_down_error();
 void cancel_jobs(const std::vector<std::shared_ptr<Job>>& jobs);
 // Starts a response of server-sent events; false (the jobs cancelled) when that failed.
 bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Job>>& jobs);
-// A chat request's prompt text: its turns and tools through the model's chat template, with the
-// assistant turn opened. 400 when tools or tool turns meet a template without a tool-calling
-// convention.
+// A chat request's prompt text: its turns and tools through the model's chat template, the
+// assistant turn opened (unless add_generation_prompt is off) and holding the prefill. 400 when
+// tools or tool turns meet a template without a tool-calling convention.
 std::string chat_prompt_text(const CompletionRequest& r, const Engine& e);
 
 struct HttpServer::Impl {
@@ -130,8 +130,6 @@ struct HttpServer::Impl {
   void messages_stream(const std::shared_ptr<Job>& job, const MessagesMeta& meta,
                        int32_t prompt_tokens, HttpResponder& res);
   void count_tokens(const HttpRequest& req, HttpResponder& res);
-  // The prompt of a Messages request: its turns through the chat template, then the prefill.
-  std::vector<int32_t> messages_prompt(const MessagesRequest& r, const Engine& e) const;
 };
 
 }  // namespace specdec::server

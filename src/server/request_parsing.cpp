@@ -388,6 +388,32 @@ std::vector<ChatMessage> get_messages(const json& body) {
   return out;
 }
 
+// vLLM's continue_final_message and add_generation_prompt: the final assistant message is left
+// open and continued (the two are its way of asking for a prefill), or the prompt ends after
+// the last turn without opening the assistant's.
+void get_continuation(const json& j, CompletionRequest& r) {
+  const bool continue_final = get_bool(j, "continue_final_message", false);
+  r.add_generation_prompt = get_bool(j, "add_generation_prompt", !continue_final);
+  if (!continue_final) return;
+  if (r.add_generation_prompt) {
+    throw invalid_request(
+        "'continue_final_message' continues the last message, so 'add_generation_prompt' "
+        "cannot open a new one: leave it out or set it to false",
+        "add_generation_prompt", "invalid_value");
+  }
+  const ChatMessage& last = r.messages.back();
+  if (last.role != "assistant" || !last.tool_calls.empty() || r.messages.size() < 2) {
+    throw invalid_request(
+        "'continue_final_message' needs a final assistant message with text (and no tool "
+        "calls) after the turns it answers",
+        "continue_final_message", "invalid_value");
+  }
+  // The template opens the assistant turn; the text goes in after it.
+  r.prefill = last.content;
+  r.messages.pop_back();
+  r.add_generation_prompt = true;
+}
+
 }  // namespace
 
 size_t json_nesting_depth(std::string_view text) {
@@ -424,6 +450,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
     r.prompts = get_prompts(j);
   } else {
     r.messages = get_messages(j);
+    get_continuation(j, r);
   }
   constexpr int64_t kMaxTokens = 1 << 24;
   // echo with max_tokens 0 scores a prompt without generating (completions only).

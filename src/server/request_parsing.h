@@ -40,6 +40,12 @@ struct CompletionRequest {
   // FIM markers; empty: none.
   std::string suffix;
   std::vector<ChatMessage> messages;  // chat completions
+  // Chat: the template's opening of the assistant turn after the messages (vLLM's
+  // add_generation_prompt), and text that turn already holds, which the reply continues (vLLM's
+  // continue_final_message takes it from a final assistant message; Anthropic's API always
+  // does). The reply is only the continuation.
+  bool add_generation_prompt = true;
+  std::string prefill;
   std::optional<int32_t> max_tokens;  // nullopt: the endpoint's default (see resolve_max_tokens)
   // OpenAI's defaults: temperature 1, no top-p/top-k/min-p filtering.
   float temperature = 1.0f;

@@ -152,6 +152,35 @@ TEST(RequestParsing, ChatMessages) {
   EXPECT_EQ(r.max_tokens, 9);
 }
 
+TEST(RequestParsing, AFinalAssistantMessageIsContinuedOnlyWhenAsked) {
+  const std::string turns =
+      R"("messages":[{"role":"user","content":"Name a colour."},{"role":"assistant","content":"The"}])";
+  const CompletionRequest plain = parse_request(kChat, "{" + turns + "}");
+  EXPECT_EQ(plain.messages.size(), 2u);  // a finished turn; a new one opens
+  EXPECT_TRUE(plain.add_generation_prompt);
+  EXPECT_EQ(plain.prefill, "");
+  for (const char* flags : {R"("continue_final_message":true)",
+                            R"("continue_final_message":true,"add_generation_prompt":false)"}) {
+    const CompletionRequest r = parse_request(kChat, "{" + turns + "," + flags + "}");
+    ASSERT_EQ(r.messages.size(), 1u) << flags;
+    EXPECT_EQ(r.prefill, "The");
+    EXPECT_TRUE(r.add_generation_prompt);  // the template opens the turn the prefill is in
+  }
+  const CompletionRequest closed =
+      parse_request(kChat, "{" + turns + R"(,"add_generation_prompt":false})");
+  EXPECT_FALSE(closed.add_generation_prompt);
+  EXPECT_EQ(closed.messages.size(), 2u);
+  expect_400(kChat, "{" + turns + R"(,"continue_final_message":true,"add_generation_prompt":true})",
+             "add_generation_prompt", "invalid_value");
+  expect_400(kChat, R"({"messages":[{"role":"user","content":"x"}],"continue_final_message":true})",
+             "continue_final_message", "invalid_value");
+  expect_400(kChat,
+             R"({"messages":[{"role":"assistant","content":"x"}],"continue_final_message":true})",
+             "continue_final_message", "invalid_value");
+  expect_400(kChat, "{" + turns + R"(,"continue_final_message":1})", "continue_final_message",
+             "invalid_type");
+}
+
 TEST(RequestParsing, MalformedBodies) {
   for (const char* body :
        {"", "{", "not json", "{\"prompt\":\"x\",}", "\xff\xfe", "{\"prompt\":\"\xc3\x28\"}"}) {

@@ -157,6 +157,24 @@ def test_a_final_assistant_turn_is_continued(server):
     assert not text_of(doc).startswith(prefill) or want["choices"][0]["text"].startswith(prefill)
 
 
+def test_openai_continue_final_message_is_the_same_prefill(server):
+    turns = USER + [{"role": "assistant", "content": "Paris is"}]
+    want = text_of(create(server, messages=turns, ignore_eos=True))
+    got = chat_reply(server, turns, continue_final_message=True, add_generation_prompt=False,
+                     ignore_eos=True)
+    assert got["choices"][0]["message"]["content"] == want
+    assert chat_reply(server, turns, continue_final_message=True, ignore_eos=True)[
+        "choices"][0]["message"]["content"] == want
+    # Without it the final assistant message is a finished turn and a new one starts.
+    assert chat_reply(server, turns, ignore_eos=True)["choices"][0]["message"]["content"] != want
+    for body, param in [
+            ({"messages": turns, "continue_final_message": True, "add_generation_prompt": True},
+             "add_generation_prompt"),
+            ({"messages": USER, "continue_final_message": True}, "continue_final_message")]:
+        status, doc = post_json(server.base, "/v1/chat/completions", {"max_tokens": 4, **body})
+        assert status == 400 and doc["error"]["param"] == param, doc
+
+
 def test_stop_sequences(server):
     full = text_of(create(server, ignore_eos=True, max_tokens=24))
     stop = full[8:11]
