@@ -312,7 +312,8 @@ void HttpServer::Impl::tokenize(const HttpRequest& req, HttpResponder& res) {
   Engine& e = ready_engine();
   const TokenizeRequest r = parse_tokenize(req.body);
   check_model(r.model, model_ids);
-  const std::string text = r.chat ? e.chat_template().apply(r.messages, true) : r.text;
+  const std::string text =
+      r.chat ? e.chat_template().apply(r.messages, r.add_generation_prompt) + r.prefill : r.text;
   const std::vector<int32_t> tokens =
       text.empty() ? std::vector<int32_t>{} : e.tokenize_prompt(text);
   nlohmann::json doc = {{"tokens", tokens}, {"count", tokens.size()}, {"max_model_len", e.n_ctx()}};

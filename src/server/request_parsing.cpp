@@ -604,7 +604,12 @@ TokenizeRequest parse_tokenize(std::string_view body) {
   r.model = get_model(j);
   r.with_pieces = get_bool(j, "with_pieces", false);
   if (field(j, "messages") != nullptr) {
-    r.messages = get_messages(j);
+    CompletionRequest c;
+    c.messages = get_messages(j);
+    get_continuation(j, c);
+    r.messages = std::move(c.messages);
+    r.add_generation_prompt = c.add_generation_prompt;
+    r.prefill = std::move(c.prefill);
     r.chat = true;
     return r;
   }

@@ -108,6 +108,9 @@ struct TokenizeRequest {
   std::string text;
   bool chat = false;  // messages given: the chat template applies, generation prompt added
   std::vector<ChatMessage> messages;
+  // vLLM's add_generation_prompt and continue_final_message, as on the chat endpoint.
+  bool add_generation_prompt = true;
+  std::string prefill;
   bool with_pieces = false;
 };
 TokenizeRequest parse_tokenize(std::string_view body);

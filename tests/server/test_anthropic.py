@@ -165,6 +165,11 @@ def test_openai_continue_final_message_is_the_same_prefill(server):
     assert got["choices"][0]["message"]["content"] == want
     assert chat_reply(server, turns, continue_final_message=True, ignore_eos=True)[
         "choices"][0]["message"]["content"] == want
+    # /tokenize renders the same prompt.
+    status, tok = post_json(server.base, "/tokenize", {"messages": turns,
+                                                       "continue_final_message": True})
+    counted = post_json(server.base, "/v1/messages/count_tokens", {"messages": turns})[1]
+    assert status == 200 and tok["count"] == counted["input_tokens"]
     # Without it the final assistant message is a finished turn and a new one starts.
     assert chat_reply(server, turns, ignore_eos=True)["choices"][0]["message"]["content"] != want
     for body, param in [
