@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 
 #include "common/error.h"
@@ -377,11 +378,23 @@ json error_json(const ApiError& e) {
 }
 
 json models_json(const std::string& model_id, int64_t created) {
+  // RFC 3339 in UTC, as Anthropic's created_at.
+  const auto t = static_cast<std::time_t>(created);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return json{{"object", "list"},
               {"data", json::array({{{"id", model_id},
                                      {"object", "model"},
                                      {"created", created},
-                                     {"owned_by", "specdec"}}})}};
+                                     {"owned_by", "specdec"},
+                                     {"type", "model"},
+                                     {"display_name", model_id},
+                                     {"created_at", when}}})},
+              {"has_more", false},
+              {"first_id", model_id},
+              {"last_id", model_id}};
 }
 
 }  // namespace specdec::server

@@ -119,6 +119,8 @@ std::string sse_event(const nlohmann::json& doc);
 inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
 
 nlohmann::json error_json(const ApiError& error);
+// The model list in OpenAI's shape (object, created, owned_by) and Anthropic's (type,
+// display_name, created_at, has_more, first_id, last_id) at once: each client reads its fields.
 nlohmann::json models_json(const std::string& model_id, int64_t created);
 
 // Serializes a document for the wire (invalid UTF-8 replaced by U+FFFD).

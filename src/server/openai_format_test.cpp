@@ -207,6 +207,11 @@ TEST(OpenAIFormat, Models) {
   EXPECT_EQ(m["object"], "list");
   EXPECT_EQ(m["data"][0]["id"], "SmolLM2");
   EXPECT_EQ(m["data"][0]["object"], "model");
+  EXPECT_EQ(m["data"][0]["type"], "model");  // Anthropic's fields beside OpenAI's
+  EXPECT_EQ(m["data"][0]["display_name"], "SmolLM2");
+  EXPECT_EQ(m["data"][0]["created_at"], "1970-01-01T00:00:09Z");
+  EXPECT_EQ(m["has_more"], false);
+  EXPECT_EQ(models_json("m", 1764892800)["data"][0]["created_at"], "2025-12-05T00:00:00Z");
 }
 
 }  // namespace

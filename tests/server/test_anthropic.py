@@ -7,6 +7,7 @@ for what it refuses."""
 import http.client
 import json
 import re
+import time
 
 import anthropic
 import pytest
@@ -123,6 +124,32 @@ def test_the_anthropic_sdk_reads_replies_and_streams(server):
     assert "messages[0].role" in str(bad.value)
     with pytest.raises(anthropic.NotFoundError):
         client.messages.create(model="claude-opus-4", max_tokens=10, messages=USER)
+    models = list(client.models.list())
+    assert [m.id for m in models] == ["tiny-target"] and models[0].display_name == "tiny-target"
+    assert models[0].created_at.year >= 2025
+
+
+def test_a_client_that_leaves_mid_stream_frees_its_slot(cli, models):
+    s = Server(cli, ["-m", models["slow"], "-t", "1", "-c", "4096", "--parallel", "1"])
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=TIMEOUT)
+        conn.request("POST", MESSAGES, json.dumps({"messages": USER, "max_tokens": 4000,
+                                                   "ignore_eos": True, "stream": True}),
+                     {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 200
+        assert resp.read1(65536).startswith(b"event: message_start")
+        started = time.monotonic()
+        conn.close()  # gone long before 4000 tokens
+        m = s.wait_idle(timeout=30)
+        assert time.monotonic() - started < 10
+        assert m["specdec_generation_cancelled_total"] == 1
+        assert m["specdec_generated_tokens_total"] < 4000
+        status, doc = post_json(s.base, MESSAGES, {"messages": USER, "max_tokens": 3,
+                                                   "ignore_eos": True})
+        assert status == 200 and doc["usage"]["output_tokens"] == 3  # the slot is free
+    finally:
+        assert s.stop() == 0
 
 
 def test_system_prompt_and_text_blocks_are_the_chat_turns(server):
