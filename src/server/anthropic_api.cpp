@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "server/json_fields.h"
 #include "server/openai_format.h"
+#include "server/translated_request.h"
 
 namespace specdec::server {
 
@@ -251,50 +252,23 @@ std::string anthropic_param(const std::string& p) {
       {"max_completion_tokens", "max_tokens"},
   }};
   for (const auto& [from, to] : kRenames) {
-    if (p == from || (p.starts_with(from) && (p[from.size()] == '.' || p[from.size()] == '['))) {
-      return str_cat(to, p.substr(from.size()));
-    }
+    if (auto r = renamed_prefix(p, from, to)) return *r;
   }
   if (p.starts_with("tools[")) {  // tools[i].function.parameters... -> tools[i].input_schema...
     const size_t close = p.find(']');
-    std::string rest = close == std::string::npos ? "" : p.substr(close + 1);
-    if (rest.starts_with(".function.parameters")) {
-      rest = ".input_schema" + rest.substr(std::string_view(".function.parameters").size());
-    } else if (rest.starts_with(".function")) {
-      rest = rest.substr(std::string_view(".function").size());
-    }
-    return p.substr(0, close + 1) + rest;
+    const std::string tool = p.substr(0, close + 1), rest = p.substr(close + 1);
+    if (auto r = renamed_prefix(rest, ".function.parameters", ".input_schema")) return tool + *r;
+    if (auto r = renamed_prefix(rest, ".function", "")) return tool + *r;
+    return p;
   }
   if (p.starts_with("messages[")) return "messages";  // indices differ after the translation
   return p;
 }
 
-ApiError with_anthropic_names(const ApiError& e) {
-  const std::string param = anthropic_param(e.param());
-  if (param == e.param()) return e;
-  std::string message = e.what();
-  for (const std::string& form : {str_cat("'", e.param(), "'"), e.param()}) {
-    if (const size_t at = message.find(form); at != std::string::npos) {
-      const std::string to = form.front() == '\'' ? str_cat("'", param, "'") : param;
-      message.replace(at, form.size(), to);
-      break;
-    }
-  }
-  return ApiError(e.status(), message, e.type(), param, e.code());
-}
-
 }  // namespace
 
 CompletionRequest parse_messages_request(std::string_view body, bool count_only) {
-  if (json_nesting_depth(body) > kMaxJsonDepth) {
-    throw invalid_request(
-        str_cat("the request body nests JSON deeper than ", kMaxJsonDepth, " levels"), "",
-        "invalid_json");
-  }
-  const ordered_json j = ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded())
-    throw invalid_request("the request body is not valid JSON", "", "invalid_json");
-  if (!j.is_object()) wrong_type("body", "a JSON object", j);
+  const ordered_json j = parse_translated_body(body);
 
   ordered_json oai = ordered_json::object();
   if (const ordered_json* m = field(j, "model")) oai["model"] = *m;
@@ -344,12 +318,7 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only)
     }
   }
 
-  CompletionRequest out;
-  try {
-    out = parse_request(Endpoint::ChatCompletions, oai.dump());
-  } catch (const ApiError& e) {
-    throw with_anthropic_names(e);
-  }
+  CompletionRequest out = parse_translated_chat(oai, anthropic_param);
   out.prefill = std::move(turns.prefill);
   return out;
 }
