@@ -26,7 +26,8 @@ const std::vector<std::string> kGenerationPaths = {"/v1/completions",
                                                    "/tokenize",
                                                    "/detokenize",
                                                    "/v1/messages",
-                                                   "/v1/messages/count_tokens"};
+                                                   "/v1/messages/count_tokens",
+                                                   "/v1/responses"};
 const std::vector<std::string> kGetPaths = {"/v1/models", "/health", "/metrics"};
 
 // Anthropic's endpoints answer errors in Anthropic's shape, the others in OpenAI's.
@@ -185,6 +186,7 @@ void HttpServer::Impl::route(const HttpRequest& req, HttpResponder& res) {
   }
   if (post && path == "/infill") return native(NativeEndpoint::Infill, req, res);
   if (post && path == "/v1/messages") return messages(req, res);
+  if (post && path == "/v1/responses") return responses(req, res);
   if (post && path == "/v1/messages/count_tokens") return count_tokens(req, res);
   if (post && path == "/tokenize") return tokenize(req, res);
   if (post && path == "/detokenize") return detokenize(req, res);

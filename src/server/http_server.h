@@ -3,7 +3,7 @@
 // GenerationQueue's workers (one per engine slot); connection threads validate, tokenize (the
 // tokenizer is immutable and thread-safe), enqueue and wait.
 //
-//   OpenAI:       POST /v1/completions, POST /v1/chat/completions   (stream or not)
+//   OpenAI:       POST /v1/completions, /v1/chat/completions, /v1/responses   (stream or not)
 //   llama-server: POST /completion (/completions), POST /infill, /tokenize, /detokenize
 //   Anthropic:    POST /v1/messages, POST /v1/messages/count_tokens
 //   GET /v1/models, GET /health (never needs the key), GET /metrics (Prometheus text)

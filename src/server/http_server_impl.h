@@ -1,7 +1,8 @@
 // The HTTP server's shared state and the handlers' declarations, for the files that implement
 // them: http_server.cpp (routing, authentication, errors, the queue, /tokenize), openai_routes.cpp
 // (/v1/completions, /v1/chat/completions), native_routes.cpp (llama-server's /completion and
-// /infill) and anthropic_routes.cpp (/v1/messages). Not part of the server's interface.
+// /infill), anthropic_routes.cpp (/v1/messages) and responses_routes.cpp (/v1/responses). Not
+// part of the server's interface.
 #pragma once
 
 #include <atomic>
@@ -22,6 +23,7 @@
 #include "server/native_api.h"
 #include "server/openai_format.h"
 #include "server/request_parsing.h"
+#include "server/responses_api.h"
 
 namespace specdec::server {
 
@@ -130,6 +132,10 @@ struct HttpServer::Impl {
   void messages_stream(const std::shared_ptr<Job>& job, const MessagesMeta& meta,
                        int32_t prompt_tokens, HttpResponder& res);
   void count_tokens(const HttpRequest& req, HttpResponder& res);
+  // OpenAI's Responses API (server/responses_api.h; responses_routes.cpp).
+  void responses(const HttpRequest& req, HttpResponder& res);
+  void responses_stream(const std::shared_ptr<Job>& job, const ResponsesMeta& meta,
+                        HttpResponder& res);
 };
 
 }  // namespace specdec::server

@@ -10,8 +10,9 @@ namespace specdec::server {
 namespace {
 
 // Each a label of its own; any other path counts as "other" (the label set stays bounded).
-constexpr std::array<std::string_view, 13> kKnownPaths = {"/v1/completions",
+constexpr std::array<std::string_view, 14> kKnownPaths = {"/v1/completions",
                                                           "/v1/chat/completions",
+                                                          "/v1/responses",
                                                           "/v1/messages",
                                                           "/v1/messages/count_tokens",
                                                           "/completion",

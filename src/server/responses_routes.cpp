@@ -1,0 +1,188 @@
+// OpenAI's Responses API: POST /v1/responses, whole or streamed (server/responses_api.h holds
+// the request and response shapes).
+#include <functional>
+
+#include "common/error.h"
+#include "server/http_server_impl.h"
+
+namespace specdec::server {
+
+using nlohmann::json;
+
+void HttpServer::Impl::responses(const HttpRequest& req, HttpResponder& res) {
+  Engine& e = ready_engine();
+  if (draining.load()) throw shutting_down_error();
+  const ResponsesRequest r = parse_responses_request(req.body);
+  check_model(r.chat.model, model_ids);
+  const std::vector<int32_t> prompt = e.tokenize_prompt(chat_prompt_text(r.chat, e));
+  const auto n = static_cast<int32_t>(prompt.size());
+  if (n >= e.n_ctx()) {
+    throw invalid_request(
+        str_cat("the input has ", n, " tokens but the context holds ", e.n_ctx(), " tokens"),
+        "input", "context_length_exceeded");
+  }
+  // Without max_output_tokens, or with more than the context has room for, the reply runs to
+  // the context's end (status incomplete, as when max_output_tokens ends it).
+  const int32_t asked = r.chat.max_tokens.value_or(-1);
+  const int32_t max_tokens = asked < 0 || asked > e.n_ctx() - n ? -1 : asked;
+  const GenerationOptions o = request_options(r.chat, e);
+  const std::vector<std::shared_ptr<Job>> jobs = submit_jobs({prompt}, {max_tokens}, o, r.chat);
+
+  ResponsesMeta meta;
+  meta.id = "resp_" + make_id(Endpoint::Completions).substr(5);  // the hex after "cmpl-"
+  meta.created_at = unix_now();
+  meta.model = r.chat.model.empty() ? config.model_id : r.chat.model;
+  for (const ToolSpec& t : r.chat.tools.tools) meta.tool_names.push_back(t.name);
+  meta.tool_id_seed = std::hash<std::string>{}(meta.id);
+  meta.echo = r.echo;
+  if (r.chat.stream) return responses_stream(jobs[0], meta, res);
+  if (!wait_all(jobs, res)) return;
+  const Job& j = *jobs[0];
+  if (j.failed()) throw ApiError(500, "generation failed: " + j.error(), "server_error");
+  if (j.result().finish == FinishReason::Cancelled) throw shutting_down_error();
+  res.send(200, "application/json", to_wire(response_json(meta, j.result())));
+}
+
+// The events: response.created and .in_progress; the message item (added when its first
+// non-space text is, then its output_text part and deltas); at the end the message's done
+// events, each function call's item with its arguments, and response.completed (or
+// .incomplete) holding the same items.
+void HttpServer::Impl::responses_stream(const std::shared_ptr<Job>& job, const ResponsesMeta& meta,
+                                        HttpResponder& res) {
+  const std::vector<std::shared_ptr<Job>> jobs = {job};
+  if (!begin_event_stream(res, jobs)) return;
+  ResponseEvents events;
+  const auto send = [&](json event) { return res.write(events(std::move(event))); };
+  const auto give_up = [&jobs] { cancel_jobs(jobs); };
+  const json in_progress = response_in_progress_json(meta);
+  if (!send({{"type", "response.created"}, {"response", in_progress}}) ||
+      !send({{"type", "response.in_progress"}, {"response", in_progress}})) {
+    return give_up();
+  }
+  const std::string message_id = "msg_" + meta.id.substr(meta.id.find('_') + 1);
+  const json part = {{"type", "output_text"},
+                     {"text", ""},
+                     {"annotations", json::array()},
+                     {"logprobs", json::array()}};
+  const bool tools = !meta.tool_names.empty();
+  std::string reply;
+  size_t sent = 0;      // of reply, passed to send_text
+  std::string pending;  // space before the message's first text: held until the item opens
+  bool message_open = false;
+  const auto open_message = [&] {
+    message_open = send({{"type", "response.output_item.added"},
+                         {"output_index", 0},
+                         {"item",
+                          {{"id", message_id},
+                           {"type", "message"},
+                           {"status", "in_progress"},
+                           {"role", "assistant"},
+                           {"content", json::array()}}}}) &&
+                   send({{"type", "response.content_part.added"},
+                         {"item_id", message_id},
+                         {"output_index", 0},
+                         {"content_index", 0},
+                         {"part", part}});
+    return message_open;
+  };
+  // A reply that turns out to be only calls has no message item, so the item opens with the
+  // first text that is not space.
+  const auto send_text = [&](std::string_view text) {
+    if (!message_open) {
+      pending += text;
+      if (pending.find_first_not_of(" \t\r\n") == std::string::npos) return true;
+      if (!open_message()) return false;
+      text = pending;
+    }
+    const bool ok = send({{"type", "response.output_text.delta"},
+                          {"item_id", message_id},
+                          {"output_index", 0},
+                          {"content_index", 0},
+                          {"delta", text},
+                          {"logprobs", json::array()}});
+    pending.clear();
+    return ok;
+  };
+  for (bool done = false; !done;) {
+    std::string text;
+    done = job->wait(text, kPollInterval);
+    if (text.empty()) {
+      if (!done && res.peer_closed()) {
+        res.close_after();
+        return give_up();
+      }
+      continue;
+    }
+    reply += text;
+    const size_t can = tools ? streamable_content(reply) : reply.size();
+    if (can > sent) {
+      if (!send_text(std::string_view(reply).substr(sent, can - sent))) return give_up();
+      sent = can;
+    }
+  }
+  if (job->failed() || job->result().finish == FinishReason::Cancelled) {
+    const ApiError err = job->failed()
+                             ? ApiError(500, "generation failed: " + job->error(), "server_error")
+                             : shutting_down_error();
+    if (send({{"type", "error"},
+              {"code", err.code().empty() ? json(nullptr) : json(err.code())},
+              {"message", err.what()},
+              {"param", nullptr}})) {
+      res.end_stream();
+    }
+    return;
+  }
+  const json response = response_json(meta, job->result());
+  const json& items = response["output"];
+  size_t index = 0;
+  if (!items.empty() && items[0]["type"] == "message") {
+    const json& message = items[0];
+    const std::string final_text = message["content"][0]["text"].get<std::string>();
+    // No calls: what was held back is text after all (with calls, the text before them went).
+    if (items.size() == 1 && !send_text(std::string_view(reply).substr(sent))) return give_up();
+    if (!message_open && !open_message()) return give_up();  // a reply of space, or none
+    json done_part = part;
+    done_part["text"] = final_text;
+    if (!send({{"type", "response.output_text.done"},
+               {"item_id", message_id},
+               {"output_index", 0},
+               {"content_index", 0},
+               {"text", final_text},
+               {"logprobs", json::array()}}) ||
+        !send({{"type", "response.content_part.done"},
+               {"item_id", message_id},
+               {"output_index", 0},
+               {"content_index", 0},
+               {"part", done_part}}) ||
+        !send({{"type", "response.output_item.done"}, {"output_index", 0}, {"item", message}})) {
+      return give_up();
+    }
+    index = 1;
+  }
+  for (; index < items.size(); ++index) {
+    const json& call = items[index];
+    json opening = call;
+    opening["status"] = "in_progress";
+    opening["arguments"] = "";
+    if (!send(
+            {{"type", "response.output_item.added"}, {"output_index", index}, {"item", opening}}) ||
+        !send({{"type", "response.function_call_arguments.delta"},
+               {"item_id", call["id"]},
+               {"output_index", index},
+               {"delta", call["arguments"]}}) ||
+        !send({{"type", "response.function_call_arguments.done"},
+               {"item_id", call["id"]},
+               {"output_index", index},
+               {"name", call["name"]},
+               {"arguments", call["arguments"]}}) ||
+        !send({{"type", "response.output_item.done"}, {"output_index", index}, {"item", call}})) {
+      return give_up();
+    }
+  }
+  const char* last =
+      response["status"] == "completed" ? "response.completed" : "response.incomplete";
+  if (!send({{"type", last}, {"response", response}})) return give_up();
+  res.end_stream();
+}
+
+}  // namespace specdec::server
