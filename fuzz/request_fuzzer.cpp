@@ -1,6 +1,7 @@
 // Server request fuzz target. Input: one flag byte, then the request body (JSON text).
 //   bit 0     the endpoint: 0 /v1/completions, 1 /v1/chat/completions (and /completion or
-//             /infill, /v1/messages or /v1/messages/count_tokens for the same body)
+//             /infill, /v1/messages or /v1/messages/count_tokens for the same body, which
+//             /v1/responses also parses)
 //   bits 1-3  the context size resolve_max_tokens checks against (kContexts)
 //   bit 4     the chat template: ChatML or Llama 3
 //   bits 5-7  how the stop matcher is fed the prompt text (kChunks, bytes per push)
@@ -28,6 +29,7 @@
 #include "server/native_api.h"
 #include "server/openai_format.h"
 #include "server/request_parsing.h"
+#include "server/responses_api.h"
 #include "tokenizer/infill_prompt.h"
 
 namespace specdec::fuzz {
@@ -280,6 +282,34 @@ void check_messages(uint8_t flags, std::string_view body) {
   FUZZ_CHECK(!doc.is_discarded() && doc["content"].is_array());
 }
 
+// The same body on /v1/responses: a 400 in OpenAI's shape, or a chat request in range whose
+// turns render; a reply made of the rendered text goes out as a response object.
+void check_responses(std::string_view body) {
+  server::ResponsesRequest r;
+  try {
+    r = server::parse_responses_request(body);
+  } catch (const ApiError& e) {
+    FUZZ_CHECK(e.status() == 400 && *e.what() != '\0');
+    check_error_document(e);
+    return;
+  }
+  FUZZ_CHECK(r.chat.endpoint == Endpoint::ChatCompletions && !r.chat.messages.empty());
+  FUZZ_CHECK(!r.chat.max_tokens || *r.chat.max_tokens >= 1);
+  FUZZ_CHECK(r.echo.is_object() && r.echo.contains("tools"));
+  std::vector<std::string> tools;
+  server::ResponsesMeta meta{"resp_0", 0, "m", {}, 1, r.echo};
+  for (const server::ToolSpec& t : r.chat.tools.tools) {
+    tools.push_back(t.definition);
+    meta.tool_names.push_back(t.name);
+  }
+  const ChatTemplate tpl = ChatTemplate::detect("{{ '<|im_start|>' }} <tool_call>");
+  GenerationResult result;
+  result.text = tpl.apply(r.chat.messages, true, tools);
+  const json doc =
+      json::parse(server::to_wire(server::response_json(meta, result)), nullptr, false);
+  FUZZ_CHECK(!doc.is_discarded() && !doc["output"].empty());
+}
+
 }  // namespace
 
 int fuzz_one_request(const uint8_t* data, size_t size) {
@@ -290,6 +320,7 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
   const std::string_view body = in.rest();
   check_native(flags, body);
   check_messages(flags, body);
+  check_responses(body);
 
   CompletionRequest r;
   try {
