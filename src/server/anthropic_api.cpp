@@ -17,11 +17,6 @@ using nlohmann::ordered_json;
 
 constexpr int64_t kMaxTokensLimit = 1 << 24;
 
-[[noreturn]] void bad(const std::string& param, const std::string& what,
-                      const char* code = "invalid_value") {
-  throw invalid_request(str_cat("'", param, "' ", what), param, code);
-}
-
 const ordered_json& require_object(const ordered_json& v, const std::string& param) {
   if (!v.is_object()) wrong_type(param, "an object", v);
   return v;
@@ -31,13 +26,15 @@ const ordered_json& require_object(const ordered_json& v, const std::string& par
 std::string block_type(const ordered_json& block, const std::string& param) {
   require_object(block, param);
   const auto t = block.find("type");
-  if (t == block.end() || !t->is_string()) bad(param + ".type", "must be a string", "invalid_type");
+  if (t == block.end() || !t->is_string())
+    bad_field(param + ".type", "must be a string", "invalid_type");
   return t->get<std::string>();
 }
 
 std::string text_of(const ordered_json& block, const std::string& param) {
   const auto t = block.find("text");
-  if (t == block.end() || !t->is_string()) bad(param + ".text", "must be a string", "invalid_type");
+  if (t == block.end() || !t->is_string())
+    bad_field(param + ".text", "must be a string", "invalid_type");
   return t->get<std::string>();
 }
 
@@ -51,8 +48,8 @@ std::string text_or_text_blocks(const ordered_json& v, const std::string& param)
     const std::string p = str_cat(param, "[", k, "]");
     const std::string type = block_type(v[k], p);
     if (type != "text") {
-      bad(p + ".type", str_cat("is '", type, "'; only text blocks are supported here"),
-          "unsupported_value");
+      bad_field(p + ".type", str_cat("is '", type, "'; only text blocks are supported here"),
+                "unsupported_value");
     }
     if (k > 0) out += "\n";
     out += text_of(v[k], p);
@@ -61,10 +58,10 @@ std::string text_or_text_blocks(const ordered_json& v, const std::string& param)
 }
 
 [[noreturn]] void unsupported_block(const std::string& param, const std::string& type) {
-  bad(param + ".type",
-      str_cat("is '", type, "', which this server cannot take (a text-only model: text, ",
-              "tool_use and tool_result blocks are supported)"),
-      "unsupported_value");
+  bad_field(param + ".type",
+            str_cat("is '", type, "', which this server cannot take (a text-only model: text, ",
+                    "tool_use and tool_result blocks are supported)"),
+            "unsupported_value");
 }
 
 struct Turns {
@@ -80,7 +77,7 @@ void add_user_turn(const ordered_json& content, const std::string& param, Turns&
     return;
   }
   if (!content.is_array()) wrong_type(param, "a string or an array of content blocks", content);
-  if (content.empty()) bad(param, "must not be empty");
+  if (content.empty()) bad_field(param, "must not be empty");
   std::string text;
   bool has_text = false;
   const auto flush = [&] {
@@ -100,7 +97,7 @@ void add_user_turn(const ordered_json& content, const std::string& param, Turns&
       const ordered_json& b = content[k];
       const auto id = b.find("tool_use_id");
       if (id == b.end() || !id->is_string()) {
-        bad(p + ".tool_use_id", "must be a string", "invalid_type");
+        bad_field(p + ".tool_use_id", "must be a string", "invalid_type");
       }
       std::string result;
       if (const ordered_json* c = field(b, "content"))
@@ -134,12 +131,13 @@ void add_assistant_turn(const ordered_json& content, const std::string& param, b
         const auto id = b.find("id");
         const auto name = b.find("name");
         const auto input = b.find("input");
-        if (id == b.end() || !id->is_string()) bad(p + ".id", "must be a string", "invalid_type");
+        if (id == b.end() || !id->is_string())
+          bad_field(p + ".id", "must be a string", "invalid_type");
         if (name == b.end() || !name->is_string()) {
-          bad(p + ".name", "must be a string", "invalid_type");
+          bad_field(p + ".name", "must be a string", "invalid_type");
         }
         if (input == b.end() || !input->is_object()) {
-          bad(p + ".input", "must be an object", "invalid_type");
+          bad_field(p + ".input", "must be an object", "invalid_type");
         }
         calls.push_back({{"id", *id},
                          {"type", "function"},
@@ -162,9 +160,9 @@ void add_assistant_turn(const ordered_json& content, const std::string& param, b
 
 Turns translate_messages(const ordered_json& body) {
   const ordered_json* v = field(body, "messages");
-  if (v == nullptr) bad("messages", "is required", "missing_required");
+  if (v == nullptr) bad_field("messages", "is required", "missing_required");
   if (!v->is_array()) wrong_type("messages", "an array", *v);
-  if (v->empty()) bad("messages", "must not be empty");
+  if (v->empty()) bad_field("messages", "must not be empty");
   Turns out;
   if (const ordered_json* s = field(body, "system")) {
     out.messages.push_back({{"role", "system"}, {"content", text_or_text_blocks(*s, "system")}});
@@ -173,20 +171,23 @@ Turns translate_messages(const ordered_json& body) {
     const std::string p = str_cat("messages[", i, "]");
     const ordered_json& m = require_object((*v)[i], p);
     const auto role = m.find("role");
-    if (role == m.end() || !role->is_string()) bad(p + ".role", "must be a string", "invalid_type");
+    if (role == m.end() || !role->is_string())
+      bad_field(p + ".role", "must be a string", "invalid_type");
     const std::string r = role->get<std::string>();
     const auto content = m.find("content");
-    if (content == m.end() || content->is_null()) bad(p + ".content", "is required");
+    if (content == m.end() || content->is_null()) bad_field(p + ".content", "is required");
     if (r == "user") {
       add_user_turn(*content, p + ".content", out);
     } else if (r == "assistant") {
       add_assistant_turn(*content, p + ".content", i + 1 == v->size(), out);
     } else {
-      bad(p + ".role", str_cat("must be user or assistant, got '", r,
-                               "' (a system prompt goes in the ", "top-level 'system' field)"));
+      bad_field(p + ".role",
+                str_cat("must be user or assistant, got '", r, "' (a system prompt goes in the ",
+                        "top-level 'system' field)"));
     }
   }
-  if (out.messages.empty()) bad("messages", "holds only the prefill; a user turn must come first");
+  if (out.messages.empty())
+    bad_field("messages", "holds only the prefill; a user turn must come first");
   return out;
 }
 
@@ -197,16 +198,18 @@ ordered_json translate_tools(const ordered_json& tools) {
     const std::string p = str_cat("tools[", i, "]");
     const ordered_json& t = require_object(tools[i], p);
     if (const ordered_json* type = field(t, "type"); type != nullptr && *type != "custom") {
-      bad(p + ".type",
+      bad_field(
+          p + ".type",
           str_cat("is ", type->dump(), "; Anthropic's server tools are not available here, only ",
                   "client tools (no type, or \"custom\") with an input_schema"),
           "unsupported_value");
     }
     const auto name = t.find("name");
-    if (name == t.end() || !name->is_string()) bad(p + ".name", "must be a string", "invalid_type");
+    if (name == t.end() || !name->is_string())
+      bad_field(p + ".name", "must be a string", "invalid_type");
     const auto schema = t.find("input_schema");
     if (schema == t.end() || !schema->is_object()) {
-      bad(p + ".input_schema", "must be a JSON Schema object", "invalid_type");
+      bad_field(p + ".input_schema", "must be a JSON Schema object", "invalid_type");
     }
     ordered_json f = {{"name", *name}};
     if (const ordered_json* d = field(t, "description")) {
@@ -233,11 +236,11 @@ void translate_tool_choice(const ordered_json& c, ordered_json& oai) {
   } else if (type == "tool") {
     const auto name = c.find("name");
     if (name == c.end() || !name->is_string()) {
-      bad("tool_choice.name", "must be a string", "invalid_type");
+      bad_field("tool_choice.name", "must be a string", "invalid_type");
     }
     oai["tool_choice"] = {{"type", "function"}, {"function", {{"name", *name}}}};
   } else {
-    bad("tool_choice.type", str_cat("must be auto, any, tool or none, got '", type, "'"));
+    bad_field("tool_choice.type", str_cat("must be auto, any, tool or none, got '", type, "'"));
   }
   if (get_bool(c, "disable_parallel_tool_use", false)) oai["parallel_tool_calls"] = false;
 }
@@ -275,7 +278,8 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only)
   Turns turns = translate_messages(j);
   oai["messages"] = std::move(turns.messages);
   if (!count_only) {
-    if (field(j, "max_tokens") == nullptr) bad("max_tokens", "is required", "missing_required");
+    if (field(j, "max_tokens") == nullptr)
+      bad_field("max_tokens", "is required", "missing_required");
     oai["max_tokens"] = *get_int(j, "max_tokens", 1, kMaxTokensLimit);
     // Anthropic's ranges (temperature 0..1, its default 1).
     get_number(j, "temperature", 1.0, 0.0, 1.0);
@@ -298,11 +302,11 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only)
     if (const ordered_json* f = field(*cfg, "format")) {
       const std::string type = block_type(*f, "output_config.format");
       if (type != "json_schema") {
-        bad("output_config.format.type", str_cat("must be json_schema, got '", type, "'"));
+        bad_field("output_config.format.type", str_cat("must be json_schema, got '", type, "'"));
       }
       const auto schema = f->find("schema");
       if (schema == f->end() || !schema->is_object()) {
-        bad("output_config.format.schema", "must be a JSON Schema object", "invalid_type");
+        bad_field("output_config.format.schema", "must be a JSON Schema object", "invalid_type");
       }
       oai["response_format"] = {{"type", "json_schema"},
                                 {"json_schema", {{"name", "output"}, {"schema", *schema}}}};
@@ -314,7 +318,8 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only)
   if (const ordered_json* t = field(j, "thinking")) {
     const std::string type = block_type(*t, "thinking");
     if (type != "enabled" && type != "disabled" && type != "adaptive") {
-      bad("thinking.type", str_cat("must be enabled, disabled or adaptive, got '", type, "'"));
+      bad_field("thinking.type",
+                str_cat("must be enabled, disabled or adaptive, got '", type, "'"));
     }
   }
 

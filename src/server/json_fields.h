@@ -30,6 +30,12 @@ template <class Json>
                         "invalid_type");
 }
 
+// A 400 for a field: "'param' <what>".
+[[noreturn]] inline void bad_field(const std::string& param, const std::string& what,
+                                   const char* code = "invalid_value") {
+  throw invalid_request(str_cat("'", param, "' ", what), param, code);
+}
+
 // A field that is absent or null means "use the default" (clients send explicit nulls).
 template <class Json>
 const Json* field(const Json& body, const char* name) {

@@ -12,15 +12,10 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-[[noreturn]] void bad(const std::string& param, const std::string& what,
-                      const char* code = "invalid_value") {
-  throw invalid_request(str_cat("'", param, "' ", what), param, code);
-}
-
 std::string string_field(const ordered_json& item, const char* name, const std::string& param) {
   const auto v = item.find(name);
   if (v == item.end() || !v->is_string()) {
-    bad(str_cat(param, ".", name), "must be a string", "invalid_type");
+    bad_field(str_cat(param, ".", name), "must be a string", "invalid_type");
   }
   return v->get<std::string>();
 }
@@ -40,9 +35,9 @@ std::string content_text(const ordered_json& content, const std::string& param) 
     } else if (type == "refusal") {
       out += string_field(part, "refusal", p);
     } else {
-      bad(p + ".type",
-          str_cat("is '", type, "'; this server takes text only (input_text, output_text)"),
-          "unsupported_value");
+      bad_field(p + ".type",
+                str_cat("is '", type, "'; this server takes text only (input_text, output_text)"),
+                "unsupported_value");
     }
   }
   return out;
@@ -57,13 +52,13 @@ ordered_json translate_input(const ordered_json& body) {
     messages.push_back({{"role", "system"}, {"content", *instructions}});
   }
   const ordered_json* input = field(body, "input");
-  if (input == nullptr) bad("input", "is required", "missing_required");
+  if (input == nullptr) bad_field("input", "is required", "missing_required");
   if (input->is_string()) {
     messages.push_back({{"role", "user"}, {"content", *input}});
     return messages;
   }
   if (!input->is_array()) wrong_type("input", "a string or an array of input items", *input);
-  if (input->empty()) bad("input", "must not be empty");
+  if (input->empty()) bad_field("input", "must not be empty");
   for (size_t i = 0; i < input->size(); ++i) {
     const std::string p = str_cat("input[", i, "]");
     const ordered_json& item = (*input)[i];
@@ -74,10 +69,11 @@ ordered_json translate_input(const ordered_json& body) {
     if (t == "message") {
       const std::string role = string_field(item, "role", p);
       if (role != "user" && role != "assistant" && role != "system" && role != "developer") {
-        bad(p + ".role", str_cat("must be user, assistant, system or developer, got '", role, "'"));
+        bad_field(p + ".role",
+                  str_cat("must be user, assistant, system or developer, got '", role, "'"));
       }
       const auto content = item.find("content");
-      if (content == item.end()) bad(p + ".content", "is required", "missing_required");
+      if (content == item.end()) bad_field(p + ".content", "is required", "missing_required");
       messages.push_back({{"role", role}, {"content", content_text(*content, p + ".content")}});
     } else if (t == "function_call") {
       ordered_json call = {{"id", string_field(item, "call_id", p)},
@@ -92,18 +88,19 @@ ordered_json translate_input(const ordered_json& body) {
       messages.back()["tool_calls"].push_back(std::move(call));
     } else if (t == "function_call_output") {
       const auto output = item.find("output");
-      if (output == item.end()) bad(p + ".output", "is required", "missing_required");
+      if (output == item.end()) bad_field(p + ".output", "is required", "missing_required");
       messages.push_back({{"role", "tool"},
                           {"tool_call_id", string_field(item, "call_id", p)},
                           {"content", content_text(*output, p + ".output")}});
     } else if (t != "reasoning") {
-      bad(p + ".type",
+      bad_field(
+          p + ".type",
           str_cat("is '", t, "'; input items here are messages, function_call and ",
                   "function_call_output (nothing is stored, so item_reference cannot be served)"),
           "unsupported_value");
     }
   }
-  if (messages.empty()) bad("input", "holds no message");
+  if (messages.empty()) bad_field("input", "holds no message");
   return messages;
 }
 
@@ -117,10 +114,10 @@ ordered_json translate_tools(const ordered_json& tools) {
     if (!t.is_object()) wrong_type(p, "an object", t);
     const std::string type = string_field(t, "type", p);
     if (type != "function") {
-      bad(p + ".type",
-          str_cat("is '", type, "'; only function tools run here (the hosted tools, such as ",
-                  "web_search or file_search, are OpenAI's services)"),
-          "unsupported_value");
+      bad_field(p + ".type",
+                str_cat("is '", type, "'; only function tools run here (the hosted tools, such as ",
+                        "web_search or file_search, are OpenAI's services)"),
+                "unsupported_value");
     }
     ordered_json f = {{"name", t.contains("name") ? t["name"] : ordered_json()}};
     for (const char* key : {"description", "parameters", "strict"}) {
@@ -136,7 +133,8 @@ ordered_json translate_tool_choice(const ordered_json& c) {
   if (!c.is_object()) wrong_type("tool_choice", "a string or an object", c);
   const std::string type = string_field(c, "type", "tool_choice");
   if (type != "function") {
-    bad("tool_choice.type", str_cat("must be function, got '", type, "'"), "unsupported_value");
+    bad_field("tool_choice.type", str_cat("must be function, got '", type, "'"),
+              "unsupported_value");
   }
   return {{"type", "function"}, {"function", {{"name", string_field(c, "name", "tool_choice")}}}};
 }
@@ -156,12 +154,13 @@ void translate_text(const ordered_json& text, ordered_json& chat) {
     ordered_json spec = {{"name", format->value("name", std::string("output"))}};
     const auto schema = format->find("schema");
     if (schema == format->end() || !schema->is_object()) {
-      bad("text.format.schema", "must be a JSON Schema object", "invalid_type");
+      bad_field("text.format.schema", "must be a JSON Schema object", "invalid_type");
     }
     spec["schema"] = *schema;
     chat["response_format"] = {{"type", "json_schema"}, {"json_schema", std::move(spec)}};
   } else {
-    bad("text.format.type", str_cat("must be text, json_object or json_schema, got '", type, "'"));
+    bad_field("text.format.type",
+              str_cat("must be text, json_object or json_schema, got '", type, "'"));
   }
 }
 
@@ -189,28 +188,28 @@ void refuse_unsupported(const ordered_json& j) {
   if (field(j, "previous_response_id") != nullptr || field(j, "conversation") != nullptr) {
     const char* name =
         field(j, "previous_response_id") != nullptr ? "previous_response_id" : "conversation";
-    bad(name,
-        "needs stored responses, and this server stores none: send the whole conversation as "
-        "input",
-        "unsupported_value");
+    bad_field(name,
+              "needs stored responses, and this server stores none: send the whole conversation as "
+              "input",
+              "unsupported_value");
   }
   if (get_bool(j, "background", false)) {
-    bad("background", "is not supported: responses run while the request waits",
-        "unsupported_value");
+    bad_field("background", "is not supported: responses run while the request waits",
+              "unsupported_value");
   }
   if (field(j, "prompt") != nullptr) {
-    bad("prompt", "(a stored prompt template) is not supported", "unsupported_value");
+    bad_field("prompt", "(a stored prompt template) is not supported", "unsupported_value");
   }
   if (auto n = get_int(j, "top_logprobs", 0, 20); n && *n > 0) {
-    bad("top_logprobs", "is not supported on /v1/responses; use /v1/chat/completions",
-        "unsupported_value");
+    bad_field("top_logprobs", "is not supported on /v1/responses; use /v1/chat/completions",
+              "unsupported_value");
   }
   if (const ordered_json* include = field(j, "include")) {
     if (!include->is_array()) wrong_type("include", "an array of strings", *include);
     for (const ordered_json& v : *include) {
       if (v == "message.output_text.logprobs") {
-        bad("include", "asks for logprobs, which /v1/responses does not return here",
-            "unsupported_value");
+        bad_field("include", "asks for logprobs, which /v1/responses does not return here",
+                  "unsupported_value");
       }
     }
   }

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "grammar/json_schema.h"
 #include "server/api_error.h"
+#include "server/json_fields.h"
 
 namespace specdec::server {
 namespace {
@@ -22,11 +23,6 @@ bool valid_function_name(const std::string& name) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
            c == '-';
   });
-}
-
-[[noreturn]] void bad(const std::string& param, const std::string& what,
-                      const char* code = "invalid_value") {
-  throw invalid_request(str_cat("'", param, "' ", what), param, code);
 }
 
 // Rewrites the document-relative references of a schema that will live at `base` (a JSON
@@ -81,33 +77,35 @@ ToolRequest parse_tools(const json& body, const ordered_json& ordered) {
   const bool has_tools = tools_it != body.end() && !tools_it->is_null();
   std::vector<std::pair<std::string, ordered_json>> schemas;
   if (has_tools) {
-    if (!tools_it->is_array()) bad("tools", "must be an array of tools", "invalid_type");
-    if (tools_it->size() > kMaxTools) bad("tools", str_cat("holds over ", kMaxTools, " tools"));
+    if (!tools_it->is_array()) bad_field("tools", "must be an array of tools", "invalid_type");
+    if (tools_it->size() > kMaxTools)
+      bad_field("tools", str_cat("holds over ", kMaxTools, " tools"));
     std::set<std::string> names;
     for (size_t i = 0; i < tools_it->size(); ++i) {
       const json& t = (*tools_it)[i];
       const ordered_json& ot = ordered.at("tools").at(i);
       const std::string p = str_cat("tools[", i, "]");
       if (!t.is_object() || t.value("type", json()) != "function") {
-        bad(p, "must be {\"type\": \"function\", \"function\": {...}}");
+        bad_field(p, "must be {\"type\": \"function\", \"function\": {...}}");
       }
       const auto f = t.find("function");
-      if (f == t.end() || !f->is_object()) bad(p + ".function", "must be an object");
+      if (f == t.end() || !f->is_object()) bad_field(p + ".function", "must be an object");
       const auto name = f->find("name");
       if (name == f->end() || !name->is_string() ||
           !valid_function_name(name->get<std::string>())) {
-        bad(p + ".function.name", "must be 1 to 64 letters, digits, '_' or '-'");
+        bad_field(p + ".function.name", "must be 1 to 64 letters, digits, '_' or '-'");
       }
       const std::string n = name->get<std::string>();
-      if (!names.insert(n).second) bad(p + ".function.name", str_cat("repeats '", n, "'"));
+      if (!names.insert(n).second) bad_field(p + ".function.name", str_cat("repeats '", n, "'"));
       const auto desc = f->find("description");
       if (desc != f->end() && !desc->is_null() && !desc->is_string()) {
-        bad(p + ".function.description", "must be a string", "invalid_type");
+        bad_field(p + ".function.description", "must be a string", "invalid_type");
       }
       ordered_json params = {{"type", "object"}};
       const auto pit = f->find("parameters");
       if (pit != f->end() && !pit->is_null()) {
-        if (!pit->is_object()) bad(p + ".function.parameters", "must be a JSON Schema object");
+        if (!pit->is_object())
+          bad_field(p + ".function.parameters", "must be a JSON Schema object");
         params = ot.at("function").at("parameters");
       }
       out.tools.push_back({n, ot.dump()});
@@ -125,30 +123,31 @@ ToolRequest parse_tools(const json& body, const ordered_json& ordered) {
       } else if (c == "required") {
         out.choice = ToolChoice::kRequired;
       } else {
-        bad("tool_choice", "must be none, auto, required or {\"type\": \"function\", ...}");
+        bad_field("tool_choice", "must be none, auto, required or {\"type\": \"function\", ...}");
       }
     } else if (choice->is_object()) {
       const auto f = choice->find("function");
       if (choice->value("type", json()) != "function" || f == choice->end() || !f->is_object() ||
           !f->contains("name") || !(*f)["name"].is_string()) {
-        bad("tool_choice", "must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        bad_field("tool_choice", "must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
       }
       out.choice = ToolChoice::kNamed;
       out.named = (*f)["name"].get<std::string>();
       const bool known = std::any_of(out.tools.begin(), out.tools.end(),
                                      [&](const ToolSpec& t) { return t.name == out.named; });
       if (!known)
-        bad("tool_choice", str_cat("names '", out.named, "', which is not among the tools"));
+        bad_field("tool_choice", str_cat("names '", out.named, "', which is not among the tools"));
     } else {
-      bad("tool_choice", "must be a string or an object", "invalid_type");
+      bad_field("tool_choice", "must be a string or an object", "invalid_type");
     }
     if (out.tools.empty() && out.choice != ToolChoice::kNone) {
-      bad("tool_choice", "needs tools");
+      bad_field("tool_choice", "needs tools");
     }
   }
   const auto parallel = body.find("parallel_tool_calls");
   if (parallel != body.end() && !parallel->is_null()) {
-    if (!parallel->is_boolean()) bad("parallel_tool_calls", "must be a boolean", "invalid_type");
+    if (!parallel->is_boolean())
+      bad_field("parallel_tool_calls", "must be a boolean", "invalid_type");
     out.parallel = parallel->get<bool>();
   }
   // "none": the model is not told about the tools, so it writes a message.
@@ -163,7 +162,7 @@ ToolRequest parse_tools(const json& body, const ordered_json& ordered) {
       out.grammar = Grammar::parse(gbnf, root);
       GrammarState start(out.grammar);  // too ambiguous to begin: refused here
     } catch (const Error& e) {
-      bad("tools", str_cat("cannot constrain the call: ", e.what()));
+      bad_field("tools", str_cat("cannot constrain the call: ", e.what()));
     }
   } else if (out.choice == ToolChoice::kAuto && !out.tools.empty()) {
     // A call the model chooses to write is made valid too; a schema the converter cannot take
