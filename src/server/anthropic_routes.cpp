@@ -52,10 +52,9 @@ void HttpServer::Impl::messages_stream(const std::shared_ptr<Job>& job, const Me
   if (!send(message_start_json(meta, prompt_tokens)) || !send(json{{"type", "ping"}})) {
     return give_up();
   }
-  // The reply so far and how much of it went out as text. With tools, what may be calls is held
+  // How much of the reply went out as text. With tools, what may be calls is held
   // (streamable_content) until the end, when the calls go out as tool_use blocks.
   const bool tools = !meta.tool_names.empty();
-  std::string reply;
   size_t sent = 0;
   int32_t index = 0;
   bool text_open = false;
@@ -65,28 +64,11 @@ void HttpServer::Impl::messages_stream(const std::shared_ptr<Job>& job, const Me
     text_open = true;
     return send(text_delta_json(index, text));
   };
-  for (bool done = false; !done;) {
-    std::string text;
-    done = job->wait(text, kPollInterval);
-    if (text.empty()) {
-      if (!done && res.peer_closed()) {
-        res.close_after();
-        return give_up();
-      }
-      continue;
-    }
-    reply += text;
-    const size_t can = tools ? streamable_content(reply) : reply.size();
-    if (can > sent) {
-      if (!send_text(std::string_view(reply).substr(sent, can - sent))) return give_up();
-      sent = can;
-    }
-  }
-  if (job->failed() || job->result().finish == FinishReason::Cancelled) {
-    const ApiError err = job->failed()
-                             ? ApiError(500, "generation failed: " + job->error(), "server_error")
-                             : shutting_down_error();
-    if (send(anthropic_error_json(err))) res.end_stream();
+  const std::optional<std::string> relayed = relay_text(job, tools, res, send_text, sent);
+  if (!relayed) return;
+  const std::string& reply = *relayed;
+  if (const std::optional<ApiError> err = job_error(*job)) {
+    if (send(anthropic_error_json(*err))) res.end_stream();
     return;
   }
   const SplitReply split = split_reply(meta, reply);

@@ -107,6 +107,41 @@ bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Jo
   return false;
 }
 
+std::optional<std::string> relay_text(const std::shared_ptr<Job>& job, bool hold_calls,
+                                      HttpResponder& res,
+                                      const std::function<bool(std::string_view)>& send_text,
+                                      size_t& sent) {
+  std::string reply;
+  for (bool done = false; !done;) {
+    std::string text;
+    done = job->wait(text, kPollInterval);
+    if (text.empty()) {
+      if (!done && res.peer_closed()) {
+        job->cancel();
+        res.close_after();
+        return std::nullopt;
+      }
+      continue;
+    }
+    reply += text;
+    const size_t can = hold_calls ? streamable_content(reply) : reply.size();
+    if (can > sent) {
+      if (!send_text(std::string_view(reply).substr(sent, can - sent))) {
+        job->cancel();
+        return std::nullopt;
+      }
+      sent = can;
+    }
+  }
+  return reply;
+}
+
+std::optional<ApiError> job_error(const Job& job) {
+  if (job.failed()) return ApiError(500, "generation failed: " + job.error(), "server_error");
+  if (job.result().finish == FinishReason::Cancelled) return shutting_down_error();
+  return std::nullopt;
+}
+
 std::string chat_prompt_text(const CompletionRequest& r, const Engine& e) {
   std::vector<std::string> tools;
   for (const ToolSpec& t : r.tools.tools) tools.push_back(t.definition);

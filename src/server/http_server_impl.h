@@ -9,8 +9,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -38,6 +40,17 @@ ApiError shutting_down_error();
 void cancel_jobs(const std::vector<std::shared_ptr<Job>>& jobs);
 // Starts a response of server-sent events; false (the jobs cancelled) when that failed.
 bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Job>>& jobs);
+// Relays one job's text as it comes: `send_text` gets each piece that may go out (with
+// `hold_calls`, what may still become tool calls is held back: streamable_content); `sent` is
+// how much of the reply it got. Returns the whole reply once the job is done, or nullopt when
+// the client left or send_text failed (the job is then cancelled).
+std::optional<std::string> relay_text(const std::shared_ptr<Job>& job, bool hold_calls,
+                                      HttpResponder& res,
+                                      const std::function<bool(std::string_view)>& send_text,
+                                      size_t& sent);
+// Why a finished job has no result to send (it failed, or the server stopped it); nullopt when
+// it has one.
+std::optional<ApiError> job_error(const Job& job);
 // A chat request's prompt text: its turns and tools through the model's chat template, the
 // assistant turn opened (unless add_generation_prompt is off) and holding the prefill. 400 when
 // tools or tool turns meet a template without a tool-calling convention.

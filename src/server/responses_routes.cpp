@@ -65,8 +65,7 @@ void HttpServer::Impl::responses_stream(const std::shared_ptr<Job>& job, const R
                      {"annotations", json::array()},
                      {"logprobs", json::array()}};
   const bool tools = !meta.tool_names.empty();
-  std::string reply;
-  size_t sent = 0;      // of reply, passed to send_text
+  size_t sent = 0;      // of the reply, passed to send_text
   std::string pending;  // space before the message's first text: held until the item opens
   bool message_open = false;
   const auto open_message = [&] {
@@ -103,30 +102,13 @@ void HttpServer::Impl::responses_stream(const std::shared_ptr<Job>& job, const R
     pending.clear();
     return ok;
   };
-  for (bool done = false; !done;) {
-    std::string text;
-    done = job->wait(text, kPollInterval);
-    if (text.empty()) {
-      if (!done && res.peer_closed()) {
-        res.close_after();
-        return give_up();
-      }
-      continue;
-    }
-    reply += text;
-    const size_t can = tools ? streamable_content(reply) : reply.size();
-    if (can > sent) {
-      if (!send_text(std::string_view(reply).substr(sent, can - sent))) return give_up();
-      sent = can;
-    }
-  }
-  if (job->failed() || job->result().finish == FinishReason::Cancelled) {
-    const ApiError err = job->failed()
-                             ? ApiError(500, "generation failed: " + job->error(), "server_error")
-                             : shutting_down_error();
+  const std::optional<std::string> relayed = relay_text(job, tools, res, send_text, sent);
+  if (!relayed) return;
+  const std::string& reply = *relayed;
+  if (const std::optional<ApiError> err = job_error(*job)) {
     if (send({{"type", "error"},
-              {"code", err.code().empty() ? json(nullptr) : json(err.code())},
-              {"message", err.what()},
+              {"code", err->code().empty() ? json(nullptr) : json(err->code())},
+              {"message", err->what()},
               {"param", nullptr}})) {
       res.end_stream();
     }
