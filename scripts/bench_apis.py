@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""The same greedy requests through each chat front end: OpenAI's chat completions, Anthropic's
+Messages API and OpenAI's Responses API, speculative and target-only.
+
+Starts `specdec serve` on the Qwen pair (one slot), sends each prompt through each API with
+speculation on and off, alternating, `--repeats` times, and prints the server's decode tokens/s
+(medians; each prompt is read by both models before its counted requests), the speedup, and
+whether the text is the same with and without speculation and across the three APIs.
+
+    scripts/bench_apis.py [--target T.gguf --draft D.gguf] [--threads 2] [--repeats 3]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from bench_common import wait_healthy  # noqa: E402
+
+MODELS = os.environ.get("SPECDEC_MODELS", os.path.expanduser("~/.cache/specdec/models"))
+PROMPTS = [
+    "Write a Python function that checks whether a string is a palindrome.",
+    "Explain what a mutex is, in two paragraphs.",
+    "Summarize the plot of Romeo and Juliet in five sentences.",
+]
+
+
+def post(base, path, body):
+    req = urllib.request.Request(base + path, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return json.load(r)
+
+
+def chat(base, prompt, n, spec):
+    doc = post(base, "/v1/chat/completions", {
+        "messages": [{"role": "user", "content": prompt}], "max_tokens": n, "temperature": 0,
+        "speculative": spec})
+    return doc["choices"][0]["message"]["content"], doc["specdec"]["tokens_per_second"]
+
+
+def messages(base, prompt, n, spec):
+    doc = post(base, "/v1/messages", {
+        "messages": [{"role": "user", "content": prompt}], "max_tokens": n, "temperature": 0,
+        "speculative": spec})
+    return "".join(b["text"] for b in doc["content"]), doc["specdec"]["tokens_per_second"]
+
+
+def responses(base, prompt, n, spec):
+    doc = post(base, "/v1/responses", {
+        "input": prompt, "max_output_tokens": n, "temperature": 0, "speculative": spec})
+    text = "".join(p["text"] for item in doc["output"] if item["type"] == "message"
+                   for p in item["content"])
+    return text, doc["specdec"]["tokens_per_second"]
+
+
+APIS = {"chat": chat, "messages": messages, "responses": responses}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cli", default="build/specdec")
+    ap.add_argument("--target", default=f"{MODELS}/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    ap.add_argument("--draft", default=f"{MODELS}/qwen2.5-coder-0.5b-instruct.gguf")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--tokens", type=int, default=160)
+    ap.add_argument("--port", type=int, default=18793)
+    args = ap.parse_args()
+
+    server = subprocess.Popen([args.cli, "serve", "-m", args.target, "-md", args.draft, "-t",
+                               str(args.threads), "-c", "4096", "--parallel", "1", "--port",
+                               str(args.port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{args.port}"
+    try:
+        if not wait_healthy(base, server, "specdec serve", timeout_s=150):
+            sys.exit("the server did not come up")
+        tps, texts = {}, {}
+        for rep in range(args.repeats):
+            for i, prompt in enumerate(PROMPTS):
+                # Not counted: both models read the prompt, so that every counted request finds
+                # it cached (the first speculative request of a prompt would otherwise pay the
+                # draft's read of it inside its decode time).
+                chat(base, prompt, 16, True)
+                for api, call in APIS.items():
+                    for spec in (True, False) if rep % 2 == 0 else (False, True):
+                        text, rate = call(base, prompt, args.tokens, spec)
+                        tps.setdefault((i, api, spec), []).append(rate)
+                        texts.setdefault((i, api, spec), set()).add(text)
+        print(f"{'prompt':>6} {'api':>9} | {'target-only':>11} {'speculative':>11} {'ratio':>6} "
+              f"| same text: with/without draft, across APIs")
+        med = statistics.median
+        for i in range(len(PROMPTS)):
+            reference = texts[(i, "chat", False)]
+            for api in APIS:
+                plain, spec = med(tps[(i, api, False)]), med(tps[(i, api, True)])
+                same_spec = texts[(i, api, True)] == texts[(i, api, False)]
+                same_api = texts[(i, api, False)] == reference and len(reference) == 1
+                print(f"{i:>6} {api:>9} | {plain:>11.1f} {spec:>11.1f} {spec / plain:>5.2f}x "
+                      f"| {same_spec!s:>5} {same_api!s:>5}")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
