@@ -22,8 +22,8 @@ void HttpServer::Impl::messages(const HttpRequest& req, HttpResponder& res) {
         str_cat("prompt is too long: ", n, " tokens > ", e.n_ctx() - 1, " maximum"), "messages",
         "context_length_exceeded");
   }
-  // max_tokens is required and clients size it for large hosted models (Claude Code asks for
-  // 32,000): beyond the room left, the reply ends where the context does, with stop_reason
+  // max_tokens is required and clients size it for large hosted models (tens of thousands of
+  // tokens): beyond the room left, the reply ends where the context does, with stop_reason
   // model_context_window_exceeded, instead of the request being refused.
   const int32_t asked = r.max_tokens.value_or(1);
   const int32_t max_tokens = asked > e.n_ctx() - n ? -1 : asked;
