@@ -38,8 +38,7 @@ void HttpServer::Impl::messages(const HttpRequest& req, HttpResponder& res) {
   if (r.stream) return messages_stream(jobs[0], meta, n, res);
   if (!wait_all(jobs, res)) return;
   const Job& j = *jobs[0];
-  if (j.failed()) throw ApiError(500, "generation failed: " + j.error(), "server_error");
-  if (j.result().finish == FinishReason::Cancelled) throw shutting_down_error();
+  if (std::optional<ApiError> err = job_error(j)) throw *err;
   res.send(200, "application/json", to_wire(message_json(meta, j.result())));
 }
 

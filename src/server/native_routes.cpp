@@ -95,8 +95,7 @@ void HttpServer::Impl::native(NativeEndpoint endpoint, const HttpRequest& req, H
   nlohmann::json docs = nlohmann::json::array();
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& j = *jobs[i];
-    if (j.failed()) throw ApiError(500, "generation failed: " + j.error(), "server_error");
-    if (j.result().finish == FinishReason::Cancelled) throw shutting_down_error();
+    if (std::optional<ApiError> err = job_error(j)) throw *err;
     docs.push_back(
         select_response_fields(native_result_json(meta, j.result(), prompts[i / per_prompt], i,
                                                   r.return_tokens, r.n_probs, false),
@@ -131,11 +130,8 @@ void HttpServer::Impl::native_stream(const std::vector<std::shared_ptr<Job>>& jo
       }
       if (ok && done) {
         const Job& j = *jobs[i];
-        if (j.failed()) {
-          ok = res.write(sse_event(
-              error_json(ApiError(500, "generation failed: " + j.error(), "server_error"))));
-        } else if (j.result().finish == FinishReason::Cancelled) {
-          ok = res.write(sse_event(error_json(shutting_down_error())));
+        if (std::optional<ApiError> err = job_error(j)) {
+          ok = res.write(sse_event(error_json(*err)));
         } else {
           ok = res.write(sse_event(native_result_json(meta, j.result(), prompts[i / per_prompt], i,
                                                       r.return_tokens, r.n_probs, true)));

@@ -76,8 +76,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   if (!wait_all(jobs, res)) return;
   std::vector<GenerationResult> results;
   for (const auto& job : jobs) {
-    if (job->failed()) throw ApiError(500, "generation failed: " + job->error(), "server_error");
-    if (job->result().finish == FinishReason::Cancelled) throw shutting_down_error();
+    if (std::optional<ApiError> err = job_error(*job)) throw *err;
     results.push_back(job->result());
   }
   nlohmann::json doc = completion_json(meta, results, echoes, per_prompt);
@@ -202,11 +201,8 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
       if (!done) continue;
       const Job& j = *jobs[i];
       bool ok = true;
-      if (j.failed()) {
-        ok = write(sse_event(
-            error_json(ApiError(500, "generation failed: " + j.error(), "server_error"))));
-      } else if (j.result().finish == FinishReason::Cancelled) {
-        ok = write(sse_event(error_json(shutting_down_error())));
+      if (std::optional<ApiError> err = job_error(j)) {
+        ok = write(sse_event(error_json(*err)));
       } else {
         bool called = false;
         if (tools) {
