@@ -23,12 +23,11 @@ void HttpServer::Impl::messages(const HttpRequest& req, HttpResponder& res) {
         "context_length_exceeded");
   }
   // max_tokens is required and clients size it for large hosted models (tens of thousands of
-  // tokens): beyond the room left, the reply ends where the context does, with stop_reason
-  // model_context_window_exceeded, instead of the request being refused.
-  const int32_t asked = r.max_tokens.value_or(1);
-  const int32_t max_tokens = asked > e.n_ctx() - n ? -1 : asked;
+  // tokens): it goes to the engine as asked, which ends the reply where the context does
+  // (finish ContextFull: stop_reason model_context_window_exceeded) instead of refusing it.
   const GenerationOptions o = request_options(r, e);
-  const std::vector<std::shared_ptr<Job>> jobs = submit_jobs({prompt}, {max_tokens}, o, r);
+  const std::vector<std::shared_ptr<Job>> jobs =
+      submit_jobs({prompt}, {r.max_tokens.value_or(1)}, o, r);
 
   MessagesMeta meta;
   meta.id = "msg_" + make_id(Endpoint::Completions).substr(5);  // the hex after "cmpl-"

@@ -21,12 +21,11 @@ void HttpServer::Impl::responses(const HttpRequest& req, HttpResponder& res) {
         str_cat("the input has ", n, " tokens but the context holds ", e.n_ctx(), " tokens"),
         "input", "context_length_exceeded");
   }
-  // Without max_output_tokens, or with more than the context has room for, the reply runs to
-  // the context's end (status incomplete, as when max_output_tokens ends it).
-  const int32_t asked = r.chat.max_tokens.value_or(-1);
-  const int32_t max_tokens = asked < 0 || asked > e.n_ctx() - n ? -1 : asked;
+  // Without max_output_tokens (-1), or with more than the context has room for, the engine
+  // runs the reply to the context's end (status incomplete, as when max_output_tokens ends it).
   const GenerationOptions o = request_options(r.chat, e);
-  const std::vector<std::shared_ptr<Job>> jobs = submit_jobs({prompt}, {max_tokens}, o, r.chat);
+  const std::vector<std::shared_ptr<Job>> jobs =
+      submit_jobs({prompt}, {r.chat.max_tokens.value_or(-1)}, o, r.chat);
 
   ResponsesMeta meta;
   meta.id = "resp_" + make_id(Endpoint::Completions).substr(5);  // the hex after "cmpl-"
