@@ -24,18 +24,11 @@ const ordered_json& require_object(const ordered_json& v, const std::string& par
 
 // A block's "type" (every content block has one).
 std::string block_type(const ordered_json& block, const std::string& param) {
-  require_object(block, param);
-  const auto t = block.find("type");
-  if (t == block.end() || !t->is_string())
-    bad_field(param + ".type", "must be a string", "invalid_type");
-  return t->get<std::string>();
+  return required_string(require_object(block, param), "type", param);
 }
 
 std::string text_of(const ordered_json& block, const std::string& param) {
-  const auto t = block.find("text");
-  if (t == block.end() || !t->is_string())
-    bad_field(param + ".text", "must be a string", "invalid_type");
-  return t->get<std::string>();
+  return required_string(block, "text", param);
 }
 
 // Text given as a string or as an array of text blocks (system, tool_result content); blocks
@@ -95,16 +88,13 @@ void add_user_turn(const ordered_json& content, const std::string& param, Turns&
     } else if (type == "tool_result") {
       flush();
       const ordered_json& b = content[k];
-      const auto id = b.find("tool_use_id");
-      if (id == b.end() || !id->is_string()) {
-        bad_field(p + ".tool_use_id", "must be a string", "invalid_type");
-      }
+      const std::string id = required_string(b, "tool_use_id", p);
       std::string result;
       if (const ordered_json* c = field(b, "content"))
         result = text_or_text_blocks(*c, p + ".content");
       // The model has no other channel for a failed call than the result's text.
       if (get_bool(b, "is_error", false)) result = "Error: " + result;
-      out.messages.push_back({{"role", "tool"}, {"tool_call_id", *id}, {"content", result}});
+      out.messages.push_back({{"role", "tool"}, {"tool_call_id", id}, {"content", result}});
     } else {
       unsupported_block(p, type);
     }
@@ -128,20 +118,15 @@ void add_assistant_turn(const ordered_json& content, const std::string& param, b
       if (type == "text") {
         text += text_of(b, p);
       } else if (type == "tool_use") {
-        const auto id = b.find("id");
-        const auto name = b.find("name");
+        const std::string id = required_string(b, "id", p);
+        const std::string name = required_string(b, "name", p);
         const auto input = b.find("input");
-        if (id == b.end() || !id->is_string())
-          bad_field(p + ".id", "must be a string", "invalid_type");
-        if (name == b.end() || !name->is_string()) {
-          bad_field(p + ".name", "must be a string", "invalid_type");
-        }
         if (input == b.end() || !input->is_object()) {
           bad_field(p + ".input", "must be an object", "invalid_type");
         }
-        calls.push_back({{"id", *id},
+        calls.push_back({{"id", id},
                          {"type", "function"},
-                         {"function", {{"name", *name}, {"arguments", input->dump()}}}});
+                         {"function", {{"name", name}, {"arguments", input->dump()}}}});
       } else if (type != "thinking" && type != "redacted_thinking") {
         unsupported_block(p, type);
       }
@@ -170,10 +155,7 @@ Turns translate_messages(const ordered_json& body) {
   for (size_t i = 0; i < v->size(); ++i) {
     const std::string p = str_cat("messages[", i, "]");
     const ordered_json& m = require_object((*v)[i], p);
-    const auto role = m.find("role");
-    if (role == m.end() || !role->is_string())
-      bad_field(p + ".role", "must be a string", "invalid_type");
-    const std::string r = role->get<std::string>();
+    const std::string r = required_string(m, "role", p);
     const auto content = m.find("content");
     if (content == m.end() || content->is_null()) bad_field(p + ".content", "is required");
     if (r == "user") {
@@ -204,14 +186,12 @@ ordered_json translate_tools(const ordered_json& tools) {
                   "client tools (no type, or \"custom\") with an input_schema"),
           "unsupported_value");
     }
-    const auto name = t.find("name");
-    if (name == t.end() || !name->is_string())
-      bad_field(p + ".name", "must be a string", "invalid_type");
+    const std::string name = required_string(t, "name", p);
     const auto schema = t.find("input_schema");
     if (schema == t.end() || !schema->is_object()) {
       bad_field(p + ".input_schema", "must be a JSON Schema object", "invalid_type");
     }
-    ordered_json f = {{"name", *name}};
+    ordered_json f = {{"name", name}};
     if (const ordered_json* d = field(t, "description")) {
       if (!d->is_string()) wrong_type(p + ".description", "a string", *d);
       f["description"] = *d;
@@ -234,11 +214,8 @@ void translate_tool_choice(const ordered_json& c, ordered_json& oai) {
   } else if (type == "none") {
     oai["tool_choice"] = "none";
   } else if (type == "tool") {
-    const auto name = c.find("name");
-    if (name == c.end() || !name->is_string()) {
-      bad_field("tool_choice.name", "must be a string", "invalid_type");
-    }
-    oai["tool_choice"] = {{"type", "function"}, {"function", {{"name", *name}}}};
+    const std::string name = required_string(c, "name", "tool_choice");
+    oai["tool_choice"] = {{"type", "function"}, {"function", {{"name", name}}}};
   } else {
     bad_field("tool_choice.type", str_cat("must be auto, any, tool or none, got '", type, "'"));
   }

@@ -44,6 +44,17 @@ const Json* field(const Json& body, const char* name) {
   return &*it;
 }
 
+// A field that must be present and hold a string: its value, or a 400 naming
+// "<param>.<name>".
+template <class Json>
+std::string required_string(const Json& object, const char* name, const std::string& param) {
+  const auto v = object.find(name);
+  if (v == object.end() || !v->is_string()) {
+    bad_field(str_cat(param, ".", name), "must be a string", "invalid_type");
+  }
+  return v->template get<std::string>();
+}
+
 template <class Json>
 bool get_bool(const Json& body, const char* name, bool fallback) {
   const Json* v = field(body, name);

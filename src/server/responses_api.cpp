@@ -12,14 +12,6 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-std::string string_field(const ordered_json& item, const char* name, const std::string& param) {
-  const auto v = item.find(name);
-  if (v == item.end() || !v->is_string()) {
-    bad_field(str_cat(param, ".", name), "must be a string", "invalid_type");
-  }
-  return v->get<std::string>();
-}
-
 // A message's content: a string, or parts of text (input_text, output_text, text, refusal).
 std::string content_text(const ordered_json& content, const std::string& param) {
   if (content.is_string()) return content.get<std::string>();
@@ -29,11 +21,11 @@ std::string content_text(const ordered_json& content, const std::string& param) 
     const std::string p = str_cat(param, "[", k, "]");
     const ordered_json& part = content[k];
     if (!part.is_object()) wrong_type(p, "an object", part);
-    const std::string type = string_field(part, "type", p);
+    const std::string type = required_string(part, "type", p);
     if (type == "input_text" || type == "output_text" || type == "text") {
-      out += string_field(part, "text", p);
+      out += required_string(part, "text", p);
     } else if (type == "refusal") {
-      out += string_field(part, "refusal", p);
+      out += required_string(part, "refusal", p);
     } else {
       bad_field(p + ".type",
                 str_cat("is '", type, "'; this server takes text only (input_text, output_text)"),
@@ -67,7 +59,7 @@ ordered_json translate_input(const ordered_json& body) {
     if (type != nullptr && !type->is_string()) wrong_type(p + ".type", "a string", *type);
     const std::string t = type != nullptr ? type->get<std::string>() : "message";
     if (t == "message") {
-      const std::string role = string_field(item, "role", p);
+      const std::string role = required_string(item, "role", p);
       if (role != "user" && role != "assistant" && role != "system" && role != "developer") {
         bad_field(p + ".role",
                   str_cat("must be user, assistant, system or developer, got '", role, "'"));
@@ -76,11 +68,11 @@ ordered_json translate_input(const ordered_json& body) {
       if (content == item.end()) bad_field(p + ".content", "is required", "missing_required");
       messages.push_back({{"role", role}, {"content", content_text(*content, p + ".content")}});
     } else if (t == "function_call") {
-      ordered_json call = {{"id", string_field(item, "call_id", p)},
+      ordered_json call = {{"id", required_string(item, "call_id", p)},
                            {"type", "function"},
                            {"function",
-                            {{"name", string_field(item, "name", p)},
-                             {"arguments", string_field(item, "arguments", p)}}}};
+                            {{"name", required_string(item, "name", p)},
+                             {"arguments", required_string(item, "arguments", p)}}}};
       // Calls belong to the assistant turn they follow (or open one).
       if (messages.empty() || messages.back()["role"] != "assistant") {
         messages.push_back({{"role", "assistant"}, {"content", ""}});
@@ -90,7 +82,7 @@ ordered_json translate_input(const ordered_json& body) {
       const auto output = item.find("output");
       if (output == item.end()) bad_field(p + ".output", "is required", "missing_required");
       messages.push_back({{"role", "tool"},
-                          {"tool_call_id", string_field(item, "call_id", p)},
+                          {"tool_call_id", required_string(item, "call_id", p)},
                           {"content", content_text(*output, p + ".output")}});
     } else if (t != "reasoning") {
       bad_field(
@@ -112,7 +104,7 @@ ordered_json translate_tools(const ordered_json& tools) {
     const std::string p = str_cat("tools[", i, "]");
     const ordered_json& t = tools[i];
     if (!t.is_object()) wrong_type(p, "an object", t);
-    const std::string type = string_field(t, "type", p);
+    const std::string type = required_string(t, "type", p);
     if (type != "function") {
       bad_field(p + ".type",
                 str_cat("is '", type, "'; only function tools run here (the hosted tools, such as ",
@@ -131,12 +123,13 @@ ordered_json translate_tools(const ordered_json& tools) {
 ordered_json translate_tool_choice(const ordered_json& c) {
   if (c.is_string()) return c;  // auto, none, required: the chat endpoint's words
   if (!c.is_object()) wrong_type("tool_choice", "a string or an object", c);
-  const std::string type = string_field(c, "type", "tool_choice");
+  const std::string type = required_string(c, "type", "tool_choice");
   if (type != "function") {
     bad_field("tool_choice.type", str_cat("must be function, got '", type, "'"),
               "unsupported_value");
   }
-  return {{"type", "function"}, {"function", {{"name", string_field(c, "name", "tool_choice")}}}};
+  return {{"type", "function"},
+          {"function", {{"name", required_string(c, "name", "tool_choice")}}}};
 }
 
 // text.format {type: text | json_object | json_schema (name, schema, strict)} as
@@ -146,7 +139,7 @@ void translate_text(const ordered_json& text, ordered_json& chat) {
   const ordered_json* format = field(text, "format");
   if (format == nullptr) return;
   if (!format->is_object()) wrong_type("text.format", "an object", *format);
-  const std::string type = string_field(*format, "type", "text.format");
+  const std::string type = required_string(*format, "type", "text.format");
   if (type == "text") return;
   if (type == "json_object") {
     chat["response_format"] = {{"type", "json_object"}};
