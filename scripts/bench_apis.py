@@ -11,15 +11,13 @@ whether the text is the same with and without speculation and across the three A
 """
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench_common import wait_healthy  # noqa: E402
+from bench_common import post_json as post, wait_healthy  # noqa: E402
 
 MODELS = os.environ.get("SPECDEC_MODELS", os.path.expanduser("~/.cache/specdec/models"))
 PROMPTS = [
@@ -27,13 +25,6 @@ PROMPTS = [
     "Explain what a mutex is, in two paragraphs.",
     "Summarize the plot of Romeo and Juliet in five sentences.",
 ]
-
-
-def post(base, path, body):
-    req = urllib.request.Request(base + path, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=600) as r:
-        return json.load(r)
 
 
 def chat(base, prompt, n, spec):

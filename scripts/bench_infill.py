@@ -35,10 +35,9 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench_common import wait_healthy  # noqa: E402
+from bench_common import post_json, wait_healthy  # noqa: E402
 
 MODELS = os.environ.get("SPECDEC_MODELS", os.path.expanduser("~/.cache/specdec/models"))
 
@@ -76,11 +75,9 @@ SETTINGS = {
 
 
 def post(base, path, body):
-    req = urllib.request.Request(base + path, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+    """The answer and the client's wall time for it."""
     t0 = time.perf_counter()
-    with urllib.request.urlopen(req, timeout=600) as r:
-        doc = json.load(r)
+    doc = post_json(base, path, body)
     return doc, time.perf_counter() - t0
 
 

@@ -26,10 +26,9 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench_common import wait_healthy  # noqa: E402
+from bench_common import post_json as post, wait_healthy  # noqa: E402
 
 MODELS = os.environ.get("SPECDEC_MODELS", os.path.expanduser("~/.cache/specdec/models"))
 TOOLS = [
@@ -60,13 +59,6 @@ PROMPTS = [
     "File an issue: the server crashes when the prompt is empty. Describe how to reproduce it "
     "and label it as a bug with high priority.",
 ]
-
-
-def post(base, path, body):
-    req = urllib.request.Request(base + path, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=600) as r:
-        return json.load(r)
 
 
 def openai_request(base, system, prompt, choice, max_tokens, spec):

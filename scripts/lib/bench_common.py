@@ -2,6 +2,7 @@
 server."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -29,6 +30,14 @@ def resolve_model(arg: str) -> Path:
     if out.returncode != 0:
         die(f"could not fetch model '{arg}'")
     return Path(out.stdout.strip().splitlines()[-1])
+
+
+def post_json(base: str, path: str, body: dict, timeout_s: float = 600) -> dict:
+    """POSTs a JSON body to base + path and returns the parsed JSON answer."""
+    req = urllib.request.Request(base + path, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout_s) as r:
+        return json.load(r)
 
 
 def wait_healthy(base: str, proc: subprocess.Popen, what: str, timeout_s: float = 300) -> bool:
