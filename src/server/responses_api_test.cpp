@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "server/refusal_test_support.h"
+
 namespace specdec::server {
 namespace {
 
@@ -10,18 +12,7 @@ using nlohmann::json;
 ResponsesRequest parse(const json& body) { return parse_responses_request(body.dump()); }
 
 // The refused field's name, as the error names it (param and message).
-std::string refused(const json& body) {
-  try {
-    parse(body);
-  } catch (const ApiError& err) {
-    EXPECT_EQ(err.status(), 400);
-    EXPECT_NE(std::string(err.what()).find("'" + err.param() + "'"), std::string::npos)
-        << err.what();
-    return err.param();
-  }
-  ADD_FAILURE() << "accepted: " << body.dump();
-  return "";
-}
+std::string refused(const json& body) { return testing::refused_field(parse, body); }
 
 TEST(ResponsesApi, InputItemsBecomeTheChatTurnsTheyMean) {
   const ResponsesRequest r =
