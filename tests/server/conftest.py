@@ -6,6 +6,7 @@ started on a free loopback port (--port 0, the port is read from its log), and a
 at the end: SIGTERM, then SIGKILL if it has not exited within the grace period.
 """
 
+import http.client
 import json
 import os
 import re
@@ -189,3 +190,30 @@ def post_json(base, path, body, headers=None, timeout=60):
         return status, json.loads(text)
     except json.JSONDecodeError:
         return status, text
+
+
+def check_leaving_client_frees_its_slot(cli, models, path, long_body, opening, short_body,
+                                        output_tokens):
+    """On a one-slot server with the slow model: a client that closes a 4000-token stream right
+    after its first event (which starts with `opening`) is cancelled at once and frees the
+    slot, so a short request (`short_body`, 3 tokens) is served next; `output_tokens` reads its
+    generated-token count from the answer."""
+    s = Server(cli, ["-m", models["slow"], "-t", "1", "-c", "4096", "--parallel", "1"])
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+        conn.request("POST", path, json.dumps({**long_body, "stream": True}),
+                     {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 200
+        assert resp.read1(65536).startswith(opening)
+        started = time.monotonic()
+        conn.close()  # gone long before 4000 tokens
+        m = s.wait_idle(timeout=30)
+        assert time.monotonic() - started < 10
+        assert m["specdec_generation_cancelled_total"] == 1
+        assert m["specdec_generated_tokens_total"] < 4000
+        status, doc = post_json(s.base, path, short_body)
+        assert status == 200 and output_tokens(doc) == 3  # the slot is free
+    finally:
+        assert s.stop() == 0
+

@@ -7,12 +7,11 @@ for what it refuses."""
 import http.client
 import json
 import re
-import time
 
 import anthropic
 import pytest
 
-from conftest import Server, post_json
+from conftest import Server, check_leaving_client_frees_its_slot, post_json
 from test_tools import ADD, WEATHER, check_call, tool_server  # noqa: F401 (a fixture)
 
 MESSAGES = "/v1/messages"
@@ -130,26 +129,10 @@ def test_the_anthropic_sdk_reads_replies_and_streams(server):
 
 
 def test_a_client_that_leaves_mid_stream_frees_its_slot(cli, models):
-    s = Server(cli, ["-m", models["slow"], "-t", "1", "-c", "4096", "--parallel", "1"])
-    try:
-        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=TIMEOUT)
-        conn.request("POST", MESSAGES, json.dumps({"messages": USER, "max_tokens": 4000,
-                                                   "ignore_eos": True, "stream": True}),
-                     {"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        assert resp.status == 200
-        assert resp.read1(65536).startswith(b"event: message_start")
-        started = time.monotonic()
-        conn.close()  # gone long before 4000 tokens
-        m = s.wait_idle(timeout=30)
-        assert time.monotonic() - started < 10
-        assert m["specdec_generation_cancelled_total"] == 1
-        assert m["specdec_generated_tokens_total"] < 4000
-        status, doc = post_json(s.base, MESSAGES, {"messages": USER, "max_tokens": 3,
-                                                   "ignore_eos": True})
-        assert status == 200 and doc["usage"]["output_tokens"] == 3  # the slot is free
-    finally:
-        assert s.stop() == 0
+    check_leaving_client_frees_its_slot(
+        cli, models, MESSAGES, {"messages": USER, "max_tokens": 4000, "ignore_eos": True},
+        b"event: message_start", {"messages": USER, "max_tokens": 3, "ignore_eos": True},
+        lambda doc: doc["usage"]["output_tokens"])
 
 
 def test_system_prompt_and_text_blocks_are_the_chat_turns(server):

@@ -6,11 +6,10 @@ served (nothing is stored)."""
 
 import http.client
 import json
-import time
 
 import pytest
 
-from conftest import Server, post_json
+from conftest import check_leaving_client_frees_its_slot, post_json
 from test_server import client
 from test_tools import ADD, WEATHER, check_call, tool_server  # noqa: F401 (a fixture)
 
@@ -179,22 +178,7 @@ def test_bad_requests_get_a_400_naming_the_field(server, body, param):
 
 
 def test_a_client_that_leaves_mid_stream_frees_its_slot(cli, models):
-    s = Server(cli, ["-m", models["slow"], "-t", "1", "-c", "4096", "--parallel", "1"])
-    try:
-        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=TIMEOUT)
-        conn.request("POST", RESPONSES, json.dumps({"input": "x", "max_output_tokens": 4000,
-                                                    "ignore_eos": True, "stream": True}),
-                     {"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        assert resp.status == 200
-        assert resp.read1(65536).startswith(b"event: response.created")
-        started = time.monotonic()
-        conn.close()
-        m = s.wait_idle(timeout=30)
-        assert time.monotonic() - started < 10
-        assert m["specdec_generation_cancelled_total"] == 1
-        status, doc = post_json(s.base, RESPONSES, {"input": "x", "max_output_tokens": 3,
-                                                    "ignore_eos": True})
-        assert status == 200 and doc["usage"]["output_tokens"] == 3
-    finally:
-        assert s.stop() == 0
+    check_leaving_client_frees_its_slot(
+        cli, models, RESPONSES, {"input": "x", "max_output_tokens": 4000, "ignore_eos": True},
+        b"event: response.created", {"input": "x", "max_output_tokens": 3, "ignore_eos": True},
+        lambda doc: doc["usage"]["output_tokens"])
