@@ -13,13 +13,12 @@ whether the text is the same with and without speculation and across the three A
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench_common import post_json as post, wait_healthy  # noqa: E402
+from bench_common import add_pair_server_args, pair_server  # noqa: E402
+from bench_common import post_json as post  # noqa: E402
 
-MODELS = os.environ.get("SPECDEC_MODELS", os.path.expanduser("~/.cache/specdec/models"))
 PROMPTS = [
     "Write a Python function that checks whether a string is a palindrome.",
     "Explain what a mutex is, in two paragraphs.",
@@ -54,23 +53,11 @@ APIS = {"chat": chat, "messages": messages, "responses": responses}
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cli", default="build/specdec")
-    ap.add_argument("--target", default=f"{MODELS}/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
-    ap.add_argument("--draft", default=f"{MODELS}/qwen2.5-coder-0.5b-instruct.gguf")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=3)
+    add_pair_server_args(ap, port=18793)
     ap.add_argument("--tokens", type=int, default=160)
-    ap.add_argument("--port", type=int, default=18793)
     args = ap.parse_args()
 
-    server = subprocess.Popen([args.cli, "serve", "-m", args.target, "-md", args.draft, "-t",
-                               str(args.threads), "-c", "4096", "--parallel", "1", "--port",
-                               str(args.port)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{args.port}"
-    try:
-        if not wait_healthy(base, server, "specdec serve", timeout_s=150):
-            sys.exit("the server did not come up")
+    with pair_server(args) as base:
         tps, texts = {}, {}
         for rep in range(args.repeats):
             for i, prompt in enumerate(PROMPTS):
@@ -94,9 +81,6 @@ def main():
                 same_api = texts[(i, api, False)] == reference and len(reference) == 1
                 print(f"{i:>6} {api:>9} | {plain:>11.1f} {spec:>11.1f} {spec / plain:>5.2f}x "
                       f"| {same_spec!s:>5} {same_api!s:>5}")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -37,9 +37,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench_common import post_json, wait_healthy  # noqa: E402
+from bench_common import MODELS, post_json, wait_healthy  # noqa: E402
 
-MODELS = os.environ.get("SPECDEC_MODELS", os.path.expanduser("~/.cache/specdec/models"))
 
 GEOMETRY = "import math\n\n\ndef circle_area(r):\n    return math.pi * r * r\n\n\n" \
            "def rectangle_area(w, h):\n    return w * h\n"

@@ -23,14 +23,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from bench_common import post_json as post, wait_healthy  # noqa: E402
+from bench_common import add_pair_server_args, pair_server  # noqa: E402
+from bench_common import post_json as post  # noqa: E402
 
-MODELS = os.environ.get("SPECDEC_MODELS", os.path.expanduser("~/.cache/specdec/models"))
 TOOLS = [
     {"type": "function", "function": {
         "name": "get_weather", "description": "Current weather in a city",
@@ -93,25 +92,13 @@ def anthropic_request(base, system, prompt, choice, max_tokens, spec):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cli", default="build/specdec")
-    ap.add_argument("--target", default=f"{MODELS}/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
-    ap.add_argument("--draft", default=f"{MODELS}/qwen2.5-coder-0.5b-instruct.gguf")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--port", type=int, default=18791)
+    add_pair_server_args(ap, port=18791)
     ap.add_argument("--max-tokens", type=int, default=160)
     ap.add_argument("--api", choices=["openai", "anthropic"], default="openai")
     args = ap.parse_args()
     request = anthropic_request if args.api == "anthropic" else openai_request
 
-    server = subprocess.Popen([args.cli, "serve", "-m", args.target, "-md", args.draft, "-t",
-                               str(args.threads), "-c", "4096", "--parallel", "1", "--port",
-                               str(args.port)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{args.port}"
-    try:
-        if not wait_healthy(base, server, "specdec serve", timeout_s=150):
-            sys.exit("the server did not come up")
+    with pair_server(args) as base:
         cold, warm, calls = {}, {}, {}
         nonce = 0
         for rep in range(args.repeats):
@@ -138,9 +125,6 @@ def main():
                 print(f"{i:>6} {choice:>11} |       {cp:>7.2f} {cs:>7.2f} {cp / cs:>5.2f}x "
                       f"|       {wp:>9.1f} {ws:>8.1f} {ws / wp:>5.2f}x | {n_prompt:>6} {n:>4}  "
                       f"{reply[0][:70]}")
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 server."""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -10,6 +12,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# Where scripts/fetch-models.sh caches the models.
+MODELS = os.environ.get("SPECDEC_MODELS", os.path.expanduser("~/.cache/specdec/models"))
 
 
 def die(msg: str) -> None:
@@ -55,3 +59,32 @@ def wait_healthy(base: str, proc: subprocess.Popen, what: str, timeout_s: float 
             pass
         time.sleep(0.2)
     return False
+
+
+def add_pair_server_args(ap, port: int) -> None:
+    """The arguments of a one-slot `specdec serve` on the Qwen pair (pair_server) and of how
+    often to repeat: --cli, --target, --draft, --threads, --repeats, --port."""
+    ap.add_argument("--cli", default="build/specdec")
+    ap.add_argument("--target", default=f"{MODELS}/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+    ap.add_argument("--draft", default=f"{MODELS}/qwen2.5-coder-0.5b-instruct.gguf")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--port", type=int, default=port)
+
+
+@contextlib.contextmanager
+def pair_server(args):
+    """Runs `specdec serve` on args' target and draft (one slot, a 4096-token context) for the
+    block; yields its base URL."""
+    server = subprocess.Popen([args.cli, "serve", "-m", args.target, "-md", args.draft, "-t",
+                               str(args.threads), "-c", "4096", "--parallel", "1", "--port",
+                               str(args.port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{args.port}"
+    try:
+        if not wait_healthy(base, server, "specdec serve", timeout_s=150):
+            die("the server did not come up")
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
