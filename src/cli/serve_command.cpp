@@ -194,7 +194,7 @@ int serve_command(const std::vector<std::string>& args) {
   eo.draft_after_first_token = true;  // engine.h: the first token without waiting for the draft
   Engine engine(target, draft.get(), eo);
   if (!watcher.signalled()) {
-    server.attach(engine);
+    server.attach(engine, server::model_facts(target, config.model_id, n_ctx, draft_model));
     std::cerr << "specdec serve: ready: model '" << config.model_id << "'"
               << (draft ? " with draft '" + draft_model + "'" : std::string()) << ", context "
               << n_ctx << ", " << eo.n_threads << " threads, " << parallel << " slot"

@@ -27,16 +27,33 @@ const std::vector<std::string> kGenerationPaths = {"/v1/completions",
                                                    "/detokenize",
                                                    "/v1/messages",
                                                    "/v1/messages/count_tokens",
-                                                   "/v1/responses"};
-const std::vector<std::string> kGetPaths = {"/v1/models", "/health", "/metrics"};
+                                                   "/v1/responses",
+                                                   "/api/chat",
+                                                   "/api/generate",
+                                                   "/api/show"};
+const std::vector<std::string> kGetPaths = {"/v1/models", "/health", "/metrics",    "/",
+                                            "/api/tags",  "/api/ps", "/api/version"};
+// Ollama's endpoints this server does not serve: it serves one model, loaded at start, and
+// generates text (no embeddings, no model management).
+const std::vector<std::string> kOllamaUnserved = {"/api/embed", "/api/embeddings", "/api/pull",
+                                                  "/api/push",  "/api/create",     "/api/copy",
+                                                  "/api/delete"};
 
-// Anthropic's endpoints answer errors in Anthropic's shape, the others in OpenAI's.
-bool anthropic_path(const std::string& path) { return path.starts_with("/v1/messages"); }
+// Anthropic's endpoints answer errors in Anthropic's shape, Ollama's in Ollama's, the others in
+// OpenAI's.
+enum class ErrorShape { OpenAI, Anthropic, Ollama };
+ErrorShape error_shape(const std::string& path) {
+  if (path.starts_with("/v1/messages")) return ErrorShape::Anthropic;
+  if (path.starts_with("/api/")) return ErrorShape::Ollama;
+  return ErrorShape::OpenAI;
+}
 
-void send_error(HttpResponder& res, const ApiError& e, bool anthropic) {
+void send_error(HttpResponder& res, const ApiError& e, ErrorShape shape) {
   if (res.started()) return;
-  res.send(e.status(), "application/json",
-           to_wire(anthropic ? anthropic_error_json(e) : error_json(e)));
+  const json doc = shape == ErrorShape::Anthropic ? anthropic_error_json(e)
+                   : shape == ErrorShape::Ollama  ? ollama_error_json(e)
+                                                  : error_json(e);
+  res.send(e.status(), "application/json", to_wire(doc));
 }
 
 const char* status_type(int status) {
@@ -99,10 +116,11 @@ void cancel_jobs(const std::vector<std::shared_ptr<Job>>& jobs) {
   for (const auto& job : jobs) job->cancel();
 }
 
-bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Job>>& jobs) {
+bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Job>>& jobs,
+                        const char* content_type) {
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  if (res.begin_stream(200, "text/event-stream")) return true;
+  if (res.begin_stream(200, content_type)) return true;
   cancel_jobs(jobs);
   return false;
 }
@@ -198,12 +216,12 @@ void HttpServer::Impl::handle(const HttpRequest& req, HttpResponder& res) {
     }
     route(req, res);
   } catch (const ApiError& e) {
-    send_error(res, e, anthropic_path(req.path));
+    send_error(res, e, error_shape(req.path));
   } catch (const Error& e) {  // the engine refusing an input it was given
-    send_error(res, invalid_request(e.what()), anthropic_path(req.path));
+    send_error(res, invalid_request(e.what()), error_shape(req.path));
   } catch (const std::exception& e) {
     send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"),
-               anthropic_path(req.path));
+               error_shape(req.path));
   }
   metrics.record_http(req.path, res.started() ? res.status() : 500);
 }
@@ -223,6 +241,24 @@ void HttpServer::Impl::route(const HttpRequest& req, HttpResponder& res) {
   if (post && path == "/v1/messages") return messages(req, res);
   if (post && path == "/v1/responses") return responses(req, res);
   if (post && path == "/v1/messages/count_tokens") return count_tokens(req, res);
+  if (post && path == "/api/chat") return ollama_generation(/*chat=*/true, req, res);
+  if (post && path == "/api/generate") return ollama_generation(/*chat=*/false, req, res);
+  if ((get && (path == "/api/tags" || path == "/api/ps" || path == "/api/version")) ||
+      (post && path == "/api/show")) {
+    return ollama_info(req, res);
+  }
+  if (get && path == "/") {
+    // Ollama's clients probe the root to find a server.
+    res.send(200, "text/plain; charset=utf-8", "specdec is running (Ollama-compatible API)");
+    return;
+  }
+  if (std::find(kOllamaUnserved.begin(), kOllamaUnserved.end(), path) != kOllamaUnserved.end() ||
+      path.starts_with("/api/blobs/")) {
+    throw ApiError(501,
+                   str_cat(path, " is not served: this server generates text with the one model ",
+                           "it was started with (no embeddings, no model management)"),
+                   "server_error", "", "not_implemented");
+  }
   if (post && path == "/tokenize") return tokenize(req, res);
   if (post && path == "/detokenize") return detokenize(req, res);
   if (get && path == "/health") {
@@ -383,8 +419,15 @@ HttpServer::HttpServer(ServerConfig config) : impl_(std::make_unique<Impl>(std::
 
 HttpServer::~HttpServer() { stop(); }
 
-void HttpServer::attach(Engine& engine) {
+void HttpServer::attach(Engine& engine, ModelFacts facts) {
   if (impl_->engine.load() != nullptr) fail("HttpServer::attach: an engine is already attached");
+  if (facts.name.empty()) {
+    facts.name = impl_->config.model_id;
+    facts.tools = engine.chat_template().supports_tools();
+    facts.insert = engine.tokenizer().fim().has_value();
+  }
+  facts.context = engine.n_ctx();
+  impl_->facts = std::move(facts);
   impl_->queue = std::make_unique<GenerationQueue>(
       [&engine](std::span<const int32_t> prompt, const GenerationOptions& o, const TextCallback& cb,
                 const LogprobCallback& lp,

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "server/model_facts.h"
 
 namespace specdec::server {
 
@@ -53,8 +54,9 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // The models are loaded: generation requests are served from now on. Call once.
-  void attach(Engine& engine);
+  // The models are loaded: generation requests are served from now on. Call once. `facts`
+  // (model_facts.h) describe the model to Ollama's clients; without them, what the engine knows.
+  void attach(Engine& engine, ModelFacts facts = {});
 
   // Binds the listening socket and returns its port; throws specdec::Error when it cannot.
   int bind();

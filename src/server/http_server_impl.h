@@ -1,8 +1,8 @@
 // The HTTP server's shared state and the handlers' declarations, for the files that implement
 // them: http_server.cpp (routing, authentication, errors, the queue, /tokenize), openai_routes.cpp
 // (/v1/completions, /v1/chat/completions), native_routes.cpp (llama-server's /completion and
-// /infill), anthropic_routes.cpp (/v1/messages) and responses_routes.cpp (/v1/responses). Not
-// part of the server's interface.
+// /infill), anthropic_routes.cpp (/v1/messages), responses_routes.cpp (/v1/responses) and
+// ollama_routes.cpp (/api/*). Not part of the server's interface.
 #pragma once
 
 #include <atomic>
@@ -23,6 +23,7 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/native_api.h"
+#include "server/ollama_api.h"
 #include "server/openai_format.h"
 #include "server/request_parsing.h"
 #include "server/responses_api.h"
@@ -38,8 +39,10 @@ int64_t unix_now();
 ApiError loading_error();
 ApiError shutting_down_error();
 void cancel_jobs(const std::vector<std::shared_ptr<Job>>& jobs);
-// Starts a response of server-sent events; false (the jobs cancelled) when that failed.
-bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Job>>& jobs);
+// Starts a streamed response (server-sent events, or another content type such as Ollama's
+// newline-delimited JSON); false (the jobs cancelled) when that failed.
+bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Job>>& jobs,
+                        const char* content_type = "text/event-stream");
 // Relays one job's text as it comes: `send_text` gets each piece that may go out (with
 // `hold_calls`, what may still become tool calls is held back: streamable_content); `sent` is
 // how much of the reply it got. Returns the whole reply once the job is done, or nullopt when
@@ -65,6 +68,7 @@ struct HttpServer::Impl {
   std::unique_ptr<GenerationQueue> queue;  // created by attach()
   std::atomic<bool> draining{false};
   std::vector<std::string> model_ids;
+  ModelFacts facts;  // set by attach(), before the engine is published
   int64_t created;
   uint64_t id_salt;
   std::atomic<uint64_t> next_id{0};
@@ -149,6 +153,15 @@ struct HttpServer::Impl {
   void responses(const HttpRequest& req, HttpResponder& res);
   void responses_stream(const std::shared_ptr<Job>& job, const ResponsesMeta& meta,
                         HttpResponder& res);
+  // Ollama's API (server/ollama_api.h; ollama_routes.cpp): /api/chat (chat true) and
+  // /api/generate; /api/tags, /api/ps, /api/version and /api/show.
+  void ollama_generation(bool chat, const HttpRequest& req, HttpResponder& res);
+  void ollama_stream(const std::shared_ptr<Job>& job, const OllamaMeta& meta,
+                     const std::vector<int32_t>& prompt, bool with_context,
+                     std::chrono::steady_clock::time_point start, HttpResponder& res);
+  void ollama_info(const HttpRequest& req, HttpResponder& res);
+  // 404 in Ollama's wording unless `sent` (with or without ":latest") names the served model.
+  void check_ollama_model(const std::string& sent) const;
 };
 
 }  // namespace specdec::server

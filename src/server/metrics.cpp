@@ -10,7 +10,7 @@ namespace specdec::server {
 namespace {
 
 // Each a label of its own; any other path counts as "other" (the label set stays bounded).
-constexpr std::array<std::string_view, 14> kKnownPaths = {"/v1/completions",
+constexpr std::array<std::string_view, 20> kKnownPaths = {"/v1/completions",
                                                           "/v1/chat/completions",
                                                           "/v1/responses",
                                                           "/v1/messages",
@@ -23,7 +23,13 @@ constexpr std::array<std::string_view, 14> kKnownPaths = {"/v1/completions",
                                                           "/v1/models",
                                                           "/health",
                                                           "/metrics",
-                                                          "/"};
+                                                          "/",
+                                                          "/api/chat",
+                                                          "/api/generate",
+                                                          "/api/show",
+                                                          "/api/tags",
+                                                          "/api/ps",
+                                                          "/api/version"};
 
 void header(std::ostream& out, const char* name, const char* type, const char* help) {
   out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";

@@ -20,11 +20,11 @@ nlohmann::ordered_json parse_translated_body(std::string_view body) {
   return j;
 }
 
-CompletionRequest parse_translated_chat(
-    const nlohmann::ordered_json& chat_body,
+CompletionRequest parse_translated_request(
+    Endpoint endpoint, const nlohmann::ordered_json& body,
     const std::function<std::string(const std::string&)>& client_name) {
   try {
-    return parse_request(Endpoint::ChatCompletions, chat_body.dump());
+    return parse_request(endpoint, body.dump());
   } catch (const ApiError& e) {
     const std::string param = client_name(e.param());
     if (param == e.param()) throw;

@@ -19,11 +19,17 @@ namespace specdec::server {
 // JSON, or is not an object.
 nlohmann::ordered_json parse_translated_body(std::string_view body);
 
-// The chat request a translated body means; an ApiError from the chat parser is rethrown with
-// its field renamed by `client_name` (the OpenAI chat field -> the client's), in the message too.
-CompletionRequest parse_translated_chat(
-    const nlohmann::ordered_json& chat_body,
+// The request a translated body means to the chat (or completions) endpoint's parser; an
+// ApiError from the parser is rethrown with its field renamed by `client_name` (the OpenAI
+// field -> the client's), in the message too.
+CompletionRequest parse_translated_request(
+    Endpoint endpoint, const nlohmann::ordered_json& body,
     const std::function<std::string(const std::string&)>& client_name);
+inline CompletionRequest parse_translated_chat(
+    const nlohmann::ordered_json& chat_body,
+    const std::function<std::string(const std::string&)>& client_name) {
+  return parse_translated_request(Endpoint::ChatCompletions, chat_body, client_name);
+}
 
 // `p` with its leading field `from` (the whole name, or followed by '.' or '[') replaced by `to`;
 // nullopt when `p` does not start with that field.
