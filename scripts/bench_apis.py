@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The same greedy requests through each chat front end: OpenAI's chat completions, Anthropic's
-Messages API and OpenAI's Responses API, speculative and target-only.
+Messages API, OpenAI's Responses API and Ollama's /api/chat, speculative and target-only.
 
 Starts `specdec serve` on the Qwen pair (one slot), sends each prompt through each API with
 speculation on and off, alternating, `--repeats` times, and prints the server's decode tokens/s
 (medians; each prompt is read by both models before its counted requests), the speedup, and
-whether the text is the same with and without speculation and across the three APIs.
+whether the text is the same with and without speculation and across the APIs.
 
     scripts/bench_apis.py [--target T.gguf --draft D.gguf] [--threads 2] [--repeats 3]
 """
@@ -48,7 +48,15 @@ def responses(base, prompt, n, spec):
     return text, doc["specdec"]["tokens_per_second"]
 
 
-APIS = {"chat": chat, "messages": messages, "responses": responses}
+def ollama(base, prompt, n, spec):
+    doc = post(base, "/api/chat", {
+        "model": "specdec", "messages": [{"role": "user", "content": prompt}], "stream": False,
+        "options": {"temperature": 0, "num_predict": n}, "speculative": spec})
+    # Ollama's own rate: eval_count over eval_duration (the decode time, in nanoseconds).
+    return doc["message"]["content"], doc["eval_count"] / (doc["eval_duration"] / 1e9)
+
+
+APIS = {"chat": chat, "messages": messages, "responses": responses, "ollama": ollama}
 
 
 def main():

@@ -36,7 +36,7 @@ specdec_ensure_deps() {
   specdec_ensure_python_deps
 }
 
-# pytest and the openai and anthropic clients for tests/server (the `specdec serve` end-to-end tests).
+# pytest and the openai, anthropic and ollama clients for tests/server (the `specdec serve` end-to-end tests).
 # Debian's own python3 is "externally managed" (PEP 668): pip refuses to install into it unless
 # told --break-system-packages, which older pips do not know; so try without, then with.
 specdec_ensure_python_deps() {

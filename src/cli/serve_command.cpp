@@ -92,7 +92,9 @@ int serve_command(const std::vector<std::string>& args) {
   ArgParser p("specdec serve -m MODEL [-md DRAFT] [--host ADDR] [--port N] [options]",
               "Serves the model over an OpenAI-compatible HTTP API: POST /v1/completions and\n"
               "/v1/chat/completions (streaming or not), POST /tokenize, /detokenize, GET\n"
-              "/v1/models, /health, /metrics.\n"
+              "/v1/models, /health, /metrics; also Anthropic's /v1/messages, OpenAI's\n"
+              "/v1/responses, Ollama's /api/chat, /api/generate, /api/tags, /api/show, and\n"
+              "llama-server's /completion and /infill.\n"
               "With -md, requests decode speculatively (lossless) unless they send\n"
               "\"speculative\": false. --parallel N requests generate at once, their forward\n"
               "passes batched (continuous batching); more wait in arrival order, and a full\n"

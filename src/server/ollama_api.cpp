@@ -143,7 +143,7 @@ void translate_format(const ordered_json& body, ordered_json& out) {
 }
 
 // The fields both endpoints share: stream (true unless false), think, logprobs, images at the
-// top level, and the server's extensions (speculative, draft_max).
+// top level, and the server's extensions (speculative, draft_max, ignore_eos).
 void translate_common(const ordered_json& body, const std::string& model, ordered_json& out) {
   out["model"] = model;
   out["stream"] = get_bool(body, "stream", true);
@@ -160,7 +160,7 @@ void translate_common(const ordered_json& body, const std::string& model, ordere
               "return them",
               "unsupported_value");
   }
-  for (const char* name : {"speculative", "draft_max"}) {
+  for (const char* name : {"speculative", "draft_max", "ignore_eos"}) {
     if (const ordered_json* v = field(body, name)) out[name] = *v;
   }
   translate_options(body, out);
