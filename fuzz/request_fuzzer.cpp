@@ -1,7 +1,7 @@
 // Server request fuzz target. Input: one flag byte, then the request body (JSON text).
 //   bit 0     the endpoint: 0 /v1/completions, 1 /v1/chat/completions (and /completion or
-//             /infill, /v1/messages or /v1/messages/count_tokens for the same body, which
-//             /v1/responses also parses)
+//             /infill, /v1/messages or /v1/messages/count_tokens, /api/generate or /api/chat
+//             for the same body, which /v1/responses also parses)
 //   bits 1-3  the context size resolve_max_tokens checks against (kContexts)
 //   bit 4     the chat template: ChatML or Llama 3
 //   bits 5-7  how the stop matcher is fed the prompt text (kChunks, bytes per push)
@@ -27,6 +27,7 @@
 #include "sampling/rng.h"
 #include "server/anthropic_api.h"
 #include "server/native_api.h"
+#include "server/ollama_api.h"
 #include "server/openai_format.h"
 #include "server/request_parsing.h"
 #include "server/responses_api.h"
@@ -310,6 +311,51 @@ void check_responses(std::string_view body) {
   FUZZ_CHECK(!doc.is_discarded() && !doc["output"].empty());
 }
 
+// The same body on Ollama's /api/generate (/api/chat when bit 0 is set): a 400 whose Ollama
+// error document serializes, or a request in range (Ollama's defaults filled in) whose prompt
+// renders; a reply made of the rendered text goes out as Ollama's final document.
+void check_ollama(uint8_t flags, std::string_view body) {
+  const bool chat = flags & 1;
+  server::OllamaRequest o;
+  try {
+    o = chat ? server::parse_ollama_chat(body) : server::parse_ollama_generate(body);
+  } catch (const ApiError& e) {
+    FUZZ_CHECK(e.status() == 400 && *e.what() != '\0');
+    const json doc = json::parse(server::to_wire(server::ollama_error_json(e)), nullptr, false);
+    FUZZ_CHECK(doc.is_object() && doc.size() == 1 && doc["error"].is_string());
+    return;
+  }
+  FUZZ_CHECK(!o.model.empty() && o.request.model == server::ollama_model_name(o.model));
+  FUZZ_CHECK(!o.unload || o.load_only);
+  const CompletionRequest& r = o.request;
+  if (o.load_only) return;
+  FUZZ_CHECK(!r.max_tokens || *r.max_tokens >= 0);
+  FUZZ_CHECK(r.temperature >= 0.0f && r.top_k >= 0 && r.top_p >= 0.0f && r.top_p <= 1.0f);
+  std::string text;
+  if (r.endpoint == Endpoint::ChatCompletions) {
+    FUZZ_CHECK(!r.messages.empty() && !o.raw);
+    std::vector<std::string> tools;
+    for (const server::ToolSpec& t : r.tools.tools) tools.push_back(t.definition);
+    const ChatTemplate tpl = ChatTemplate::detect("{{ '<|im_start|>' }} <tool_call>");
+    text = tpl.apply(r.messages, r.add_generation_prompt, tools) + r.prefill;
+  } else {
+    FUZZ_CHECK(!chat && r.prompts.size() == 1 && (o.raw || !r.suffix.empty()));
+    text = r.prompts[0].text + r.suffix;
+  }
+  for (int32_t id : o.context) FUZZ_CHECK(id >= 0);
+  server::OllamaMeta meta{o.model, chat, {}, 1};
+  for (const server::ToolSpec& t : r.tools.tools) meta.tool_names.push_back(t.name);
+  GenerationResult result;
+  result.text = text;
+  const server::SplitReply reply = meta.tool_names.empty()
+                                       ? server::SplitReply{text, {}}
+                                       : server::split_tool_calls(text, meta.tool_names, 1);
+  const json doc = json::parse(
+      server::ollama_line(server::ollama_done_json(meta, result, 0, &o.context, &reply)), nullptr,
+      false);
+  FUZZ_CHECK(!doc.is_discarded() && doc["done"] == true);
+}
+
 }  // namespace
 
 int fuzz_one_request(const uint8_t* data, size_t size) {
@@ -321,6 +367,7 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
   check_native(flags, body);
   check_messages(flags, body);
   check_responses(body);
+  check_ollama(flags, body);
 
   CompletionRequest r;
   try {
