@@ -17,11 +17,6 @@ using nlohmann::ordered_json;
 
 constexpr int64_t kMaxTokensLimit = 1 << 24;
 
-const ordered_json& require_object(const ordered_json& v, const std::string& param) {
-  if (!v.is_object()) wrong_type(param, "an object", v);
-  return v;
-}
-
 // A block's "type" (every content block has one).
 std::string block_type(const ordered_json& block, const std::string& param) {
   return required_string(require_object(block, param), "type", param);

@@ -44,6 +44,14 @@ const Json* field(const Json& body, const char* name) {
   return &*it;
 }
 
+// A value that must be an object (a request's element or nested field): itself, or a 400
+// naming `param`.
+template <class Json>
+const Json& require_object(const Json& v, const std::string& param) {
+  if (!v.is_object()) wrong_type(param, "an object", v);
+  return v;
+}
+
 // A field that must be present and hold a string: its value, or a 400 naming
 // "<param>.<name>".
 template <class Json>

@@ -35,20 +35,6 @@ constexpr std::array<const char*, 9> kSamplingOptions = {"temperature",
                                                          "repeat_penalty",
                                                          "frequency_penalty"};
 
-// Options that configure how Ollama loads a model (context size, GPU layers, threads, memory
-// mapping, ...): this server was started with its own, and a request cannot change them, so
-// they are accepted and have no effect (clients such as Open WebUI and Continue send num_ctx
-// with every request). Listed so that documentation and tests can name them.
-constexpr std::array<const char*, 14> kLoadOptions = {
-    "num_ctx",   "num_batch",  "num_gpu",    "main_gpu",      "low_vram",
-    "f16_kv",    "numa",       "num_keep",   "num_thread",    "use_mmap",
-    "use_mlock", "vocab_only", "logits_all", "embedding_only"};
-
-const ordered_json& require_object(const ordered_json& v, const std::string& param) {
-  if (!v.is_object()) wrong_type(param, "an object", v);
-  return v;
-}
-
 std::string optional_string(const ordered_json& body, const char* name) {
   const ordered_json* v = field(body, name);
   if (v == nullptr) return "";
@@ -119,9 +105,10 @@ void translate_options(const ordered_json& body, ordered_json& out) {
       }
     }
   }
-  // Load options (kLoadOptions) and anything unknown are ignored, as Ollama ignores unknown
-  // options with a warning.
-  (void)kLoadOptions;
+  // The rest are ignored: the options that configure how Ollama loads a model (num_ctx,
+  // num_gpu, num_thread, use_mmap, ...), which a request cannot change on this server (clients
+  // such as Open WebUI and Continue send num_ctx with every request), and unknown ones, which
+  // Ollama too ignores (with a warning).
 }
 
 // format: "" (free text), "json" (any JSON object) or a JSON Schema object.
