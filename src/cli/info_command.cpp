@@ -40,7 +40,9 @@ int info_command(const std::vector<std::string>& args) {
     type_counts[std::string(type_name(t.type))]++;
   }
 
-  std::cout << "file:          " << model_path << " (GGUF v" << m.file->version() << ", "
+  const std::string shown =
+      m.file->path() == model_path ? model_path : model_path + " = " + m.file->path();
+  std::cout << "file:          " << shown << " (GGUF v" << m.file->version() << ", "
             << human_bytes(static_cast<double>(m.file->file_size())) << ")\n";
   std::cout << "name:          " << m.file->get_string_or("general.name", "?") << "\n";
   std::cout << "architecture:  " << c.arch << "\n";

@@ -14,6 +14,7 @@
 #include "cli/engine_setup.h"
 #include "common/error.h"
 #include "engine/engine.h"
+#include "engine/model_ref.h"
 #include "server/http_server.h"
 
 namespace specdec::cli {
@@ -159,7 +160,7 @@ int serve_command(const std::vector<std::string>& args) {
   const auto grace = std::chrono::milliseconds(static_cast<int64_t>(shutdown_grace_s * 1e3));
   config.draft_max = draft_max_for(draft_max, false, true);
   config.greedy_draft_max = draft_max_for(draft_max, true, true);
-  config.model_id = server::model_id_from_path(model);
+  config.model_id = model_ref_name(model);
 
   const sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);

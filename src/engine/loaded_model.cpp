@@ -1,17 +1,27 @@
 #include "engine/loaded_model.h"
 
+#include <filesystem>
+
 #include "common/error.h"
+#include "engine/model_ref.h"
 
 namespace specdec {
 
-LoadedModel LoadedModel::load(const std::string& path, const ModelLoadOptions& options) {
-  return load(path, [&options](const Tokenizer&, const ModelConfig&) { return options; });
+LoadedModel LoadedModel::load(const std::string& ref, const ModelLoadOptions& options) {
+  return load(ref, [&options](const Tokenizer&, const ModelConfig&) { return options; });
 }
 
 LoadedModel LoadedModel::load(
-    const std::string& path,
+    const std::string& ref,
     const std::function<ModelLoadOptions(const Tokenizer&, const ModelConfig&)>& layout) {
   LoadedModel m;
+  const std::string path = resolve_model_ref(ref);
+  std::error_code ec;
+  if (!is_model_ref(ref) && !std::filesystem::exists(path, ec) &&
+      path.find('/') == std::string::npos && path.find(':') != std::string::npos) {
+    // "qwen2.5-coder:1.5b" reads like a model Ollama pulled, not like a file.
+    fail(path, ": no such file; for a model Ollama pulled, write ollama:", path);
+  }
   m.file = gguf::GgufFile::open(path);
   try {
     m.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*m.file));

@@ -20,12 +20,14 @@ struct LoadedModel {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<ChatTemplate> chat_template;
 
-  // Throws specdec::Error (naming the file) on anything wrong with it.
-  static LoadedModel load(const std::string& path, const ModelLoadOptions& options = {});
+  // `ref` is a GGUF path or a reference to one another tool keeps (ollama:NAME[:TAG],
+  // hf:ORG/REPO[:QUANT]; engine/model_ref.h). Throws specdec::Error (naming the file) on
+  // anything wrong with it.
+  static LoadedModel load(const std::string& ref, const ModelLoadOptions& options = {});
   // The same with the weight layout chosen once the vocabulary and the model's shape are known
   // (a draft's output head in frequency order, engine/draft_vocab.h).
   static LoadedModel load(
-      const std::string& path,
+      const std::string& ref,
       const std::function<ModelLoadOptions(const Tokenizer&, const ModelConfig&)>& layout);
 };
 

@@ -1,7 +1,6 @@
 #include "server/http_server.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <random>
 
 #include "common/error.h"
@@ -484,16 +483,6 @@ bool HttpServer::drain(std::chrono::milliseconds grace) {
   const bool clean = impl_->listener.wait_until_closed(grace);
   stop();
   return clean;
-}
-
-std::string model_id_from_path(const std::string& path) {
-  std::filesystem::path p(path);
-  std::string name = p.filename().string();
-  const std::string ext = ".gguf";
-  if (name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0) {
-    name.resize(name.size() - ext.size());
-  }
-  return name;
 }
 
 }  // namespace specdec::server

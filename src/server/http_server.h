@@ -75,7 +75,4 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// The model id clients use: the file name without directories and without ".gguf".
-std::string model_id_from_path(const std::string& path);
-
 }  // namespace specdec::server

@@ -370,7 +370,8 @@ json details_json(const ModelFacts& f) {
 }
 
 json listed_model_json(const ModelFacts& f) {
-  const std::string name = f.name + ":latest";
+  // Ollama lists every model with its tag; a name that has none gets Ollama's default.
+  const std::string name = f.name.find(':') == std::string::npos ? f.name + ":latest" : f.name;
   return json{{"name", name},
               {"model", name},
               {"modified_at", rfc3339(f.modified)},

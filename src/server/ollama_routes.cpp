@@ -26,7 +26,7 @@ int64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
 void HttpServer::Impl::check_ollama_model(const std::string& sent) const {
   const std::string name = ollama_model_name(sent);
   for (const std::string& id : model_ids) {
-    if (id == name) return;
+    if (ollama_model_name(id) == name) return;  // an id may carry ":latest" itself
   }
   // Ollama's wording and status.
   throw ApiError(404, str_cat("model \"", sent, "\" not found, try pulling it first"),

@@ -84,11 +84,11 @@ def wait_until_healthy(base, proc, timeout_s):
 class Server:
     """A running `specdec serve` process."""
 
-    def __init__(self, cli, args):
+    def __init__(self, cli, args, env=None):
         self.log = []
         self.proc = subprocess.Popen([cli, "serve", "--port", "0", *args],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, env=env)
         ready = threading.Event()
         self.port = None
 

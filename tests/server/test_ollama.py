@@ -317,6 +317,36 @@ def test_a_client_that_leaves_mid_stream_frees_its_slot(cli, models):
         lambda doc: doc["eval_count"])
 
 
+def test_a_model_ollama_pulled_is_served_under_its_ollama_name(cli, models, tmp_path):
+    """`-m ollama:NAME:TAG` reads the GGUF blob Ollama's manifest names, and Ollama's clients
+    find the model under the name they know."""
+    digest = "ab" * 32
+    (tmp_path / "blobs").mkdir()
+    os.symlink(models["target"], tmp_path / "blobs" / f"sha256-{digest}")
+    manifest = tmp_path / "manifests/registry.ollama.ai/library/tiny/1b"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"schemaVersion": 2, "layers": [
+        {"mediaType": "application/vnd.ollama.image.model", "digest": f"sha256:{digest}",
+         "size": os.path.getsize(models["target"])}]}))
+    env = {**os.environ, "OLLAMA_MODELS": str(tmp_path)}
+    s = Server(cli, ["-m", "ollama:tiny:1b", "-t", "1", "-c", "256"], env=env)
+    try:
+        client = sdk(s)
+        assert [m.model for m in client.list().models] == ["tiny:1b"]
+        reply = client.chat(model="tiny:1b", messages=USER, options=GREEDY)
+        assert reply.model == "tiny:1b" and reply.eval_count >= 1
+        status, doc = post_json(s.base, "/v1/chat/completions", {
+            "model": "tiny:1b", "messages": USER, "max_tokens": 12, "temperature": 0})
+        assert status == 200 and doc["choices"][0]["message"]["content"] == reply.message.content
+        assert client.show("tiny:1b").details.family == "llama"
+    finally:
+        assert s.stop() == 0
+    # A name Ollama does not have fails at start, saying where it looked.
+    run = subprocess.run([cli, "serve", "--port", "0", "-m", "ollama:absent"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0 and f"no Ollama model absent:latest in {tmp_path}" in run.stderr
+
+
 # ---------------------------------------------------------------------------------------------
 # The default real pair (fetched by scripts/test.sh), when present
 
