@@ -127,11 +127,11 @@ bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Jo
 std::optional<std::string> relay_text(const std::shared_ptr<Job>& job, bool hold_calls,
                                       HttpResponder& res,
                                       const std::function<bool(std::string_view)>& send_text,
-                                      size_t& sent) {
+                                      size_t& sent, std::vector<TokenLogprob>* logprobs) {
   std::string reply;
   for (bool done = false; !done;) {
     std::string text;
-    done = job->wait(text, kPollInterval);
+    done = job->wait(text, kPollInterval, logprobs);
     if (text.empty()) {
       if (!done && res.peer_closed()) {
         job->cancel();

@@ -45,12 +45,13 @@ bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Jo
                         const char* content_type = "text/event-stream");
 // Relays one job's text as it comes: `send_text` gets each piece that may go out (with
 // `hold_calls`, what may still become tool calls is held back: streamable_content); `sent` is
-// how much of the reply it got. Returns the whole reply once the job is done, or nullopt when
-// the client left or send_text failed (the job is then cancelled).
+// how much of the reply it got; with `logprobs`, the entries of the tokens behind the text
+// received so far are appended there before send_text sees it. Returns the whole reply once the
+// job is done, or nullopt when the client left or send_text failed (the job is then cancelled).
 std::optional<std::string> relay_text(const std::shared_ptr<Job>& job, bool hold_calls,
                                       HttpResponder& res,
                                       const std::function<bool(std::string_view)>& send_text,
-                                      size_t& sent);
+                                      size_t& sent, std::vector<TokenLogprob>* logprobs = nullptr);
 // Why a finished job has no result to send (it failed, or the server stopped it); nullopt when
 // it has one.
 std::optional<ApiError> job_error(const Job& job);
@@ -157,8 +158,9 @@ struct HttpServer::Impl {
   // /api/generate; /api/tags, /api/ps, /api/version and /api/show.
   void ollama_generation(bool chat, const HttpRequest& req, HttpResponder& res);
   void ollama_stream(const std::shared_ptr<Job>& job, const OllamaMeta& meta,
-                     const std::vector<int32_t>& prompt, bool with_context,
-                     std::chrono::steady_clock::time_point start, HttpResponder& res);
+                     const CompletionRequest& r, const std::vector<int32_t>& prompt,
+                     bool with_context, std::chrono::steady_clock::time_point start,
+                     HttpResponder& res);
   void ollama_info(const HttpRequest& req, HttpResponder& res);
   // 404 in Ollama's wording unless `sent` (with or without ":latest") names the served model.
   void check_ollama_model(const std::string& sent) const;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/error.h"
+#include "sampling/logprobs.h"
 #include "server/json_fields.h"
 #include "server/openai_format.h"
 #include "server/translated_request.h"
@@ -141,12 +142,10 @@ void translate_common(const ordered_json& body, const std::string& model, ordere
                             "unsupported_value");
     }
   }
-  if (get_bool(body, "logprobs", false) || get_int(body, "top_logprobs", 0, 20).value_or(0) > 0) {
-    bad_field("logprobs",
-              "are not served on the Ollama endpoints; /v1/chat/completions and /v1/completions "
-              "return them",
-              "unsupported_value");
-  }
+  // logprobs (with top_logprobs alternatives): the chat parser's fields; the completions form
+  // takes the alternatives' count as its logprobs (parse_ollama_generate).
+  if (const ordered_json* v = field(body, "logprobs")) out["logprobs"] = *v;
+  if (const ordered_json* v = field(body, "top_logprobs")) out["top_logprobs"] = *v;
   for (const char* name : {"speculative", "draft_max", "ignore_eos"}) {
     if (const ordered_json* v = field(body, name)) out[name] = *v;
   }
@@ -329,6 +328,13 @@ OllamaRequest parse_ollama_generate(std::string_view body) {
               "unsupported_value");
   }
   if (out.raw || !suffix.empty()) {
+    // The completions parser's logprobs is the alternatives' count (absent: none).
+    const bool logprobs = get_bool(j, "logprobs", false);
+    const std::optional<int64_t> top = get_int(j, "top_logprobs", 0, kMaxTopLogprobs);
+    if (top && !logprobs) bad_field("top_logprobs", "needs \"logprobs\": true");
+    req.erase("top_logprobs");
+    req.erase("logprobs");
+    if (logprobs) req["logprobs"] = top.value_or(0);
     req["prompt"] = prompt;
     if (!suffix.empty()) req["suffix"] = suffix;  // the FIM prompt ignores a system prompt
     out.request = parse_translated_request(Endpoint::Completions, req, client_name);
@@ -524,6 +530,14 @@ json ollama_load_json(const OllamaMeta& meta, bool unload) {
   doc["done"] = true;
   doc["done_reason"] = unload ? "unload" : "load";
   return doc;
+}
+
+json ollama_logprobs_json(const Tokenizer& tok, const CompletionRequest& r,
+                          std::span<const TokenLogprob> entries) {
+  ResponseMeta meta;  // the chat format's entries are Ollama's
+  meta.endpoint = Endpoint::ChatCompletions;
+  meta.logprobs = LogprobFormat{&tok, r.ignore_eos, false, r.logprobs};
+  return logprobs_json(meta, entries, 0)["content"];
 }
 
 std::string ollama_line(const json& doc) { return to_wire(doc) + "\n"; }

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -93,6 +94,12 @@ nlohmann::json ollama_done_json(const OllamaMeta& meta, const GenerationResult& 
 
 // The immediate answer to a request with nothing to generate.
 nlohmann::json ollama_load_json(const OllamaMeta& meta, bool unload);
+
+// The tokens' logprobs as Ollama's `logprobs` field: [{"token", "logprob", "bytes",
+// "top_logprobs": [{"token", "logprob", "bytes"}]}], the chat endpoint's entries (the target's
+// distribution at temperature 1, unfiltered; the end token left out unless ignore_eos).
+nlohmann::json ollama_logprobs_json(const Tokenizer& tok, const CompletionRequest& r,
+                                    std::span<const TokenLogprob> entries);
 
 // One document of a stream: its JSON and a newline (invalid UTF-8 replaced).
 std::string ollama_line(const nlohmann::json& doc);

@@ -106,7 +106,11 @@ TEST(OllamaApi, RefusalsNameOllamasFields) {
   EXPECT_EQ(refused_chat({{"model", "m"}, {"messages", kUser}, {"format", "xml"}}), "format");
   EXPECT_EQ(refused_chat({{"model", "m"}, {"messages", kUser}, {"format", 3}}), "format");
   EXPECT_EQ(refused_chat({{"model", "m"}, {"messages", kUser}, {"stream", "yes"}}), "stream");
-  EXPECT_EQ(refused_chat({{"model", "m"}, {"messages", kUser}, {"logprobs", true}}), "logprobs");
+  EXPECT_EQ(refused_chat({{"model", "m"}, {"messages", kUser}, {"top_logprobs", 2}}),
+            "top_logprobs");  // without logprobs
+  EXPECT_EQ(
+      refused_chat({{"model", "m"}, {"messages", kUser}, {"logprobs", true}, {"top_logprobs", 21}}),
+      "top_logprobs");
   EXPECT_EQ(refused_chat({{"messages", kUser}}), "model");
   EXPECT_EQ(refused_chat({{"model", ""}, {"messages", kUser}}), "model");
   EXPECT_EQ(refused_chat({{"model", "m"}, {"messages", "hi"}}), "messages");
@@ -173,6 +177,25 @@ TEST(OllamaApi, ToolCallsTurnsAndAPrefillAreTheChatTurnsTheyMean) {
       chat({{"model", "m"}, {"tools", tools}, {"messages", kUser}, {"tool_choice", "required"}});
   EXPECT_NE(forced.request.grammar, nullptr);
   EXPECT_FALSE(forced.request.tools.lazy);
+}
+
+TEST(OllamaApi, LogprobsAskForTheTargetsEntriesOnEveryForm) {
+  EXPECT_EQ(chat({{"model", "m"}, {"messages", kUser}}).request.logprobs, -1);
+  EXPECT_EQ(chat({{"model", "m"}, {"messages", kUser}, {"logprobs", true}}).request.logprobs, 0);
+  EXPECT_EQ(chat({{"model", "m"}, {"messages", kUser}, {"logprobs", true}, {"top_logprobs", 3}})
+                .request.logprobs,
+            3);
+  EXPECT_EQ(generate({{"model", "m"}, {"prompt", "x"}, {"logprobs", true}, {"top_logprobs", 2}})
+                .request.logprobs,
+            2);
+  // The completions form (raw, suffix) too.
+  const OllamaRequest raw = generate(
+      {{"model", "m"}, {"prompt", "x"}, {"raw", true}, {"logprobs", true}, {"top_logprobs", 4}});
+  EXPECT_EQ(raw.request.endpoint, Endpoint::Completions);
+  EXPECT_EQ(raw.request.logprobs, 4);
+  EXPECT_EQ(generate({{"model", "m"}, {"prompt", "x"}, {"raw", true}}).request.logprobs, -1);
+  EXPECT_EQ(refused_generate({{"model", "m"}, {"prompt", "x"}, {"raw", true}, {"top_logprobs", 1}}),
+            "top_logprobs");
 }
 
 TEST(OllamaApi, FormatConstrainsTheReply) {

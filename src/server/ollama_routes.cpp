@@ -94,7 +94,7 @@ void HttpServer::Impl::ollama_generation(bool chat, const HttpRequest& req, Http
   // /api/generate returns the conversation so far as token ids, unless raw.
   const bool with_context = !chat && !o.raw;
 
-  if (r.stream) return ollama_stream(jobs[0], meta, prompt, with_context, start, res);
+  if (r.stream) return ollama_stream(jobs[0], meta, r, prompt, with_context, start, res);
   if (!wait_all(jobs, res)) return;
   const Job& j = *jobs[0];
   if (std::optional<ApiError> err = job_error(j)) throw *err;
@@ -107,17 +107,30 @@ void HttpServer::Impl::ollama_generation(bool chat, const HttpRequest& req, Http
     context = prompt;
     context.insert(context.end(), result.tokens.begin(), result.tokens.end());
   }
-  res.send(200, "application/json",
-           to_wire(ollama_done_json(meta, result, elapsed_ns(start),
-                                    with_context ? &context : nullptr, &reply)));
+  json doc =
+      ollama_done_json(meta, result, elapsed_ns(start), with_context ? &context : nullptr, &reply);
+  if (r.logprobs >= 0) doc["logprobs"] = ollama_logprobs_json(tok, r, result.logprobs);
+  res.send(200, "application/json", to_wire(doc));
 }
 
 void HttpServer::Impl::ollama_stream(const std::shared_ptr<Job>& job, const OllamaMeta& meta,
-                                     const std::vector<int32_t>& prompt, bool with_context,
-                                     std::chrono::steady_clock::time_point start,
+                                     const CompletionRequest& r, const std::vector<int32_t>& prompt,
+                                     bool with_context, std::chrono::steady_clock::time_point start,
                                      HttpResponder& res) {
   const std::vector<std::shared_ptr<Job>> jobs = {job};
   if (!begin_event_stream(res, jobs, "application/x-ndjson")) return;
+  // With logprobs, each document carries the entries of the tokens received since the last one
+  // (text held back as possible tool calls takes its entries along when it goes out).
+  const Tokenizer& tok = ready_engine().tokenizer();
+  std::vector<TokenLogprob> entries;
+  size_t entries_sent = 0;
+  const auto with_logprobs = [&](json doc) {
+    if (r.logprobs < 0) return doc;
+    doc["logprobs"] =
+        ollama_logprobs_json(tok, r, std::span<const TokenLogprob>(entries).subspan(entries_sent));
+    entries_sent = entries.size();
+    return doc;
+  };
   const auto send = [&res](const json& doc) { return res.write(ollama_line(doc)); };
   const auto give_up = [&jobs] { cancel_jobs(jobs); };
   // With tools, what may be calls is held (streamable_content) until the end, when the calls
@@ -125,9 +138,10 @@ void HttpServer::Impl::ollama_stream(const std::shared_ptr<Job>& job, const Olla
   const bool tools = !meta.tool_names.empty();
   size_t sent = 0;
   const auto send_text = [&](std::string_view text) {
-    return text.empty() || send(ollama_chunk_json(meta, text));
+    return text.empty() || send(with_logprobs(ollama_chunk_json(meta, text)));
   };
-  const std::optional<std::string> relayed = relay_text(job, tools, res, send_text, sent);
+  const std::optional<std::string> relayed =
+      relay_text(job, tools, res, send_text, sent, r.logprobs >= 0 ? &entries : nullptr);
   if (!relayed) return;
   const std::string& reply = *relayed;
   if (const std::optional<ApiError> err = job_error(*job)) {
@@ -139,7 +153,7 @@ void HttpServer::Impl::ollama_stream(const std::shared_ptr<Job>& job, const Olla
   if (split.calls.empty()) {
     // No calls: what was held back is text after all.
     if (!send_text(std::string_view(reply).substr(sent))) return give_up();
-  } else if (!send(ollama_tool_calls_chunk_json(meta, split.calls))) {
+  } else if (!send(with_logprobs(ollama_tool_calls_chunk_json(meta, split.calls)))) {
     return give_up();
   }
   const GenerationResult& result = job->result();
@@ -148,8 +162,11 @@ void HttpServer::Impl::ollama_stream(const std::shared_ptr<Job>& job, const Olla
     context = prompt;
     context.insert(context.end(), result.tokens.begin(), result.tokens.end());
   }
-  if (!send(ollama_done_json(meta, result, elapsed_ns(start), with_context ? &context : nullptr,
-                             nullptr))) {
+  // Entries left (of the end token, or of text that did not go out) ride on the last document.
+  json done =
+      ollama_done_json(meta, result, elapsed_ns(start), with_context ? &context : nullptr, nullptr);
+  if (entries_sent < entries.size()) done = with_logprobs(std::move(done));
+  if (!send(done)) {
     return give_up();
   }
   res.end_stream();

@@ -2,8 +2,8 @@
 Ollama's own clients, Open WebUI, editor plugins and the `ollama` SDKs speak: the same greedy
 text as the OpenAI endpoints for the same turns, with and without speculation, whole or as
 newline-delimited JSON; raw prompts, fill in the middle, the deprecated `context`, a prefill,
-format, tool calls as objects; Ollama's counts, durations and done reasons; and Ollama's error
-shape for what it refuses."""
+format, tool calls as objects, logprobs; Ollama's counts, durations and done reasons; and
+Ollama's error shape for what it refuses."""
 
 import http.client
 import json
@@ -204,6 +204,28 @@ def test_format_constrains_the_reply(server):
                                                   response_format={"type": "json_object"})
 
 
+def test_logprobs_are_the_chat_endpoints_whole_and_streamed(server):
+    body = {"logprobs": True, "top_logprobs": 3, "options": {"temperature": 0, "num_predict": 8}}
+    doc = chat(server, **body)
+    want = openai(server, "/v1/chat/completions", messages=USER, max_tokens=8, logprobs=True,
+                  top_logprobs=3)["choices"][0]["logprobs"]["content"]
+    assert doc["logprobs"] == want and len(want) == 8
+    assert all(len(e["top_logprobs"]) == 3 for e in want)
+    status, _, docs = ndjson(server.port, CHAT, {"model": "specdec", "messages": USER,
+                                                 "ignore_eos": True, **body})
+    assert status == 200
+    assert [e for d in docs for e in d.get("logprobs", [])] == want
+    # Each piece of text comes with its own tokens' entries (that their bytes are its text is
+    # checked on the real pair, whose text is valid UTF-8).
+    assert all(d["logprobs"] for d in docs[:-1])
+    # /api/generate's raw form (the completions parser) gives the same numbers for its tokens.
+    prompt = "<|im_start|>user\nTell me about Paris.<|im_end|>\n<|im_start|>assistant\n"
+    raw = generate(server, prompt=prompt, raw=True, **body)
+    assert [e["logprob"] for e in raw["logprobs"]] == [
+        lp for lp in openai(server, "/v1/completions", prompt=prompt, max_tokens=8,
+                            logprobs=3)["choices"][0]["logprobs"]["token_logprobs"]]
+
+
 def ollama_calls(doc):
     """The reply's calls in the chat endpoint's form (arguments as JSON text), for check_call."""
     calls = doc["message"].get("tool_calls", [])
@@ -256,7 +278,7 @@ BAD = [
     ({"messages": [{"role": "user", "content": "hi", "images": ["aGk="]}]}, "messages[0].images"),
     ({"messages": [{"role": "wizard", "content": "hi"}]}, "messages[0].role"),
     ({"messages": "hi"}, "messages"),
-    ({"logprobs": True}, "logprobs"),
+    ({"top_logprobs": 2}, "top_logprobs"),
     ({"model": ""}, "model"),
 ]
 
@@ -380,6 +402,14 @@ def test_the_real_pair_answers_ollama_clients_with_the_chat_endpoints_text_and_c
             "messages": msgs, "max_tokens": 24, "temperature": 0, "speculative": False})
         assert status == 200
         assert reply.message.content == plain["choices"][0]["message"]["content"]
+        # Streamed with logprobs, each piece carries its own tokens' entries.
+        status, _, docs = ndjson(s.port, CHAT, {"model": name, "messages": msgs, "logprobs": True,
+                                                "options": {"temperature": 0, "num_predict": 12}})
+        assert status == 200 and len(docs) > 2
+        for d in docs[:-1]:
+            assert "".join(e["token"] for e in d["logprobs"]) == d["message"]["content"]
+        assert "".join(d["message"]["content"] for d in docs) == \
+            "".join(e["token"] for d in docs for e in d.get("logprobs", []))
         # Under Ollama's tool_choice (auto), the coder's fenced JSON call is read as the call.
         weather = {"type": "function", "function": {
             "name": "get_weather", "description": "Current weather in a city",
