@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -53,7 +54,7 @@ std::string* Cli::other_vocab_ = nullptr;
 TEST_F(Cli, HelpDocumentsEveryCommandAndFlag) {
   CliResult top = run_cli({"--help"});
   EXPECT_EQ(top.exit_code, 0);
-  for (const char* c : {"run", "info", "verify", "make-draft"}) {
+  for (const char* c : {"run", "info", "models", "verify", "make-draft"}) {
     EXPECT_NE(top.out.find(c), std::string::npos) << c;
   }
   CliResult run = run_cli({"run", "--help"});
@@ -212,6 +213,50 @@ TEST_F(Cli, StatsJsonHoldsThePerRoundLog) {
         "\"acceptance_rate\"", "\"draft_ms\"", "\"verify_ms\"", "\"generated_tokens\": 12"}) {
     EXPECT_NE(json.find(key), std::string::npos) << key << "\n" << json;
   }
+}
+
+// `specdec models` lists what is on the machine and the pair it can run; `-m ollama:NAME` runs a
+// model from Ollama's store like its file.
+TEST_F(Cli, ModelsFindsTheMachinesModelsAndOllamaReferencesRunThem) {
+  namespace fs = std::filesystem;
+  const fs::path root = testing::temp_path("machine");
+  const fs::path dir = root / "models", ollama = root / "ollama";
+  fs::create_directories(dir);
+  fs::create_directories(ollama / "blobs");
+  fs::copy_file(*target_, dir / "target.gguf");
+  fs::copy_file(*draft_, dir / "draft.gguf");
+  fs::copy_file(*other_vocab_, dir / "other.gguf");
+  const std::string digest(64, 'e');
+  // Ollama's blob is the directory's file (a link): one model under two names.
+  fs::create_symlink(dir / "target.gguf", ollama / "blobs" / ("sha256-" + digest));
+  fs::create_directories(ollama / "manifests/registry.ollama.ai/library/tiny");
+  std::ofstream(ollama / "manifests/registry.ollama.ai/library/tiny/1b")
+      << R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:)"
+      << digest << R"("}]})";
+  const std::vector<std::string> env = {"OLLAMA_MODELS=" + ollama.string(),
+                                        "HF_HUB_CACHE=" + (root / "no-hub").string(),
+                                        "SPECDEC_MODELS=" + dir.string()};
+  const CliResult list = run_cli_env(env, {"models", "--max-ratio", "0.9"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("ollama:tiny:1b"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("(also " + (dir / "target.gguf").string() + ")"), std::string::npos)
+      << list.out;  // the same file under two names is one model
+  EXPECT_NE(list.out.find("specdec run -m ollama:tiny:1b -md " + (dir / "draft.gguf").string()),
+            std::string::npos)
+      << list.out;
+  EXPECT_EQ(list.out.find("-md " + (dir / "other.gguf").string()), std::string::npos) << list.out;
+  // The default share (0.5) leaves out a draft this close to the target's size.
+  EXPECT_EQ(run_cli_env(env, {"models"}).out.find("specdec run"), std::string::npos);
+
+  const CliResult via_ollama = run_cli_env(
+      env, {"run", "-m", "ollama:tiny:1b", "-p", "hello", "-n", "8", "--temp", "0", "-q"});
+  const CliResult via_file =
+      run_cli({"run", "-m", *target_, "-p", "hello", "-n", "8", "--temp", "0", "-q"});
+  ASSERT_EQ(via_ollama.exit_code, 0) << via_ollama.err;
+  EXPECT_EQ(via_ollama.out, via_file.out);
+  expect_clean_error(run_cli_env(env, {"run", "-m", "ollama:absent", "-p", "x"}),
+                     "no Ollama model absent:latest in " + ollama.string());
+  expect_clean_error(run_cli({"run", "-m", "tiny:1b", "-p", "x"}), "write ollama:tiny:1b");
 }
 
 TEST_F(Cli, BadFlagsGiveOneLineErrors) {

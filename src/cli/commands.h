@@ -9,6 +9,7 @@ namespace specdec::cli {
 
 int run_command(const std::vector<std::string>& args);
 int info_command(const std::vector<std::string>& args);
+int models_command(const std::vector<std::string>& args);
 int verify_command(const std::vector<std::string>& args);
 int make_draft_command(const std::vector<std::string>& args);
 int serve_command(const std::vector<std::string>& args);

@@ -15,6 +15,8 @@ constexpr const char* kUsage =
     "commands:\n"
     "  run     generate text from a prompt (speculative with -md DRAFT)\n"
     "  info    print a model's architecture, sizes, tensor types and tokenizer\n"
+    "  models  list the GGUF models on this machine (Ollama's, Hugging Face's, specdec's) and\n"
+    "          the draft/target pairs among them\n"
     "  verify  check on your models that speculation leaves the output distribution unchanged\n"
     "  make-draft  write a draft made of a target's first N layers (self-speculation)\n"
     "  serve   OpenAI-compatible HTTP server (speculative with -md DRAFT)\n"
@@ -38,6 +40,7 @@ int main_entry(int argc, char** argv) {
   try {
     if (command == "run") return run_command(args);
     if (command == "info") return info_command(args);
+    if (command == "models") return models_command(args);
     if (command == "verify") return verify_command(args);
     if (command == "make-draft") return make_draft_command(args);
     if (command == "serve") return serve_command(args);

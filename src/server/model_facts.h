@@ -16,7 +16,7 @@ struct ModelFacts {
   int64_t modified = 0;      // its modification time (Unix seconds)
   std::string architecture;  // general.architecture, e.g. "qwen2" (also Ollama's family)
   int64_t parameters = 0;    // every tensor's elements
-  std::string size_label;    // general.size_label ("1.5B"), else parameter_size(parameters)
+  std::string size_label;    // general.size_label ("1.5B"), else gguf::parameter_size()
   std::string quantization;  // general.file_type's name ("Q4_K_M"), or "unknown"
   int32_t context = 0;       // the context this server serves (its -c)
   int32_t embedding = 0;     // n_embd
@@ -30,10 +30,5 @@ struct ModelFacts {
 // The facts of a loaded target model served under `name` with a context of `n_ctx` tokens.
 ModelFacts model_facts(const LoadedModel& target, const std::string& name, int32_t n_ctx,
                        const std::string& draft_path);
-
-// llama.cpp's file types (general.file_type) by name: "Q4_K_M" for 15; "unknown" otherwise.
-std::string file_type_name(int64_t file_type);
-// "1.5B", "494M": a parameter count as Ollama prints it.
-std::string parameter_size(int64_t parameters);
 
 }  // namespace specdec::server

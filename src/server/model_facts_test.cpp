@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "gguf/file_type.h"
 #include "support/tiny_model.h"
 
 namespace specdec::server {
@@ -25,7 +26,7 @@ TEST(ModelFacts, AreReadFromTheGgufFile) {
   int64_t elements = 0;
   for (const auto& t : m.file->tensors()) elements += t.n_elements();
   EXPECT_EQ(f.parameters, elements);
-  EXPECT_EQ(f.size_label, parameter_size(elements));  // the file has no general.size_label
+  EXPECT_EQ(f.size_label, gguf::parameter_size(elements));  // the file has no general.size_label
   EXPECT_EQ(f.quantization, "Q8_0");
   EXPECT_EQ(f.context, 128);  // the served context, not the trained one
   EXPECT_EQ(f.embedding, spec.n_embd);
@@ -34,16 +35,6 @@ TEST(ModelFacts, AreReadFromTheGgufFile) {
   EXPECT_FALSE(f.tools);  // a plain ChatML template has no tool-calling convention
   EXPECT_TRUE(f.insert);
   EXPECT_EQ(f.draft, "draft.gguf");
-}
-
-TEST(ModelFacts, FileTypesAndSizesAreNamedAsOllamaNamesThem) {
-  EXPECT_EQ(file_type_name(15), "Q4_K_M");
-  EXPECT_EQ(file_type_name(7), "Q8_0");
-  EXPECT_EQ(file_type_name(1), "F16");
-  EXPECT_EQ(file_type_name(-1), "unknown");
-  EXPECT_EQ(file_type_name(4), "unknown");  // a retired llama.cpp type
-  EXPECT_EQ(parameter_size(1'543'714'304), "1.5B");
-  EXPECT_EQ(parameter_size(494'032'768), "494M");
 }
 
 }  // namespace
