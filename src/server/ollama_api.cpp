@@ -255,20 +255,43 @@ std::string ollama_model_name(std::string_view name) {
   return std::string(name);
 }
 
-OllamaRequest parse_ollama_chat(std::string_view body) {
-  const ordered_json j = parse_translated_body(body);
-  const std::string model = required_model(j);
+namespace {
+
+// What both endpoints start from: the body, the OpenAI body it is being translated into (its
+// shared fields done), and the request with the model named.
+struct Translation {
+  ordered_json body, translated;
   OllamaRequest out;
-  out.model = model;
-  ordered_json chat;
-  translate_common(j, model, chat);
+};
+
+Translation begin_translation(std::string_view text) {
+  Translation t;
+  t.body = parse_translated_body(text);
+  t.out.model = required_model(t.body);
+  translate_common(t.body, t.out.model, t.translated);
+  return t;
+}
+
+// Nothing to generate: Ollama loads the model (with keep_alive 0, unloads it) and says so.
+OllamaRequest load_only(const ordered_json& body, const ordered_json& translated,
+                        OllamaRequest out) {
+  out.load_only = true;
+  out.unload = keep_alive_zero(body);
+  out.request.model = ollama_model_name(out.model);
+  out.request.stream = translated["stream"].get<bool>();
+  return out;
+}
+
+}  // namespace
+
+OllamaRequest parse_ollama_chat(std::string_view body) {
+  Translation t = begin_translation(body);
+  const ordered_json& j = t.body;
+  ordered_json& chat = t.translated;
+  OllamaRequest& out = t.out;
   const ordered_json* messages = field(j, "messages");
   if (messages == nullptr || (messages->is_array() && messages->empty())) {
-    out.load_only = true;
-    out.unload = keep_alive_zero(j);
-    out.request.model = ollama_model_name(model);
-    out.request.stream = chat["stream"].get<bool>();
-    return out;
+    return load_only(j, chat, std::move(out));
   }
   chat["messages"] = translate_messages(*messages);
   // Ollama continues a final assistant message (a prefill) instead of answering after it.
@@ -284,17 +307,15 @@ OllamaRequest parse_ollama_chat(std::string_view body) {
   // auto): OpenAI's tool_choice, to force a call ("required") or a named function.
   if (const ordered_json* choice = field(j, "tool_choice")) chat["tool_choice"] = *choice;
   out.request = parse_translated_chat(chat, client_name);
-  out.request.model = ollama_model_name(model);
+  out.request.model = ollama_model_name(out.model);
   return out;
 }
 
 OllamaRequest parse_ollama_generate(std::string_view body) {
-  const ordered_json j = parse_translated_body(body);
-  const std::string model = required_model(j);
-  OllamaRequest out;
-  out.model = model;
-  ordered_json req;
-  translate_common(j, model, req);
+  Translation t = begin_translation(body);
+  const ordered_json& j = t.body;
+  ordered_json& req = t.translated;
+  OllamaRequest& out = t.out;
   const std::string prompt = optional_string(j, "prompt");
   const std::string suffix = optional_string(j, "suffix");
   const std::string system = optional_string(j, "system");
@@ -316,13 +337,7 @@ OllamaRequest parse_ollama_generate(std::string_view body) {
       out.context.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }
   }
-  if (prompt.empty() && suffix.empty()) {
-    out.load_only = true;
-    out.unload = keep_alive_zero(j);
-    out.request.model = ollama_model_name(model);
-    out.request.stream = req["stream"].get<bool>();
-    return out;
-  }
+  if (prompt.empty() && suffix.empty()) return load_only(j, req, std::move(out));
   if (out.raw && !suffix.empty()) {
     bad_field("suffix", "cannot be used with raw: fill in the middle needs the model's markers",
               "unsupported_value");
@@ -345,7 +360,7 @@ OllamaRequest parse_ollama_generate(std::string_view body) {
     req["messages"] = std::move(messages);
     out.request = parse_translated_chat(req, client_name);
   }
-  out.request.model = ollama_model_name(model);
+  out.request.model = ollama_model_name(out.model);
   return out;
 }
 
