@@ -1,8 +1,9 @@
-// Tiny random-weight llama, qwen2 and gemma3 models (every weight type) against llama.cpp's
+// Tiny random-weight llama, qwen2, gemma3 and qwen3 models (every weight type) against llama.cpp's
 // logits, recorded by scripts/oracle/gen_tiny_fixtures.py with llama-cpp-python. No download
 // needed. This is what checks qwen2's NEOX RoPE and Q/K/V biases, gemma3's block (embedding
 // scale, Q/K norms, post-norms, GELU, sliding window over 20 tokens with a window of 4, local and
-// global RoPE bases) and each quant format end to end against an independent implementation.
+// global RoPE bases), qwen3's (per-head Q/K norms before NEOX RoPE, heads wider than n_embd /
+// n_head, no biases) and each quant format end to end against an independent implementation.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -111,7 +112,8 @@ TEST(TinyOracleFixtures, CoverEveryWeightTypeAndEveryArchitecture) {
   for (const char* required :
        {"llama_f32", "llama_f16", "llama_q8_0", "llama_q4_0", "llama_q4_1", "llama_q5_0",
         "llama_q5_1", "llama_q4_k", "llama_q5_k", "llama_q6_k", "qwen2_f32", "qwen2_q4_k",
-        "gemma3_f32", "gemma3_q8_0", "gemma3_q5_0", "gemma3_mixed"}) {
+        "gemma3_f32", "gemma3_q8_0", "gemma3_q5_0", "gemma3_mixed", "qwen3_f32", "qwen3_q8_0",
+        "qwen3_q4_k"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
   }
 }

@@ -16,6 +16,9 @@ See "tensor_types" in each JSON for the type of every tensor.
 Norm weights and biases are always F32. llama gets every type; qwen2 gets F32 Q8_0 Q4_0 Q4_1 Q5_0
 Q5_1 Q4_K (ARCH_TYPES).
 
+`qwen3` (Qwen3's dense block: qwen2's without biases, with per-head Q/K RMSNorm before NEOX RoPE,
+heads wider than n_embd / n_head like Qwen3-0.6B's, output tied to token_embd) gets F32 Q8_0 Q4_K.
+
 `gemma3` (NEOX RoPE, sqrt(n_embd)-scaled embeddings, per-head Q/K norms, post-attention and
 post-FFN norms, GELU-gated FFN, Q scaled by 1/sqrt(head_dim), output tied to token_embd) has 7
 layers so that llama.cpp's fixed pattern (layer i is local unless i % 6 == 5) gives local layers on
@@ -46,11 +49,12 @@ OUT = ROOT / "tests" / "fixtures" / "oracle_tiny"
 
 SMALL_TYPES = ["F32", "F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]
 K_TYPES = ["Q4_K", "Q5_K", "Q6_K"]
-ARCHS = ["llama", "qwen2", "gemma3"]
+ARCHS = ["llama", "qwen2", "gemma3", "qwen3"]
 # qwen2 only needs a few types to cover NEOX RoPE, biases and tied output (keeps the set < 3 MB)
 ARCH_TYPES = {"llama": SMALL_TYPES + K_TYPES,
               "qwen2": ["F32", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K"],
-              "gemma3": ["F32", "Q8_0", "Q5_0", "MIXED"]}
+              "gemma3": ["F32", "Q8_0", "Q5_0", "MIXED"],
+              "qwen3": ["F32", "Q8_0", "Q4_K"]}
 # gemma3_mixed: the per-tensor types of gemma-3-270m-q4_k_m.gguf (by tensor name suffix)
 GEMMA3_MIXED = {"attn_q.weight": "Q5_0", "attn_k.weight": "Q5_0", "attn_v.weight": "Q8_0",
                 "attn_output.weight": "Q4_K", "ffn_gate.weight": "Q5_0", "ffn_up.weight": "Q5_0",
@@ -106,6 +110,9 @@ CONFIGS = {
     # 7 layers (see the top)
     "small_gemma3": dict(n_embd=64, n_head=4, n_head_kv=1, head_dim=32, n_ff=64, n_layer=7),
     "k_gemma3": dict(n_embd=256, n_head=2, n_head_kv=1, head_dim=128, n_ff=256, n_layer=7),
+    # qwen3: heads wider than n_embd / n_head, as in Qwen3-0.6B (16 x 128 over 1024)
+    "small_qwen3": dict(n_embd=64, n_head=4, n_head_kv=2, head_dim=32, n_ff=64, n_layer=2),
+    "k_qwen3": dict(n_embd=256, n_head=4, n_head_kv=2, head_dim=128, n_ff=256, n_layer=2),
 }
 
 
@@ -123,7 +130,8 @@ def make_weights(arch: str, cfg: dict, n_vocab: int, seed: int) -> dict[str, np.
 
     # A tied output makes logits ~ e_tok . e_tok, so a large embedding would just echo the input
     # token; keep it small relative to what the layers add. (gemma3 multiplies it by sqrt(E).)
-    emb_std = {"llama": 1.0, "qwen2": 2.0 / np.sqrt(E), "gemma3": 1.0 / np.sqrt(E)}[arch]
+    emb_std = {"llama": 1.0, "qwen2": 2.0 / np.sqrt(E), "gemma3": 1.0 / np.sqrt(E),
+               "qwen3": 2.0 / np.sqrt(E)}[arch]
     w = {"token_embd.weight": (emb_std * rng.standard_normal((n_vocab, E))).astype(np.float32)}
     for i in range(L):
         p = f"blk.{i}."
@@ -132,9 +140,10 @@ def make_weights(arch: str, cfg: dict, n_vocab: int, seed: int) -> dict[str, np.
         w[p + "attn_k.weight"] = mat(KV * D, E)
         w[p + "attn_v.weight"] = mat(KV * D, E)
         w[p + "attn_output.weight"] = mat(E, H * D)
-        if arch == "gemma3":  # norm weights with Gemma's "1 +" folded in, as the converter does
+        if arch in ("gemma3", "qwen3"):  # (gemma3: Gemma's "1 +" folded in by the converter)
             w[p + "attn_q_norm.weight"] = norm(D)
             w[p + "attn_k_norm.weight"] = norm(D)
+        if arch == "gemma3":
             w[p + "post_attention_norm.weight"] = norm(E)
             w[p + "post_ffw_norm.weight"] = norm(E)
         if arch == "qwen2":
@@ -146,7 +155,7 @@ def make_weights(arch: str, cfg: dict, n_vocab: int, seed: int) -> dict[str, np.
         w[p + "ffn_up.weight"] = mat(F, E)
         w[p + "ffn_down.weight"] = mat(E, F)
     w["output_norm.weight"] = norm(E)
-    if arch == "llama":  # qwen2 and gemma3 tie output to token_embd (llama.cpp duplicates it)
+    if arch == "llama":  # the others tie output to token_embd (llama.cpp duplicates it)
         w["output.weight"] = mat(n_vocab, E, 4.0)
     return w
 
@@ -177,6 +186,8 @@ def encode(arr: np.ndarray, type_name: str, name: str = ""):
 def write_model(arch: str, type_name: str, out_dir: Path) -> tuple[Path, dict]:
     if arch == "gemma3":
         cfg = CONFIGS["k_gemma3" if type_name in K_TYPES + ["MIXED"] else "small_gemma3"]
+    elif arch == "qwen3":
+        cfg = CONFIGS["k_qwen3" if type_name in K_TYPES else "small_qwen3"]
     elif type_name in K_TYPES:
         cfg = CONFIGS["k_qwen2" if arch == "qwen2" else "k"]
     else:
@@ -206,12 +217,12 @@ def write_model(arch: str, type_name: str, out_dir: Path) -> tuple[Path, dict]:
     wr.add_file_type(FTYPE[type_name])
     wr.add_quantization_version(gguf.GGML_QUANT_VERSION)
     wr.add_tokenizer_model("gpt2")
-    wr.add_tokenizer_pre("qwen2" if arch == "qwen2" else "smollm")
+    wr.add_tokenizer_pre("qwen2" if arch in ("qwen2", "qwen3") else "smollm")
     wr.add_token_list(tokens)
     wr.add_token_types(types)
     wr.add_token_merges(merges)
     wr.add_bos_token_id(259)
-    wr.add_eos_token_id(261 if arch == "qwen2" else 259)
+    wr.add_eos_token_id(261 if arch in ("qwen2", "qwen3") else 259)
     wr.add_add_bos_token(False)
 
     tensor_types = {}
@@ -260,7 +271,7 @@ def reference_logits(path: Path, tokens: list[int]) -> np.ndarray:
 
     def rope(x, cs):  # x: (T, heads, D)
         cos, sin = cs
-        if arch in ("qwen2", "gemma3"):  # NEOX: rotate (i, i + D/2)
+        if arch in ("qwen2", "gemma3", "qwen3"):  # NEOX: rotate (i, i + D/2)
             a, b = x[..., :D // 2], x[..., D // 2:]
             return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
         a, b = x[..., 0::2], x[..., 1::2]  # NORM: rotate (2i, 2i+1)
@@ -284,7 +295,7 @@ def reference_logits(path: Path, tokens: list[int]) -> np.ndarray:
         q, k, v = (h @ W[p + f"attn_{n}.weight"].T + W.get(p + f"attn_{n}.bias", 0.0)
                    for n in "qkv")
         q, k, v = q.reshape(T, H, D), k.reshape(T, KV, D), v.reshape(T, KV, D)
-        if gemma:
+        if gemma or arch == "qwen3":  # per-head Q/K RMSNorm before RoPE
             q, k = rms(q, W[p + "attn_q_norm.weight"]), rms(k, W[p + "attn_k_norm.weight"])
         q, k = rope(q, cs), rope(k, cs)
         g = H // KV

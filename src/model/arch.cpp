@@ -23,6 +23,9 @@ constexpr std::array kArchs = {
                .scale_q = true,
                .ffn_act = FfnActivation::GeluTanh,
                .swa_period = 6},
+    // qwen3 (dense; llama.cpp's llm_build_qwen3): qwen2's block without the Q/K/V biases, with
+    // per-head Q/K RMSNorm before the NEOX RoPE; heads may be wider than n_embd / n_head.
+    ArchTraits{.name = "qwen3", .rope_style = RopeStyle::Neox, .qkv_bias = false, .qk_norm = true},
 };
 
 }  // namespace

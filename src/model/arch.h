@@ -27,7 +27,7 @@ struct ArchTraits {
 
 // nullptr when the architecture is not supported.
 const ArchTraits* find_arch(std::string_view name);
-// "llama, qwen2, gemma3", for error messages.
+// "llama, qwen2, gemma3, qwen3", for error messages.
 std::string supported_arch_names();
 
 }  // namespace specdec

@@ -35,7 +35,7 @@ std::vector<int32_t> iota_from(size_t n, int32_t first) {
 // Sequences with different histories (cache lengths 0, 5, 37, 11) and pass widths (1, 4, 9, 2,
 // like a decode step, verify passes and a prefill chunk), run together and alone.
 TEST(ForwardBatch, EachSequenceGetsTheBitsItGetsAlone) {
-  for (const char* arch : {"llama", "qwen2", "gemma3"}) {
+  for (const char* arch : {"llama", "qwen2", "gemma3", "qwen3"}) {
     TinyModelSpec spec;
     spec.arch = arch;
     spec.n_layer = spec.arch == "gemma3" ? 6 : 2;

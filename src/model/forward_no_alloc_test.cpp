@@ -35,7 +35,7 @@ namespace specdec {
 namespace {
 
 TEST(ForwardAllocations, DecodeStepsAndVerifyPassesAllocateNothingOnceWarm) {
-  for (const char* arch : {"llama", "qwen2", "gemma3"}) {
+  for (const char* arch : {"llama", "qwen2", "gemma3", "qwen3"}) {
     testing::TinyModelSpec spec;
     spec.arch = arch;
     spec.n_embd = 256;

@@ -66,7 +66,8 @@ struct Reference {
     for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * s * w[i];
     return y;
   }
-  // llama: GGUF Q/K rows are permuted so pairs are adjacent; qwen2, gemma3: pairs are d/2 apart.
+  // llama: GGUF Q/K rows are permuted so pairs are adjacent; qwen2, gemma3, qwen3: pairs are d/2
+  // apart.
   void rope(std::vector<double>& v, int n_heads, int pos, double base) const {
     const int d = c.head_dim;
     for (int h = 0; h < n_heads; ++h) {
@@ -80,7 +81,7 @@ struct Reference {
     }
   }
 
-  // Per-head RMSNorm (gemma3's Q/K norms).
+  // Per-head RMSNorm (gemma3's and qwen3's Q/K norms).
   void head_norm(std::vector<double>& v, const Mat& w) const {
     const size_t d = w.size();
     for (size_t h = 0; h < v.size() / d; ++h) {
@@ -100,6 +101,7 @@ struct Reference {
   }
 
   // Logits of every token of `tokens` at positions first_pos.., from an empty cache.
+  // qwen3: Q/K RMSNorm per head before RoPE, no biases.
   // gemma3 (llama.cpp's graph): embeddings times sqrt(n_embd); Q/K RMSNorm per head before RoPE;
   // layer l attends over the last sliding_window tokens with RoPE base 10000 unless l % 6 == 5;
   // attention output and FFN output RMSNorm'd before their residual adds; GELU-gated FFN.
@@ -128,7 +130,7 @@ struct Reference {
           for (size_t i = 0; i < q.size(); ++i) q[i] += bq[i];
           for (size_t i = 0; i < k.size(); ++i) k[i] += bk[i], v[i] += bv[i];
         }
-        if (gemma) {
+        if (gemma || c.arch == "qwen3") {
           head_norm(q, tensor(p + "attn_q_norm.weight"));
           head_norm(k, tensor(p + "attn_k_norm.weight"));
         }
@@ -370,7 +372,7 @@ TEST_P(ForwardTest, VocabSubsetLogitsAreTheFullLogitsColumns) {
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  for (const char* arch : {"llama", "qwen2", "gemma3"}) {
+  for (const char* arch : {"llama", "qwen2", "gemma3", "qwen3"}) {
     for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
                        GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
                        GgmlType::Q5_K, GgmlType::Q6_K}) {
@@ -481,7 +483,7 @@ TEST(Forward, LongPrefillWithParallelAttentionIsInvariant) {
   // 180 tokens at once is enough work for attention to be split over threads; decoding them
   // one by one runs attention on the calling thread. Both, and both thread counts, must agree.
   // (gemma3: a 100-token window, so the local layers' windows slide during the prefill.)
-  for (const char* arch : {"llama", "qwen2", "gemma3"}) {
+  for (const char* arch : {"llama", "qwen2", "gemma3", "qwen3"}) {
     TinyModelSpec spec;
     spec.arch = arch;
     spec.n_layer = spec.arch == "gemma3" ? 6 : 2;

@@ -94,6 +94,24 @@ TEST(ModelConfig, ParsesGemma3) {
   EXPECT_FALSE(ModelConfig::from_gguf(*open_tiny(llama)).is_local_layer(0));
 }
 
+TEST(ModelConfig, ParsesQwen3) {
+  TinyModelSpec spec;
+  spec.arch = "qwen3";
+  spec.tied = true;
+  auto f = open_tiny(spec);
+  const ModelConfig c = ModelConfig::from_gguf(*f);
+  EXPECT_EQ(c.arch, "qwen3");
+  EXPECT_EQ(c.rope_style, RopeStyle::Neox);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.scale_embd || c.post_norms || c.scale_q);
+  EXPECT_EQ(c.ffn_act, FfnActivation::Silu);
+  EXPECT_TRUE(c.tied_output);
+  EXPECT_FALSE(c.is_local_layer(0));
+  spec.skip_tensors = {"blk.1.attn_q_norm.weight"};
+  expect_load_error(spec, "blk.1.attn_q_norm.weight");
+}
+
 TEST(ModelConfig, Gemma3WithoutSlidingWindowIsRefused) {
   TinyModelSpec spec;
   spec.arch = "gemma3";
@@ -136,7 +154,8 @@ TEST(ModelConfig, LinearRopeScalingAndKeyLength) {
 TEST(ModelConfig, RejectsUnknownArchitecture) {
   TinyModelSpec spec;
   spec.edit = [](gguf::GgufWriter& w) { w.set_string("general.architecture", "xyz"); };
-  expect_load_error(spec, "unsupported architecture 'xyz' (supported: llama, qwen2, gemma3)");
+  expect_load_error(spec,
+                    "unsupported architecture 'xyz' (supported: llama, qwen2, gemma3, qwen3)");
 }
 
 TEST(ModelConfig, RejectsMissingArchitecture) {

@@ -78,6 +78,7 @@ std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
 std::string write_tiny_model(const TinyModelSpec& spec, const std::string& path) {
   const bool qwen = spec.arch == "qwen2";
   const bool gemma = spec.arch == "gemma3";
+  const bool qk_norm = gemma || spec.arch == "qwen3";  // per-head Q/K RMSNorm
   const int head_dim = spec.n_embd / spec.n_head;
   const int kv_dim = spec.n_head_kv * head_dim;
 
@@ -200,11 +201,11 @@ std::string write_tiny_model(const TinyModelSpec& spec, const std::string& path)
       vector(p + "attn_v.bias", kv_dim, 0.0f, 0.2f);
     }
     matrix(p + "attn_output.weight", spec.n_embd, spec.n_embd);
-    if (gemma) {  // norm weights near 1: GGUF stores gemma's (1 + w)
+    if (qk_norm) {  // norm weights near 1 (GGUF stores gemma's as 1 + w)
       vector(p + "attn_q_norm.weight", head_dim, 1.0f, 0.1f);
       vector(p + "attn_k_norm.weight", head_dim, 1.0f, 0.1f);
-      vector(p + "post_attention_norm.weight", spec.n_embd, 1.0f, 0.1f);
     }
+    if (gemma) vector(p + "post_attention_norm.weight", spec.n_embd, 1.0f, 0.1f);
     vector(p + "ffn_norm.weight", spec.n_embd, 1.0f, 0.1f);
     matrix(p + "ffn_gate.weight", spec.n_ff, spec.n_embd);
     matrix(p + "ffn_up.weight", spec.n_ff, spec.n_embd);

@@ -13,8 +13,8 @@
 namespace specdec::testing {
 
 struct TinyModelSpec {
-  // "llama", "qwen2" (adds Q/K/V biases) or "gemma3" (adds Q/K norms, post-norms and
-  // attention.sliding_window; give it >= 6 layers to have a global one)
+  // "llama", "qwen2" (adds Q/K/V biases), "gemma3" (adds Q/K norms, post-norms and
+  // attention.sliding_window; give it >= 6 layers to have a global one) or "qwen3" (Q/K norms)
   std::string arch = "llama";
   int n_vocab = 300;  // >= 256 byte tokens + merges + 3 specials
   int n_embd = 64;
