@@ -285,18 +285,23 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only)
     }
     // effort: how long a reasoning model thinks; this model does not, so it changes nothing.
   }
-  // thinking: {type: enabled | disabled | adaptive}. The model does not reason in a separate
-  // channel, so a reply simply has no thinking blocks, which Anthropic's API allows.
+  // thinking: {type: enabled | disabled | adaptive}. A thinking model's template is switched
+  // off by disabled (and left to reason otherwise); its reasoning stays in the reply's text, as
+  // no thinking blocks are written (their signatures are Anthropic's own). Other models do not
+  // reason, so for them it changes nothing.
+  std::optional<bool> thinking;
   if (const ordered_json* t = field(j, "thinking")) {
     const std::string type = block_type(*t, "thinking");
     if (type != "enabled" && type != "disabled" && type != "adaptive") {
       bad_field("thinking.type",
                 str_cat("must be enabled, disabled or adaptive, got '", type, "'"));
     }
+    if (type != "adaptive") thinking = type == "enabled";
   }
 
   CompletionRequest out = parse_translated_chat(oai, anthropic_param);
   out.prefill = std::move(turns.prefill);
+  out.enable_thinking = thinking;
   return out;
 }
 

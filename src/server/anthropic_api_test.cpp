@@ -139,6 +139,15 @@ TEST(AnthropicApi, SamplingStopsToolsAndFormat) {
              {"messages", kUser},
              {"output_config", {{"format", {{"type", "json_schema"}, {"schema", schema}}}}}});
   EXPECT_NE(formatted.grammar, nullptr);
+  // thinking switches a thinking template: enabled, disabled, or (adaptive) its default.
+  EXPECT_EQ(r.enable_thinking, true);
+  for (const auto& [type, want] : {std::pair<const char*, std::optional<bool>>{"disabled", false},
+                                   {"adaptive", std::nullopt}}) {
+    EXPECT_EQ(parse({{"max_tokens", 5}, {"messages", kUser}, {"thinking", {{"type", type}}}})
+                  .enable_thinking,
+              want)
+        << type;
+  }
   // count_tokens takes no max_tokens and ignores sampling.
   EXPECT_FALSE(parse({{"messages", kUser}}, true).max_tokens.has_value());
 }

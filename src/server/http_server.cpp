@@ -173,7 +173,18 @@ std::string chat_prompt_text(const CompletionRequest& r, const Engine& e) {
         tools.empty() ? "messages" : "tools", "unsupported_value");
   }
   // A prefill continues the assistant turn the template opens.
-  return e.chat_template().apply(r.messages, r.add_generation_prompt, tools) + r.prefill;
+  return e.chat_template().apply(r.messages, r.add_generation_prompt, tools,
+                                 r.enable_thinking.value_or(true)) +
+         r.prefill;
+}
+
+bool splits_reasoning(const CompletionRequest& r, const Engine& e) {
+  return r.endpoint == Endpoint::ChatCompletions && e.chat_template().thinking();
+}
+
+bool thinking_opened(const CompletionRequest& r) {
+  const size_t open = r.prefill.rfind(kThinkOpen);
+  return open != std::string::npos && r.prefill.find(kThinkClose, open) == std::string::npos;
 }
 
 HttpServer::Impl::Impl(ServerConfig c)
@@ -424,6 +435,7 @@ void HttpServer::attach(Engine& engine, ModelFacts facts) {
     facts.name = impl_->config.model_id;
     facts.tools = engine.chat_template().supports_tools();
     facts.insert = engine.tokenizer().fim().has_value();
+    facts.thinking = engine.chat_template().thinking();
   }
   facts.context = engine.n_ctx();
   impl_->facts = std::move(facts);

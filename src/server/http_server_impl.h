@@ -25,6 +25,7 @@
 #include "server/native_api.h"
 #include "server/ollama_api.h"
 #include "server/openai_format.h"
+#include "server/reasoning.h"
 #include "server/request_parsing.h"
 #include "server/responses_api.h"
 
@@ -59,6 +60,11 @@ std::optional<ApiError> job_error(const Job& job);
 // assistant turn opened (unless add_generation_prompt is off) and holding the prefill. 400 when
 // tools or tool turns meet a template without a tool-calling convention.
 std::string chat_prompt_text(const CompletionRequest& r, const Engine& e);
+// Whether a chat request's replies split into reasoning and content: the model's template
+// thinks (ChatTemplate::thinking()). `opened`: the prefill leaves a <think> block open, so the
+// reply starts inside it.
+bool splits_reasoning(const CompletionRequest& r, const Engine& e);
+bool thinking_opened(const CompletionRequest& r);
 
 struct HttpServer::Impl {
   explicit Impl(ServerConfig c);

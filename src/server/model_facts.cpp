@@ -26,6 +26,7 @@ ModelFacts model_facts(const LoadedModel& target, const std::string& name, int32
   f.chat_template = file.get_string_or("tokenizer.chat_template", "");
   f.tools = target.chat_template->supports_tools();
   f.insert = target.tokenizer->fim().has_value();
+  f.thinking = target.chat_template->thinking();
   f.draft = draft_path;
   return f;
 }

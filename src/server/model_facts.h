@@ -24,6 +24,7 @@ struct ModelFacts {
   std::string chat_template;  // tokenizer.chat_template (Jinja) as the file holds it
   bool tools = false;         // the chat template has a tool-calling convention
   bool insert = false;        // fill-in-the-middle tokens (a suffix on /api/generate)
+  bool thinking = false;      // the chat template reasons in <think> tags (Qwen3's)
   std::string draft;          // the draft model's file ("" without one)
 };
 

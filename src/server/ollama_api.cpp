@@ -135,13 +135,6 @@ void translate_format(const ordered_json& body, ordered_json& out) {
 void translate_common(const ordered_json& body, const std::string& model, ordered_json& out) {
   out["model"] = model;
   out["stream"] = get_bool(body, "stream", true);
-  if (const ordered_json* t = field(body, "think")) {
-    if (!t->is_boolean() && !t->is_string()) wrong_type("think", "a boolean or a string", *t);
-    if (!t->is_boolean() || t->get<bool>()) {
-      throw invalid_request(str_cat("\"", model, "\" does not support thinking"), "think",
-                            "unsupported_value");
-    }
-  }
   // logprobs (with top_logprobs alternatives): the chat parser's fields; the completions form
   // takes the alternatives' count as its logprobs (parse_ollama_generate).
   if (const ordered_json* v = field(body, "logprobs")) out["logprobs"] = *v;
@@ -268,6 +261,11 @@ Translation begin_translation(std::string_view text) {
   Translation t;
   t.body = parse_translated_body(text);
   t.out.model = required_model(t.body);
+  // think: true, false, or an effort ("high", "medium", "low"), which here means true.
+  if (const ordered_json* v = field(t.body, "think")) {
+    if (!v->is_boolean() && !v->is_string()) wrong_type("think", "a boolean or a string", *v);
+    t.out.think = !v->is_boolean() || v->get<bool>();
+  }
   translate_common(t.body, t.out.model, t.translated);
   return t;
 }
@@ -308,6 +306,7 @@ OllamaRequest parse_ollama_chat(std::string_view body) {
   if (const ordered_json* choice = field(j, "tool_choice")) chat["tool_choice"] = *choice;
   out.request = parse_translated_chat(chat, client_name);
   out.request.model = ollama_model_name(out.model);
+  out.request.enable_thinking = out.think;
   return out;
 }
 
@@ -359,6 +358,7 @@ OllamaRequest parse_ollama_generate(std::string_view body) {
     messages.push_back({{"role", "user"}, {"content", prompt}});
     req["messages"] = std::move(messages);
     out.request = parse_translated_chat(req, client_name);
+    out.request.enable_thinking = out.think;
   }
   out.request.model = ollama_model_name(out.model);
   return out;
@@ -410,6 +410,7 @@ json ollama_show_json(const ModelFacts& f) {
   json capabilities = json::array({"completion"});
   if (f.tools) capabilities.push_back("tools");
   if (f.insert) capabilities.push_back("insert");
+  if (f.thinking) capabilities.push_back("thinking");
   const std::string arch = f.architecture;
   // context_length is the context this server serves, not the one the model was trained
   // for: clients size their prompts by it.
@@ -492,6 +493,16 @@ json ollama_chunk_json(const OllamaMeta& meta, std::string_view text) {
   return doc;
 }
 
+json ollama_thinking_chunk_json(const OllamaMeta& meta, std::string_view thinking) {
+  json doc = ollama_chunk_json(meta, "");
+  if (meta.chat) {
+    doc["message"]["thinking"] = std::string(thinking);
+  } else {
+    doc["thinking"] = std::string(thinking);
+  }
+  return doc;
+}
+
 json ollama_tool_calls_chunk_json(const OllamaMeta& meta, const std::vector<ToolCall>& calls) {
   json doc = head_json(meta);
   json m = message_json("");
@@ -512,14 +523,17 @@ const char* ollama_done_reason(const GenerationResult& result) {
 }
 
 json ollama_done_json(const OllamaMeta& meta, const GenerationResult& result, int64_t total_ns,
-                      const std::vector<int32_t>* context, const SplitReply* reply) {
+                      const std::vector<int32_t>* context, const SplitReply* reply,
+                      std::string_view thinking) {
   json doc = head_json(meta);
   if (meta.chat) {
     json m = message_json(reply != nullptr ? std::string_view(reply->content) : "");
+    if (!thinking.empty()) m["thinking"] = std::string(thinking);
     if (reply != nullptr && !reply->calls.empty()) m["tool_calls"] = calls_json(reply->calls);
     doc["message"] = std::move(m);
   } else {
     doc["response"] = reply != nullptr ? std::string(reply->content) : "";
+    if (!thinking.empty()) doc["thinking"] = std::string(thinking);
   }
   doc["done"] = true;
   doc["done_reason"] = ollama_done_reason(result);

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -39,6 +40,9 @@ struct OllamaRequest {
   // with keep_alive 0, unloads it) and answers at once with done_reason "load" or "unload".
   bool load_only = false;
   bool unload = false;
+  // think: nullopt (not sent), or whether to reason (an effort level such as "high" is true);
+  // the route refuses true for a model whose template does not think.
+  std::optional<bool> think;
 };
 
 // Parse and validate a body; throw ApiError naming Ollama's fields. A model name may carry
@@ -66,6 +70,10 @@ struct OllamaMeta {
   bool chat = true;                     // /api/chat's shape, else /api/generate's
   std::vector<std::string> tool_names;  // empty: the reply is text only
   uint64_t tool_id_seed = 0;
+  // A thinking model's replies: a leading <think> block goes out as `thinking`
+  // (server/reasoning.h); `thinking_opened`: the prefill left the block open.
+  bool reasoning = false;
+  bool thinking_opened = false;
 };
 
 // The time now as Ollama writes created_at: RFC 3339 in UTC with nanoseconds.
@@ -74,6 +82,9 @@ std::string ollama_time_now();
 // A chunk of text (done false): {"model", "created_at", "message": {"role": "assistant",
 // "content"}} on /api/chat, {"model", "created_at", "response"} on /api/generate.
 nlohmann::json ollama_chunk_json(const OllamaMeta& meta, std::string_view text);
+// A chunk of a thinking model's reasoning: message.thinking (/api/chat) or thinking
+// (/api/generate), the text empty.
+nlohmann::json ollama_thinking_chunk_json(const OllamaMeta& meta, std::string_view thinking);
 // A chunk carrying the reply's tool calls (/api/chat): arguments as JSON objects.
 nlohmann::json ollama_tool_calls_chunk_json(const OllamaMeta& meta,
                                             const std::vector<ToolCall>& calls);
@@ -87,10 +98,10 @@ const char* ollama_done_reason(const GenerationResult& result);
 // prompt_eval_count (the prompt's tokens), prompt_eval_duration, eval_count, eval_duration.
 // `context` (/api/generate without raw): the ids the next request may send back. With
 // `reply`, the message or response holds it (a whole, unstreamed response); otherwise it is
-// empty, as Ollama's final chunk is.
+// empty, as Ollama's final chunk is; `thinking` (a whole response's reasoning) goes beside it.
 nlohmann::json ollama_done_json(const OllamaMeta& meta, const GenerationResult& result,
                                 int64_t total_ns, const std::vector<int32_t>* context,
-                                const SplitReply* reply);
+                                const SplitReply* reply, std::string_view thinking = {});
 
 // The immediate answer to a request with nothing to generate.
 nlohmann::json ollama_load_json(const OllamaMeta& meta, bool unload);

@@ -130,14 +130,20 @@ TEST(OllamaApi, RefusalsNameOllamasFields) {
                            {{{"role", "user"}, {"content", "x"}},
                             {{"role", "assistant"}, {"tool_calls", {{{"function", 1}}}}}}}}),
             "messages[1].tool_calls[0].function");
-  try {
-    chat({{"model", "m"}, {"messages", kUser}, {"think", true}});
-    ADD_FAILURE() << "think accepted";
-  } catch (const ApiError& e) {
-    EXPECT_EQ(e.status(), 400);
-    EXPECT_EQ(std::string(e.what()), "\"m\" does not support thinking");
-  }
-  EXPECT_NO_THROW(chat({{"model", "m"}, {"messages", kUser}, {"think", false}}));
+  EXPECT_EQ(refused_chat({{"model", "m"}, {"messages", kUser}, {"think", 1}}), "think");
+}
+
+TEST(OllamaApi, ThinkSwitchesAThinkingTemplate) {
+  EXPECT_FALSE(chat({{"model", "m"}, {"messages", kUser}}).think.has_value());
+  EXPECT_FALSE(chat({{"model", "m"}, {"messages", kUser}}).request.enable_thinking.has_value());
+  const OllamaRequest off = chat({{"model", "m"}, {"messages", kUser}, {"think", false}});
+  EXPECT_EQ(off.think, false);
+  EXPECT_EQ(off.request.enable_thinking, false);
+  EXPECT_EQ(chat({{"model", "m"}, {"messages", kUser}, {"think", true}}).request.enable_thinking,
+            true);
+  // An effort level (gpt-oss's) means: think.
+  EXPECT_EQ(generate({{"model", "m"}, {"prompt", "x"}, {"think", "high"}}).request.enable_thinking,
+            true);
 }
 
 TEST(OllamaApi, ToolCallsTurnsAndAPrefillAreTheChatTurnsTheyMean) {

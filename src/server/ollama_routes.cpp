@@ -43,6 +43,13 @@ void HttpServer::Impl::ollama_generation(bool chat, const HttpRequest& req, Http
   OllamaMeta meta;
   meta.model = o.model;
   meta.chat = chat;
+  if (o.think.value_or(false) && !e.chat_template().thinking()) {
+    // Ollama's wording: only a model whose template reasons can be asked to.
+    throw invalid_request(str_cat("\"", o.model, "\" does not support thinking"), "think",
+                          "unsupported_value");
+  }
+  meta.reasoning = splits_reasoning(r, e);
+  meta.thinking_opened = thinking_opened(r);
   if (o.load_only) {
     // The model is always loaded: nothing to do but say so.
     const std::string doc = ollama_line(ollama_load_json(meta, o.unload));
@@ -99,16 +106,19 @@ void HttpServer::Impl::ollama_generation(bool chat, const HttpRequest& req, Http
   const Job& j = *jobs[0];
   if (std::optional<ApiError> err = job_error(j)) throw *err;
   const GenerationResult& result = j.result();
-  const SplitReply reply = meta.tool_names.empty()
-                               ? SplitReply{result.text, {}}
-                               : split_tool_calls(result.text, meta.tool_names, meta.tool_id_seed);
+  // A thinking model's reasoning first; the content (and its calls) follows it.
+  const ReasoningSplit split = meta.reasoning ? split_reasoning(result.text, meta.thinking_opened)
+                                              : ReasoningSplit{"", result.text};
+  const SplitReply reply =
+      meta.tool_names.empty() ? SplitReply{split.content, {}}
+                              : split_tool_calls(split.content, meta.tool_names, meta.tool_id_seed);
   std::vector<int32_t> context;
   if (with_context) {
     context = prompt;
     context.insert(context.end(), result.tokens.begin(), result.tokens.end());
   }
-  json doc =
-      ollama_done_json(meta, result, elapsed_ns(start), with_context ? &context : nullptr, &reply);
+  json doc = ollama_done_json(meta, result, elapsed_ns(start), with_context ? &context : nullptr,
+                              &reply, split.reasoning);
   if (r.logprobs >= 0) doc["logprobs"] = ollama_logprobs_json(tok, r, result.logprobs);
   res.send(200, "application/json", to_wire(doc));
 }
@@ -137,8 +147,19 @@ void HttpServer::Impl::ollama_stream(const std::shared_ptr<Job>& job, const Olla
   // go out in one chunk.
   const bool tools = !meta.tool_names.empty();
   size_t sent = 0;
-  const auto send_text = [&](std::string_view text) {
+  const auto send_content = [&](std::string_view text) {
     return text.empty() || send(with_logprobs(ollama_chunk_json(meta, text)));
+  };
+  // A thinking model's reasoning goes out as `thinking` chunks before the content.
+  std::optional<ReasoningStream> thinking;
+  if (meta.reasoning) thinking.emplace(meta.thinking_opened);
+  const auto send_split = [&](const ReasoningSplit& piece) {
+    return (piece.reasoning.empty() ||
+            send(with_logprobs(ollama_thinking_chunk_json(meta, piece.reasoning)))) &&
+           send_content(piece.content);
+  };
+  const auto send_text = [&](std::string_view text) {
+    return thinking ? send_split(thinking->push(text)) : send_content(text);
   };
   const std::optional<std::string> relayed =
       relay_text(job, tools, res, send_text, sent, r.logprobs >= 0 ? &entries : nullptr);
@@ -148,11 +169,14 @@ void HttpServer::Impl::ollama_stream(const std::shared_ptr<Job>& job, const Olla
     if (send(ollama_error_json(*err))) res.end_stream();
     return;
   }
-  const SplitReply split =
-      tools ? split_tool_calls(reply, meta.tool_names, meta.tool_id_seed) : SplitReply{reply, {}};
+  const std::string content =
+      meta.reasoning ? split_reasoning(reply, meta.thinking_opened).content : reply;
+  const SplitReply split = tools ? split_tool_calls(content, meta.tool_names, meta.tool_id_seed)
+                                 : SplitReply{content, {}};
   if (split.calls.empty()) {
     // No calls: what was held back is text after all.
     if (!send_text(std::string_view(reply).substr(sent))) return give_up();
+    if (thinking && !send_split(thinking->finish())) return give_up();
   } else if (!send(with_logprobs(ollama_tool_calls_chunk_json(meta, split.calls)))) {
     return give_up();
   }

@@ -313,6 +313,15 @@ json text_chunk_json(const ResponseMeta& meta, std::string_view text, bool first
   return doc;
 }
 
+json reasoning_chunk_json(const ResponseMeta& meta, std::string_view text, bool first,
+                          const json& logprobs, int32_t index) {
+  json doc = text_chunk_json(meta, "", first, logprobs, index);
+  json& delta = doc["choices"][0]["delta"];
+  delta.erase("content");
+  delta["reasoning_content"] = std::string(text);
+  return doc;
+}
+
 uint64_t tool_call_seed(const ResponseMeta& meta, size_t index) {
   return std::hash<std::string>{}(meta.id) ^ (0x9E3779B97F4A7C15ull * (index + 1));
 }

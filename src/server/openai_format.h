@@ -46,6 +46,10 @@ struct ResponseMeta {
   // Chat with tools: the functions a reply may call (server/tool_calls.h); a reply's calls are
   // split off into message.tool_calls. Empty: replies are plain content.
   std::vector<std::string> tool_names = {};
+  // A thinking model's chat replies: a leading <think> block goes out as reasoning_content
+  // (server/reasoning.h); `thinking_opened`: the prompt's prefill left the block open.
+  bool reasoning = false;
+  bool thinking_opened = false;
 };
 
 // The ids of a choice's tool calls derive from this (the response id and the choice).
@@ -108,6 +112,10 @@ nlohmann::json completion_json(const ResponseMeta& meta, const GenerationResult&
 // `index`: the choice (n > 1), whose final chunk carries its own usage and specdec.
 nlohmann::json text_chunk_json(const ResponseMeta& meta, std::string_view text, bool first,
                                const nlohmann::json& logprobs = nullptr, int32_t index = 0);
+// A chat chunk of a thinking model's reasoning: delta.reasoning_content (vLLM's and
+// llama-server's field), the role on the first.
+nlohmann::json reasoning_chunk_json(const ResponseMeta& meta, std::string_view text, bool first,
+                                    const nlohmann::json& logprobs, int32_t index);
 // `tool_calls`: the choice ended in calls (finish_reason "tool_calls").
 nlohmann::json final_chunk_json(const ResponseMeta& meta, const GenerationResult& result,
                                 const nlohmann::json& logprobs = nullptr, int32_t index = 0,

@@ -67,6 +67,8 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   meta.created = unix_now();
   meta.model = r.model.empty() ? config.model_id : r.model;
   for (const ToolSpec& t : r.tools.tools) meta.tool_names.push_back(t.name);
+  meta.reasoning = splits_reasoning(r, e);
+  meta.thinking_opened = thinking_opened(r);
   if (r.logprobs >= 0) {
     meta.logprobs = LogprobFormat{&e.tokenizer(), r.ignore_eos, r.tokens_as_ids, r.logprobs};
   }
@@ -75,11 +77,22 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
 
   if (!wait_all(jobs, res)) return;
   std::vector<GenerationResult> results;
+  std::vector<std::string> reasoning;  // a thinking model's, per choice
   for (const auto& job : jobs) {
     if (std::optional<ApiError> err = job_error(*job)) throw *err;
     results.push_back(job->result());
+    if (meta.reasoning) {
+      // The reply's content (and its calls) is what follows the reasoning.
+      ReasoningSplit split = split_reasoning(results.back().text, meta.thinking_opened);
+      results.back().text = std::move(split.content);
+      reasoning.push_back(std::move(split.reasoning));
+    }
   }
   nlohmann::json doc = completion_json(meta, results, echoes, per_prompt);
+  for (size_t i = 0; i < reasoning.size(); ++i) {
+    doc["choices"][i]["message"]["reasoning_content"] =
+        reasoning[i].empty() ? nlohmann::json() : nlohmann::json(reasoning[i]);
+  }
   if (r.prompt_logprobs >= 0) {
     // vLLM's places: per choice for completions, once for the chat's one prompt.
     const auto of = [&](size_t i) {
@@ -112,9 +125,15 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
     std::string reply;
     size_t reply_sent = 0;
     std::vector<TokenLogprob> reply_logprobs;  // of text not sent yet
+    // A thinking model's: the reasoning goes out as reasoning_content deltas first.
+    std::optional<ReasoningStream> thinking;
+    std::vector<TokenLogprob> thinking_held;  // entries of text the reasoning split holds
   };
   const bool tools = !meta.tool_names.empty();
   std::vector<Choice> choices(jobs.size());
+  if (meta.reasoning) {
+    for (Choice& c : choices) c.thinking.emplace(meta.thinking_opened);
+  }
   // The echoed prompt goes first, as its own chunk. Without logprobs it is known now; with them
   // it waits for the prompt's entries, which the engine sends before any text (the first
   // prompt_tokens - 1 entries a choice receives).
@@ -164,6 +183,31 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
           logprobs.assign(c.held.begin() + static_cast<std::ptrdiff_t>(n_prompt), c.held.end());
           c.held.clear();
         }
+      }
+      if (c.thinking) {
+        // Reasoning goes out as it comes (with the entries of its tokens); what follows the
+        // block goes on as the reply's text.
+        ReasoningSplit piece = c.thinking->push(text);
+        if (done) {
+          const ReasoningSplit rest = c.thinking->finish();
+          piece.reasoning += rest.reasoning;
+          piece.content += rest.content;
+        }
+        logprobs.insert(logprobs.begin(), c.thinking_held.begin(), c.thinking_held.end());
+        c.thinking_held.clear();
+        if (!piece.reasoning.empty()) {
+          any_text = true;
+          const nlohmann::json lp =
+              meta.logprobs ? logprobs_json(meta, logprobs, c.text_bytes) : nlohmann::json();
+          if (!write(sse_event(reasoning_chunk_json(meta, piece.reasoning, c.first, lp, index)))) {
+            cancel_jobs(jobs);
+            return;
+          }
+          c.first = false;
+          logprobs.clear();
+        }
+        text = std::move(piece.content);
+        if (text.empty() && !done && !tools) c.thinking_held.swap(logprobs);  // wait for text
       }
       if (tools && (!text.empty() || !logprobs.empty())) {
         any_text = any_text || !text.empty();

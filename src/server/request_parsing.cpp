@@ -414,6 +414,25 @@ void get_continuation(const json& j, CompletionRequest& r) {
   r.add_generation_prompt = true;
 }
 
+// vLLM's and llama-server's chat_template_kwargs. The template is not run as Jinja here, so of
+// its variables only enable_thinking (a thinking template's switch) can be set; another is a
+// 400 rather than silently ignored.
+void get_template_kwargs(const json& j, CompletionRequest& r) {
+  const json* kw = field(j, "chat_template_kwargs");
+  if (kw == nullptr) return;
+  if (!kw->is_object()) wrong_type("chat_template_kwargs", "an object", *kw);
+  for (const auto& [key, value] : kw->items()) {
+    const std::string param = "chat_template_kwargs." + key;
+    if (key != "enable_thinking") {
+      throw invalid_request(str_cat("'", param, "' is not supported: the chat template is not run ",
+                                    "as Jinja here; only enable_thinking can be set"),
+                            param, "unsupported_value");
+    }
+    if (!value.is_boolean()) wrong_type(param, "a boolean", value);
+    r.enable_thinking = value.get<bool>();
+  }
+}
+
 }  // namespace
 
 size_t json_nesting_depth(std::string_view text) {
@@ -451,6 +470,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   } else {
     r.messages = get_messages(j);
     get_continuation(j, r);
+    get_template_kwargs(j, r);
   }
   constexpr int64_t kMaxTokens = 1 << 24;
   // echo with max_tokens 0 scores a prompt without generating (completions only).

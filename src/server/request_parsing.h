@@ -46,6 +46,9 @@ struct CompletionRequest {
   // does). The reply is only the continuation.
   bool add_generation_prompt = true;
   std::string prefill;
+  // A thinking template's switch (chat_template_kwargs.enable_thinking, Ollama's think,
+  // Anthropic's thinking.type); nullopt: the template's default, which is to think.
+  std::optional<bool> enable_thinking;
   std::optional<int32_t> max_tokens;  // nullopt: the endpoint's default (see resolve_max_tokens)
   // OpenAI's defaults: temperature 1, no top-p/top-k/min-p filtering.
   float temperature = 1.0f;
@@ -111,6 +114,9 @@ struct TokenizeRequest {
   // vLLM's add_generation_prompt and continue_final_message, as on the chat endpoint.
   bool add_generation_prompt = true;
   std::string prefill;
+  // A thinking template's switch (chat_template_kwargs.enable_thinking, Ollama's think,
+  // Anthropic's thinking.type); nullopt: the template's default, which is to think.
+  std::optional<bool> enable_thinking;
   bool with_pieces = false;
 };
 TokenizeRequest parse_tokenize(std::string_view body);

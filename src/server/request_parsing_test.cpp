@@ -181,6 +181,27 @@ TEST(RequestParsing, AFinalAssistantMessageIsContinuedOnlyWhenAsked) {
              "invalid_type");
 }
 
+TEST(RequestParsing, ChatTemplateKwargsSwitchThinkingOnly) {
+  const std::string user = R"("messages":[{"role":"user","content":"x"}])";
+  EXPECT_FALSE(parse_request(kChat, "{" + user + "}").enable_thinking.has_value());
+  EXPECT_EQ(
+      parse_request(kChat, "{" + user + R"(,"chat_template_kwargs":{"enable_thinking":false}})")
+          .enable_thinking,
+      false);
+  EXPECT_EQ(
+      parse_request(kChat, "{" + user + R"(,"chat_template_kwargs":{"enable_thinking":true}})")
+          .enable_thinking,
+      true);
+  EXPECT_FALSE(parse_request(kChat, "{" + user + R"(,"chat_template_kwargs":{}})")
+                   .enable_thinking.has_value());
+  expect_400(kChat, "{" + user + R"(,"chat_template_kwargs":{"custom":1}})",
+             "chat_template_kwargs.custom", "unsupported_value");
+  expect_400(kChat, "{" + user + R"(,"chat_template_kwargs":{"enable_thinking":"no"}})",
+             "chat_template_kwargs.enable_thinking", "invalid_type");
+  expect_400(kChat, "{" + user + R"(,"chat_template_kwargs":[1]})", "chat_template_kwargs",
+             "invalid_type");
+}
+
 TEST(RequestParsing, MalformedBodies) {
   for (const char* body :
        {"", "{", "not json", "{\"prompt\":\"x\",}", "\xff\xfe", "{\"prompt\":\"\xc3\x28\"}"}) {

@@ -180,8 +180,12 @@ void render_tool_calls(const ChatMessage& m, std::string& out) {
 // in <tool_call> tags, and consecutive role "tool" results share one user turn in
 // <tool_response> tags. Without tools the Qwen2.5 template renders ordinary turns exactly as plain
 // ChatML does; other roles keep the generic turn (the template would drop them).
+// With `thinking` (Qwen3's template), an assistant turn before the last user message keeps only
+// what follows its "</think>", and enable_thinking false writes an empty think block after the
+// generation prompt.
 std::string render_chatml(std::span<const ChatMessage> msgs, bool gen, const std::string& dflt,
-                          bool hermes, std::span<const std::string> tools) {
+                          bool hermes, std::span<const std::string> tools, bool thinking,
+                          bool enable_thinking) {
   std::string out;
   size_t first = 0;
   if (!tools.empty()) {
@@ -203,8 +207,22 @@ std::string render_chatml(std::span<const ChatMessage> msgs, bool gen, const std
   } else if (!dflt.empty() && !msgs.empty() && msgs[0].role != "system") {
     add(out, {"<|im_start|>system\n", dflt, "<|im_end|>\n"});
   }
+  size_t last_user = 0;
+  for (size_t i = 0; i < msgs.size(); ++i) {
+    if (msgs[i].role == "user") last_user = i;
+  }
+  ChatMessage answer;  // an earlier assistant turn without its reasoning
   for (size_t i = first; i < msgs.size(); ++i) {
-    const ChatMessage& m = msgs[i];
+    const ChatMessage* shown = &msgs[i];
+    if (thinking && shown->role == "assistant" && i < last_user &&
+        shown->content.find("</think>") != std::string::npos) {
+      answer = *shown;
+      answer.content.erase(0, answer.content.rfind("</think>") + 8);
+      answer.content.erase(0,
+                           std::min(answer.content.find_first_not_of('\n'), answer.content.size()));
+      shown = &answer;
+    }
+    const ChatMessage& m = *shown;
     if (hermes && m.role == "assistant" && !m.tool_calls.empty()) {
       render_tool_calls(m, out);
     } else if (hermes && m.role == "tool") {
@@ -216,6 +234,7 @@ std::string render_chatml(std::span<const ChatMessage> msgs, bool gen, const std
     }
   }
   if (gen) out += "<|im_start|>assistant\n";
+  if (gen && thinking && !enable_thinking) out += "<think>\n\n</think>\n\n";
   return out;
 }
 
@@ -322,6 +341,7 @@ ChatTemplate ChatTemplate::detect(std::string_view tpl) {
   if (f == ChatFormat::ChatML) {
     t.default_system_ = extract_default_system(tpl);
     t.tools_ = contains(tpl, "<tool_call>");
+    t.thinking_ = contains(tpl, "<think>");
   }
   return t;
 }
@@ -359,6 +379,11 @@ std::string ChatTemplate::apply(std::span<const ChatMessage> msgs, bool gen) con
 
 std::string ChatTemplate::apply(std::span<const ChatMessage> msgs, bool gen,
                                 std::span<const std::string> tools) const {
+  return apply(msgs, gen, tools, /*enable_thinking=*/true);
+}
+
+std::string ChatTemplate::apply(std::span<const ChatMessage> msgs, bool gen,
+                                std::span<const std::string> tools, bool enable_thinking) const {
   // Other templates' tool conventions are not known here, and dropping the tools or calls would
   // silently give the model a different conversation than the client sent. (Role "tool" results
   // stay rendered like any other role, as unrecognised roles always have been.)
@@ -382,7 +407,7 @@ std::string ChatTemplate::apply(std::span<const ChatMessage> msgs, bool gen,
     case ChatFormat::Unknown:
       break;
   }
-  return render_chatml(msgs, gen, default_system_, tools_, tools);
+  return render_chatml(msgs, gen, default_system_, tools_, tools, thinking_, enable_thinking);
 }
 
 std::string ChatTemplate::name() const {

@@ -53,10 +53,19 @@ class ChatTemplate {
   // Non-empty tools with a template that does not support them: throws specdec::Error.
   std::string apply(std::span<const ChatMessage> msgs, bool add_generation_prompt,
                     std::span<const std::string> tools) const;
+  // enable_thinking false (vLLM's chat_template_kwargs, Ollama's think): with a thinking
+  // template, the generation prompt gets the empty "<think>\n\n</think>\n\n" block that Qwen3's
+  // template writes, so that the model answers without reasoning. Ignored by other templates.
+  std::string apply(std::span<const ChatMessage> msgs, bool add_generation_prompt,
+                    std::span<const std::string> tools, bool enable_thinking) const;
   ChatFormat format() const { return format_; }
   // Whether apply() can render tools: the template is ChatML with Qwen2.5's Hermes-style
   // convention (<tools>, <tool_call>, <tool_response>), recognised by the "<tool_call>" marker.
   bool supports_tools() const { return tools_; }
+  // Whether the model reasons in "<think>...</think>" before answering: a ChatML template that
+  // writes the tags (Qwen3's). Its assistant turns before the last user message are rendered
+  // without their reasoning, as the template does.
+  bool thinking() const { return thinking_; }
   std::string name() const;
 
   // Whether apply() output begins with the BOS text (so the tokenizer must not add another).
@@ -72,6 +81,7 @@ class ChatTemplate {
  private:
   ChatFormat format_ = ChatFormat::ChatML;
   bool tools_ = false;
+  bool thinking_ = false;
   std::string default_system_;
   std::string bos_text_, eos_text_;
 };

@@ -192,6 +192,42 @@ TEST(ChatTemplate, QwenWithoutToolsIsPlainChatML) {
                 "<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// Qwen3's template (abridged to what detection reads: ChatML, the Hermes tool tags, the think
+// tags and its enable_thinking switch).
+constexpr const char* kQwen3Template =
+    "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\n' + content }}"
+    "{%- if '</think>' in message.content %}{%- set content = message.content.split('</think>')"
+    "[-1].lstrip('\\n') %}{%- endif %}<tool_call>{%- endfor %}{%- if add_generation_prompt %}"
+    "{{- '<|im_start|>assistant\\n' }}{%- if enable_thinking is defined and enable_thinking is "
+    "false %}{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}";
+
+TEST(ChatTemplate, Qwen3ThinksUnlessToldNotAndDropsEarlierReasoning) {
+  const ChatTemplate t = ChatTemplate::detect(kQwen3Template);
+  EXPECT_EQ(t.format(), ChatFormat::ChatML);
+  EXPECT_TRUE(t.thinking());
+  EXPECT_TRUE(t.supports_tools());
+  EXPECT_EQ(t.default_system(), "");
+  EXPECT_FALSE(ChatTemplate::detect(kQwen25Template).thinking());
+  const std::vector<std::string> none;
+  const std::vector<ChatMessage> ask = {{"user", "2+3?"}};
+  EXPECT_EQ(t.apply(ask, true, none), "<|im_start|>user\n2+3?<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(t.apply(ask, true, none, /*enable_thinking=*/false),
+            "<|im_start|>user\n2+3?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  // Without a thinking template the switch changes nothing.
+  EXPECT_EQ(ChatTemplate::detect(kQwen25Template).apply(ask, true, none, false),
+            ChatTemplate::detect(kQwen25Template).apply(ask, true, none));
+  // An earlier answer is shown without its reasoning; one after the last user turn (a prefill
+  // being continued) is left as it is.
+  const std::vector<ChatMessage> history = {{"user", "2+3?"},
+                                            {"assistant", "<think>\nadd them\n</think>\n\n5."},
+                                            {"user", "And 2+4?"},
+                                            {"assistant", "<think>\nagain"}};
+  EXPECT_EQ(t.apply(history, false, none),
+            "<|im_start|>user\n2+3?<|im_end|>\n<|im_start|>assistant\n5.<|im_end|>\n"
+            "<|im_start|>user\nAnd 2+4?<|im_end|>\n<|im_start|>assistant\n<think>\nagain"
+            "<|im_end|>\n");
+}
+
 TEST(ChatTemplate, OneToolWithTheDefaultSystem) {
   const ChatTemplate t = ChatTemplate::detect(kQwen25Template);
   const std::vector<std::string> tools = {std::string(kWeatherTool)};

@@ -39,8 +39,8 @@ def cli():
 
 @pytest.fixture(scope="session")
 def models(tmp_path_factory, cli):
-    """Paths of the tiny target, its 1-layer draft, a slower (wider) target, and the target
-    with a tool-calling chat template."""
+    """Paths of the tiny target, its 1-layer draft, a slower (wider) target, the target with a
+    tool-calling chat template, and the target with a thinking (Qwen3-style) template."""
     writer = _binary("SPECDEC_WRITE_TINY_MODEL", "build/write_tiny_model")
     d = tmp_path_factory.mktemp("models")
     target, draft, slow = d / "tiny-target.gguf", d / "tiny-draft.gguf", d / "tiny-slow.gguf"
@@ -57,7 +57,12 @@ def models(tmp_path_factory, cli):
     # n_ctx 2048: the tools' descriptions make long prompts in a byte-level vocabulary.
     subprocess.run([writer, str(tools), "2048", "64", "2", "128", "1", "1", "1"], check=True,
                    timeout=60, capture_output=True)
-    return {"target": str(target), "draft": str(draft), "slow": str(slow), "tools": str(tools)}
+    # The same with Qwen3's <think> tags in its template: a thinking model.
+    thinking = d / "tiny-thinking.gguf"
+    subprocess.run([writer, str(thinking), "2048", "64", "2", "128", "1", "1", "2"], check=True,
+                   timeout=60, capture_output=True)
+    return {"target": str(target), "draft": str(draft), "slow": str(slow), "tools": str(tools),
+            "thinking": str(thinking)}
 
 
 def wait_until_healthy(base, proc, timeout_s):

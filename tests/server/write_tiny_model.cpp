@@ -1,6 +1,6 @@
 // Writes a tiny random-weight GGUF model (tests/support/tiny_model.h) for the server's Python
 // end-to-end tests, which need a model file but cannot call the C++ test helpers.
-//   write_tiny_model OUT.gguf [n_ctx] [n_embd] [n_layer] [n_ff] [seed] [fim 0|1] [tools 0|1]
+//   write_tiny_model OUT.gguf [n_ctx] [n_embd] [n_layer] [n_ff] [seed] [fim 0|1] [tools 0|1|2]
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr
         << "usage: write_tiny_model OUT.gguf [n_ctx] [n_embd] [n_layer] [n_ff] [seed] [fim 0|1] "
-           "[tools 0|1]\n";
+           "[tools 0|1|2]\n";
     return 1;
   }
   specdec::testing::TinyModelSpec spec;
@@ -26,13 +26,16 @@ int main(int argc, char** argv) {
   // leaves them out.
   spec.fim_tokens = arg(7, 1) != 0;
   // 1: a ChatML template with Qwen2.5's tool-calling convention (its <tool_call> marker), so
-  // that the server offers tools.
-  if (arg(8, 0) != 0) {
+  // that the server offers tools; 2: the same with Qwen3's <think> tags, so that it also
+  // treats the model as a thinking one.
+  if (const int tools = arg(8, 0); tools != 0) {
     spec.chat_template =
         "{%- if tools %}<tools></tools> <tool_call></tool_call>{%- endif %}"
         "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
         "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}"
         "{{ '<|im_start|>assistant\\n' }}{% endif %}";
+    if (tools == 2)
+      spec.chat_template += "{%- if enable_thinking is false %}<think></think>{% endif %}";
   }
   try {
     std::cout << specdec::testing::write_tiny_model(spec, argv[1]) << "\n";

@@ -1,0 +1,44 @@
+// A thinking model's reasoning, told apart from its answer. Models such as Qwen3 write
+// "<think>\n...\n</think>\n\n" before the answer when their chat template allows thinking;
+// vLLM's and llama-server's reasoning parsers return the part between the tags as
+// `reasoning_content`, Ollama as `thinking`. Only for models whose template has the tags
+// (ChatTemplate::thinking()): anywhere else "<think>" is ordinary text.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace specdec::server {
+
+inline constexpr std::string_view kThinkOpen = "<think>";
+inline constexpr std::string_view kThinkClose = "</think>";
+
+struct ReasoningSplit {
+  std::string reasoning;  // between the tags, without the newlines that pad it
+  std::string content;    // after "</think>", without the newlines that follow it
+};
+
+// A whole reply: a leading "<think>...</think>" block is the reasoning (one never closed is all
+// reasoning: the reply ended inside it); a reply that does not open with the tag is all content.
+// `opened`: the prompt itself ended with "<think>", so the reply starts inside the block.
+ReasoningSplit split_reasoning(std::string_view reply, bool opened = false);
+
+// The same split for a reply that arrives in pieces: push() returns what can go out now (text
+// that might still be the start of a tag is held), finish() the rest. The pieces add up to
+// split_reasoning of the whole reply.
+class ReasoningStream {
+ public:
+  explicit ReasoningStream(bool opened = false);
+  ReasoningSplit push(std::string_view text);
+  ReasoningSplit finish();
+
+ private:
+  enum class State { Start, Reasoning, AfterClose, Content };
+  ReasoningSplit drain(bool end);
+
+  State state_;
+  std::string held_;                // received, not yet given out
+  bool reasoning_started_ = false;  // some reasoning went out (its leading newlines are gone)
+};
+
+}  // namespace specdec::server

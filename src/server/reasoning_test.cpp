@@ -1,0 +1,87 @@
+#include "server/reasoning.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace specdec::server {
+namespace {
+
+void expect_split(std::string_view reply, const std::string& reasoning, const std::string& content,
+                  bool opened = false) {
+  const ReasoningSplit s = split_reasoning(reply, opened);
+  EXPECT_EQ(s.reasoning, reasoning) << reply;
+  EXPECT_EQ(s.content, content) << reply;
+}
+
+TEST(Reasoning, ALeadingThinkBlockIsTheReasoning) {
+  // Qwen3's form.
+  expect_split("<think>\nLet me add.\n2+3=5\n</think>\n\nThe sum is 5.", "Let me add.\n2+3=5",
+               "The sum is 5.");
+  expect_split("<think>\n\n</think>\n\nHi.", "", "Hi.");  // thinking switched off
+  expect_split("<think>x</think>y", "x", "y");
+  // Unclosed: the reply ended while thinking.
+  expect_split("<think>\nstill going", "still going", "");
+  // Not a leading block: all content, tags and all.
+  expect_split("Answer: <think>no</think>", "", "Answer: <think>no</think>");
+  expect_split(" <think>x</think>", "", " <think>x</think>");
+  expect_split("<thin", "", "<thin");
+  expect_split("", "", "");
+  // Only the first block is reasoning.
+  expect_split("<think>a</think>b<think>c</think>", "a", "b<think>c</think>");
+  // The prompt opened the block (templates that end the generation prompt with "<think>\n").
+  expect_split("step 1\n</think>\n\nDone.", "step 1", "Done.", /*opened=*/true);
+  expect_split("no close", "no close", "", /*opened=*/true);
+}
+
+TEST(Reasoning, PiecesAddUpToTheWholeSplitWhereverTheReplyIsCut) {
+  const std::string replies[] = {
+      "<think>\nLet me add.\n\n2+3=5\n</think>\n\nThe sum is 5.\n",
+      "<think></think>plain",
+      "<think>\nhalf a tag </thin and </think>x",
+      "<thinking is not the tag",
+      "no tags at all",
+      "<think>\nunclosed\n\n",
+  };
+  std::mt19937 rng(7);
+  for (const std::string& reply : replies) {
+    const ReasoningSplit whole = split_reasoning(reply);
+    for (int trial = 0; trial < 50; ++trial) {
+      ReasoningStream stream;
+      ReasoningSplit got;
+      size_t at = 0;
+      while (at < reply.size()) {
+        const size_t n = std::min(reply.size() - at, static_cast<size_t>(rng() % 4));
+        const ReasoningSplit p = stream.push(std::string_view(reply).substr(at, n));
+        // Nothing goes out as content before the reasoning has ended.
+        if (!p.content.empty()) {
+          EXPECT_EQ(got.reasoning, whole.reasoning) << reply;
+        }
+        got.reasoning += p.reasoning;
+        got.content += p.content;
+        at += n;
+      }
+      const ReasoningSplit rest = stream.finish();
+      got.reasoning += rest.reasoning;
+      got.content += rest.content;
+      ASSERT_EQ(got.reasoning, whole.reasoning) << reply;
+      ASSERT_EQ(got.content, whole.content) << reply;
+    }
+  }
+}
+
+TEST(Reasoning, TextGoesOutAsSoonAsItCannotBeATag) {
+  ReasoningStream s;
+  EXPECT_EQ(s.push("<thi").reasoning, "");  // may still be the tag
+  EXPECT_EQ(s.push("nk>\nfirst").reasoning, "first");
+  EXPECT_EQ(s.push(" line\n").reasoning, " line");  // the newline may pad the closing tag
+  EXPECT_EQ(s.push("more</th").reasoning, "\nmore");
+  const ReasoningSplit p = s.push("ink>\n\nanswer");
+  EXPECT_EQ(p.reasoning, "");
+  EXPECT_EQ(p.content, "answer");
+  ReasoningStream plain;
+  EXPECT_EQ(plain.push("Hello").content, "Hello");  // not the tag: content at once
+}
+
+}  // namespace
+}  // namespace specdec::server

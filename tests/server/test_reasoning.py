@@ -1,0 +1,121 @@
+"""Thinking models (a chat template with Qwen3's <think> tags): the reply's leading reasoning
+block comes back apart from the answer (`reasoning_content` on the chat endpoint, as vLLM's and
+llama-server's reasoning parsers give it; `thinking` on Ollama's endpoints), whole and streamed;
+thinking can be switched off (chat_template_kwargs.enable_thinking, Ollama's think, Anthropic's
+thinking.type), which writes the empty block into the prompt as Qwen3's template does."""
+
+import http.client
+import json
+
+import pytest
+
+from conftest import Server, post_json
+
+USER = [{"role": "user", "content": "What is 2+3?"}]
+# The random-weight model writes what this grammar allows: a reasoning block, then the answer.
+THINK_GBNF = 'root ::= "<think>\\nadd them\\n</think>\\n\\nThe answer is 5."'
+EMPTY_BLOCK = "<think>\n\n</think>\n\n"
+
+
+@pytest.fixture(scope="module")
+def thinker(cli, models):
+    s = Server(cli, ["-m", models["thinking"], "-md", models["thinking"], "--draft-max", "3",
+                     "--draft-policy", "fixed", "--no-draft-hybrid", "-t", "2", "-c", "2048"])
+    yield s
+    assert s.stop() == 0, "".join(s.log[-30:])
+
+
+def chat(server, status=200, **body):
+    got, doc = post_json(server.base, "/v1/chat/completions",
+                         {"messages": USER, "max_tokens": 40, "temperature": 0, **body})
+    assert got == status, doc
+    return doc
+
+
+def sse(port, path, body):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 200
+        raw = resp.read().decode()
+    finally:
+        conn.close()
+    return raw
+
+
+def test_the_reasoning_block_is_reasoning_content_whole_and_streamed(thinker):
+    for speculative in (True, False):
+        msg = chat(thinker, grammar=THINK_GBNF, speculative=speculative)["choices"][0]["message"]
+        assert msg["reasoning_content"] == "add them"
+        assert msg["content"] == "The answer is 5."
+    raw = sse(thinker.port, "/v1/chat/completions",
+              {"messages": USER, "max_tokens": 40, "temperature": 0, "grammar": THINK_GBNF,
+               "stream": True, "logprobs": True})
+    chunks = [json.loads(line[6:]) for line in raw.split("\n\n")
+              if line.startswith("data: {")]
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    assert "".join(d.get("reasoning_content") or "" for d in deltas) == "add them"
+    assert "".join(d.get("content") or "" for d in deltas) == "The answer is 5."
+    # The reasoning comes first, and every token's logprob entry is sent once.
+    first_content = next(i for i, d in enumerate(deltas) if d.get("content"))
+    assert all(not d.get("reasoning_content") for d in deltas[first_content:])
+    entries = [e for c in chunks if c["choices"] and c["choices"][0].get("logprobs")
+               for e in c["choices"][0]["logprobs"]["content"]]
+    whole = chat(thinker, grammar=THINK_GBNF, logprobs=True)["choices"][0]["logprobs"]["content"]
+    assert entries == whole
+
+
+def test_a_model_without_the_tags_keeps_them_in_its_content(server):
+    msg = chat(server, grammar=THINK_GBNF)["choices"][0]["message"]
+    assert msg["content"] == "<think>\nadd them\n</think>\n\nThe answer is 5."
+    assert msg.get("reasoning_content") is None
+
+
+def prompt_tokens(server, **body):
+    return chat(server, max_tokens=1, **body)["usage"]["prompt_tokens"]
+
+
+def test_thinking_off_writes_the_empty_block_on_every_api(thinker):
+    on = prompt_tokens(thinker)
+    off = prompt_tokens(thinker, chat_template_kwargs={"enable_thinking": False})
+    # The prompt grew by exactly the empty block's tokens.
+    status, plain = post_json(thinker.base, "/tokenize", {"messages": USER})
+    status, block = post_json(thinker.base, "/tokenize", {
+        "content": "<|im_start|>user\nWhat is 2+3?<|im_end|>\n<|im_start|>assistant\n" +
+        EMPTY_BLOCK})
+    assert plain["count"] == on and block["count"] == off > on
+    assert prompt_tokens(thinker, chat_template_kwargs={"enable_thinking": True}) == on
+    status, doc = post_json(thinker.base, "/api/chat", {
+        "model": "specdec", "messages": USER, "think": False, "stream": False,
+        "options": {"num_predict": 1}})
+    assert status == 200 and doc["prompt_eval_count"] == off
+    status, doc = post_json(thinker.base, "/v1/messages", {
+        "messages": USER, "max_tokens": 1, "thinking": {"type": "disabled"}})
+    assert status == 200
+    assert doc["usage"]["input_tokens"] + doc["usage"]["cache_read_input_tokens"] == off
+    # Only enable_thinking can be set: the template is not run as Jinja.
+    doc = chat(thinker, status=400, chat_template_kwargs={"tools_in_user_message": True})
+    assert doc["error"]["param"] == "chat_template_kwargs.tools_in_user_message"
+
+
+def test_ollama_returns_the_reasoning_as_thinking(thinker):
+    status, doc = post_json(thinker.base, "/api/show", {"model": "specdec"})
+    assert "thinking" in doc["capabilities"]
+    # A prefill that opens the block: the reply starts inside it, and without a closing tag it
+    # is all reasoning (the random-weight model does not write one).
+    turns = USER + [{"role": "assistant", "content": "<think>\nLet me"}]
+    body = {"model": "specdec", "messages": turns, "stream": False, "think": True,
+            "options": {"temperature": 0, "num_predict": 12}}
+    status, whole = post_json(thinker.base, "/api/chat", body)
+    assert status == 200, whole
+    assert whole["message"]["content"] == "" and whole["message"]["thinking"]
+    raw = sse(thinker.port, "/api/chat", {**body, "stream": True})
+    docs = [json.loads(line) for line in raw.split("\n") if line]
+    assert "".join(d["message"].get("thinking", "") for d in docs) == \
+        whole["message"]["thinking"]
+    assert "".join(d["message"]["content"] for d in docs) == ""
+    status, doc = post_json(thinker.base, "/api/chat", {
+        "model": "specdec", "messages": USER, "think": "high", "stream": False,
+        "options": {"num_predict": 1}})
+    assert status == 200  # an effort level means think
