@@ -4,7 +4,9 @@
 //             for the same body, which /v1/responses also parses)
 //   bits 1-3  the context size resolve_max_tokens checks against (kContexts)
 //   bit 4     the chat template: ChatML or Llama 3
-//   bits 5-7  how the stop matcher is fed the prompt text (kChunks, bytes per push)
+//   bits 5-7  how the stop matcher is fed the prompt text (kChunks, bytes per push); the body is
+//             fed to the reasoning splitter in pieces of the same size (bit 4: the prompt left
+//             a <think> block open)
 // A rejected body must come back as an ApiError with status 400 whose error JSON serializes
 // and parses again. An accepted one must hold only in-range values, and then goes the way
 // HttpServer::generation takes it: check_model, chat rendering, encode_prompt,
@@ -29,6 +31,7 @@
 #include "server/native_api.h"
 #include "server/ollama_api.h"
 #include "server/openai_format.h"
+#include "server/reasoning.h"
 #include "server/request_parsing.h"
 #include "server/responses_api.h"
 #include "tokenizer/infill_prompt.h"
@@ -311,6 +314,28 @@ void check_responses(std::string_view body) {
   FUZZ_CHECK(!doc.is_discarded() && !doc["output"].empty());
 }
 
+// A thinking model's reply split into reasoning and content: fed in pieces of `chunk` bytes, the
+// pieces add up to the whole reply's split, no content goes out before the reasoning has ended,
+// and nothing is lost but the tags and the newlines that pad them.
+void check_reasoning(std::string_view text, size_t chunk, bool opened) {
+  const server::ReasoningSplit whole = server::split_reasoning(text, opened);
+  FUZZ_CHECK(whole.reasoning.size() + whole.content.size() <= text.size());
+  server::ReasoningStream stream(opened);
+  server::ReasoningSplit got;
+  for (size_t at = 0; at < text.size();) {
+    const size_t n = std::min(chunk, text.size() - at);
+    const server::ReasoningSplit p = stream.push(text.substr(at, n));
+    got.reasoning += p.reasoning;
+    if (!p.content.empty()) FUZZ_CHECK(got.reasoning == whole.reasoning);
+    got.content += p.content;
+    at += n;
+  }
+  const server::ReasoningSplit rest = stream.finish();
+  FUZZ_CHECK(got.reasoning + rest.reasoning == whole.reasoning);
+  FUZZ_CHECK(got.content + rest.content == whole.content);
+  if (!opened && !text.starts_with(server::kThinkOpen)) FUZZ_CHECK(whole.content == text);
+}
+
 // The same body on Ollama's /api/generate (/api/chat when bit 0 is set): a 400 whose Ollama
 // error document serializes, or a request in range (Ollama's defaults filled in) whose prompt
 // renders; a reply made of the rendered text goes out as Ollama's final document.
@@ -368,6 +393,7 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
   check_messages(flags, body);
   check_responses(body);
   check_ollama(flags, body);
+  check_reasoning(body, kChunks[flags >> 5], flags & 16);
 
   CompletionRequest r;
   try {

@@ -53,11 +53,11 @@ TEST(Reasoning, PiecesAddUpToTheWholeSplitWhereverTheReplyIsCut) {
       while (at < reply.size()) {
         const size_t n = std::min(reply.size() - at, static_cast<size_t>(rng() % 4));
         const ReasoningSplit p = stream.push(std::string_view(reply).substr(at, n));
+        got.reasoning += p.reasoning;
         // Nothing goes out as content before the reasoning has ended.
         if (!p.content.empty()) {
           EXPECT_EQ(got.reasoning, whole.reasoning) << reply;
         }
-        got.reasoning += p.reasoning;
         got.content += p.content;
         at += n;
       }
