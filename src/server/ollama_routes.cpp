@@ -87,8 +87,8 @@ void HttpServer::Impl::ollama_generation(bool chat, const HttpRequest& req, Http
   const auto n = static_cast<int32_t>(prompt.size());
   if (n >= e.n_ctx()) {
     throw invalid_request(
-        str_cat("the prompt is ", n, " tokens, which does not fit this server's ", "context of ",
-                e.n_ctx(), " tokens (its -c; num_ctx cannot ", "change it)"),
+        str_cat("the prompt is ", n, " tokens, which does not fit this server's context of ",
+                e.n_ctx(), " tokens (its -c; num_ctx cannot change it)"),
         chat ? "messages" : "prompt", "context_length_exceeded");
   }
   // num_predict as asked, or until the turn ends: the engine ends the reply where the context
