@@ -310,8 +310,8 @@ TEST(OllamaApi, ResponsesCarryOllamasCountsDurationsAndReasons) {
   EXPECT_EQ(chat_doc["message"], json({{"role", "assistant"}, {"content", ""}}));
   EXPECT_EQ(chat_doc["done_reason"], "length");
   EXPECT_FALSE(chat_doc.contains("context"));
-  EXPECT_EQ(ollama_done_reason(finished(FinishReason::ContextFull)), "length");
-  EXPECT_EQ(ollama_done_reason(finished(FinishReason::Stop)), "stop");
+  EXPECT_STREQ(ollama_done_reason(finished(FinishReason::ContextFull)), "length");
+  EXPECT_STREQ(ollama_done_reason(finished(FinishReason::Stop)), "stop");
 
   const json chunk = ollama_chunk_json(meta, "He");
   EXPECT_EQ(chunk["message"]["content"], "He");
