@@ -12,7 +12,8 @@
 #   SPECDEC_SKIP_ASAN=1          skip the sanitizer pass (quick local runs)
 #   SPECDEC_SKIP_FUZZ=1          skip the fuzz step (scripts/fuzz.sh all 30: each libFuzzer
 #                                target for about 30 s, built with clang-14 in build-fuzz/)
-#   SPECDEC_ASAN_REAL_MODELS=1   also run the RealModel tests under ASan (slow)
+#   SPECDEC_ASAN_REAL_MODELS=1   also run the RealModel tests (and the server suite's real-pair
+#                                tests) under ASan (slow)
 #   SPECDEC_TEST_TIMEOUT=N       per-test timeout in seconds for the Release run (default 300)
 #   SPECDEC_ASAN_TEST_TIMEOUT=N  per-test timeout under ASan (default 600)
 #   SPECDEC_TEST_FILTER=REGEX    only run tests whose names match (ctest -R), both passes
@@ -74,7 +75,8 @@ fi
 # would never pick it: AVX2 where AVX-512 VNNI is the default, and the scalar fallback always.
 for isa in avx2 scalar; do
   step "Release tests on the $isa kernel path (SPECDEC_ISA=$isa, RealModel tests excluded)"
-  if ! SPECDEC_ISA=$isa ctest --test-dir build --output-on-failure -j2 \
+  # SPECDEC_NO_REAL_MODELS: the server suite's real-model tests follow the same rule.
+  if ! SPECDEC_ISA=$isa SPECDEC_NO_REAL_MODELS=1 ctest --test-dir build --output-on-failure -j2 \
       --timeout "${SPECDEC_TEST_TIMEOUT:-300}" --output-log "build/ctest-$isa.log" \
       "${CTEST_FILTER[@]}" -E RealModel; then
     FAILED+=("Release tests (SPECDEC_ISA=$isa)")
@@ -91,8 +93,9 @@ else
   if specdec_build build-asan; then
     step "ASan+UBSan tests"
     ASAN_EXCLUDE=()
-    [[ ${SPECDEC_ASAN_REAL_MODELS:-0} == 1 ]] || ASAN_EXCLUDE=(-E RealModel)
-    if ! ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1} \
+    NO_REAL=0
+    [[ ${SPECDEC_ASAN_REAL_MODELS:-0} == 1 ]] || { ASAN_EXCLUDE=(-E RealModel); NO_REAL=1; }
+    if ! SPECDEC_NO_REAL_MODELS=$NO_REAL ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1} \
          UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
          ctest --test-dir build-asan --output-on-failure -j2 \
            --timeout "${SPECDEC_ASAN_TEST_TIMEOUT:-600}" --output-log build-asan/ctest-asan.log \

@@ -374,6 +374,10 @@ def test_a_model_ollama_pulled_is_served_under_its_ollama_name(cli, models, tmp_
 
 
 def real_pair():
+    if os.environ.get("SPECDEC_NO_REAL_MODELS") == "1":
+        # scripts/test.sh's passes on the lower kernel paths leave the slow real-model tests out
+        # (ctest -E RealModel); its default pass runs this one.
+        pytest.skip("SPECDEC_NO_REAL_MODELS=1: a kernel-path pass without real-model tests")
     d = os.environ.get("SPECDEC_MODELS") or os.path.expanduser("~/.cache/specdec/models")
     paths = [os.path.join(d, n) for n in ("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
                                           "qwen2.5-coder-0.5b-instruct.gguf")]
