@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "common/error.h"
@@ -92,6 +93,14 @@ void scan_ollama(const std::string& root, std::vector<CatalogEntry>& out) {
   }
 }
 
+// `file` in the snapshot refs/main names ("" when there is none).
+fs::path hf_snapshot_file(const fs::path& repo_dir, const std::string& file) {
+  std::ifstream ref(repo_dir / "refs" / "main");
+  std::string revision;
+  if (!ref || !std::getline(ref, revision) || revision.empty()) return {};
+  return repo_dir / "snapshots" / revision / file;
+}
+
 void scan_hf(const std::string& root, std::vector<CatalogEntry>& out) {
   std::error_code ec;
   for (const auto& repo : fs::directory_iterator(root, ec)) {
@@ -120,8 +129,12 @@ void scan_hf(const std::string& root, std::vector<CatalogEntry>& out) {
       e.ref = base + "/" + f;
       try {
         e.file = resolve_model_ref(e.ref, ModelStores{{}, {root}});
-      } catch (const Error&) {
-        continue;  // in another snapshot than the one refs/main names
+      } catch (const Error& err) {
+        const fs::path in_main = hf_snapshot_file(repo.path(), f);
+        if (!in_main.empty() && !fs::is_regular_file(in_main)) {
+          continue;  // in another snapshot than the one refs/main names
+        }
+        e.error = err.what();
       }
       out.push_back(std::move(e));
     }
@@ -150,9 +163,16 @@ void scan_dir(const std::string& dir, std::vector<CatalogEntry>& out) {
 std::vector<CatalogEntry> find_models(const ModelStores& stores,
                                       const std::vector<std::string>& dirs) {
   std::vector<CatalogEntry> found;
-  for (const std::string& root : stores.ollama) scan_ollama(root, found);
-  for (const std::string& root : stores.hf) scan_hf(root, found);
-  for (const std::string& dir : dirs) scan_dir(dir, found);
+  // A store that cannot be listed (permissions, a file vanishing mid-scan) lists what it could.
+  const auto scan = [&found](const auto& fn, const std::string& where) {
+    try {
+      fn(where, found);
+    } catch (const fs::filesystem_error&) {
+    }
+  };
+  for (const std::string& root : stores.ollama) scan(scan_ollama, root);
+  for (const std::string& root : stores.hf) scan(scan_hf, root);
+  for (const std::string& dir : dirs) scan(scan_dir, dir);
   // One entry per file: Ollama's tags of one blob (and a directory symlinked into a store) are
   // aliases of the first reference found.
   std::vector<CatalogEntry> out;

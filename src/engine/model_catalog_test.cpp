@@ -49,6 +49,10 @@ struct Machine {
     fs::create_directories(snap);
     testing::write_tiny_model(small, (snap / "small-q8_0.gguf").string());
     write(snap / "mmproj-small.gguf", "not a language model");
+    write(hf / "models--org--small-GGUF/snapshots/r0/old-only.gguf", "an older revision's");
+    // Two snapshots and no refs/main: which one is meant cannot be told.
+    write(hf / "models--org--twice/snapshots/a/m.gguf", "GGUF");
+    write(hf / "models--org--twice/snapshots/b/m.gguf", "GGUF");
     fs::create_directories(dir);
     testing::write_tiny_model(other, (dir / "other.gguf").string());
     write(dir / "broken.gguf", "junk");
@@ -64,7 +68,7 @@ const CatalogEntry* find(const std::vector<CatalogEntry>& models, const std::str
 TEST(ModelCatalog, FindsEveryStoresModelsAndTheirDraftPairs) {
   const Machine m;
   const std::vector<CatalogEntry> models = find_models(m.stores, {m.dir.string()});
-  ASSERT_EQ(models.size(), 5u);  // big (two tags), gone, small, other, broken
+  ASSERT_EQ(models.size(), 6u);  // big (two tags), gone, small, twice, other, broken
   const CatalogEntry* big = find(models, "ollama:big:7b");
   ASSERT_NE(big, nullptr);
   EXPECT_EQ(big->aliases, std::vector<std::string>{"ollama:big:latest"});
@@ -77,6 +81,10 @@ TEST(ModelCatalog, FindsEveryStoresModelsAndTheirDraftPairs) {
   ASSERT_NE(small, nullptr);
   EXPECT_EQ(small->source, "huggingface");
   EXPECT_EQ(small->vocab_hash, big->vocab_hash);
+  EXPECT_EQ(find(models, "hf:org/small-GGUF/old-only.gguf"), nullptr);  // not refs/main's
+  const CatalogEntry* twice = find(models, "hf:org/twice/m.gguf");
+  ASSERT_NE(twice, nullptr);
+  EXPECT_NE(twice->error.find("no refs/main"), std::string::npos) << twice->error;
   const CatalogEntry* other = find(models, (m.dir / "other.gguf").string());
   ASSERT_NE(other, nullptr);
   EXPECT_NE(other->vocab_hash, big->vocab_hash);
