@@ -36,7 +36,7 @@ PenaltyParams get_penalties(const json& j) {
   }
   const json* bias = field(j, "logit_bias");
   if (bias == nullptr) return pp;
-  if (!bias->is_object()) wrong_type("logit_bias", "an object", *bias);
+  require_object(*bias, "logit_bias");
   constexpr size_t kMaxBiased = 1024;
   if (bias->size() > kMaxBiased) {
     throw invalid_request(
@@ -185,7 +185,7 @@ std::shared_ptr<const Grammar> get_grammar(const json& j, std::string_view body)
     take("guided_regex", regex_rule(*r, "guided_regex"));
   // vLLM's current spelling (0.12 removed the guided_* fields): one object, one constraint.
   if (const json* so = field(j, "structured_outputs")) {
-    if (!so->is_object()) wrong_type("structured_outputs", "an object", *so);
+    require_object(*so, "structured_outputs");
     for (const auto& [key, v] : so->items()) {
       const std::string name = "structured_outputs." + key;
       if (v.is_null()) continue;
@@ -349,7 +349,7 @@ std::vector<ChatMessage> get_messages(const json& body) {
   for (size_t i = 0; i < v->size(); ++i) {
     const json& m = (*v)[i];
     const std::string param = str_cat("messages[", i, "]");
-    if (!m.is_object()) wrong_type(param, "an object", m);
+    require_object(m, param);
     auto role = m.find("role");
     if (role == m.end() || !role->is_string()) {
       throw invalid_request(str_cat("'", param, ".role' must be a string"), param + ".role",
@@ -420,7 +420,7 @@ void get_continuation(const json& j, CompletionRequest& r) {
 void get_template_kwargs(const json& j, CompletionRequest& r) {
   const json* kw = field(j, "chat_template_kwargs");
   if (kw == nullptr) return;
-  if (!kw->is_object()) wrong_type("chat_template_kwargs", "an object", *kw);
+  require_object(*kw, "chat_template_kwargs");
   for (const auto& [key, value] : kw->items()) {
     const std::string param = "chat_template_kwargs." + key;
     if (key != "enable_thinking") {
@@ -580,7 +580,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
     r.prompt_logprobs = static_cast<int32_t>(*n);
   }
   if (const json* so = field(j, "stream_options")) {
-    if (!so->is_object()) wrong_type("stream_options", "an object", *so);
+    require_object(*so, "stream_options");
     r.include_usage = get_bool(*so, "include_usage", false);
   }
   r.speculative = get_bool(j, "speculative", true);

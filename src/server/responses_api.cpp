@@ -20,7 +20,7 @@ std::string content_text(const ordered_json& content, const std::string& param) 
   for (size_t k = 0; k < content.size(); ++k) {
     const std::string p = str_cat(param, "[", k, "]");
     const ordered_json& part = content[k];
-    if (!part.is_object()) wrong_type(p, "an object", part);
+    require_object(part, p);
     const std::string type = required_string(part, "type", p);
     if (type == "input_text" || type == "output_text" || type == "text") {
       out += required_string(part, "text", p);
@@ -54,7 +54,7 @@ ordered_json translate_input(const ordered_json& body) {
   for (size_t i = 0; i < input->size(); ++i) {
     const std::string p = str_cat("input[", i, "]");
     const ordered_json& item = (*input)[i];
-    if (!item.is_object()) wrong_type(p, "an object", item);
+    require_object(item, p);
     const ordered_json* type = field(item, "type");
     if (type != nullptr && !type->is_string()) wrong_type(p + ".type", "a string", *type);
     const std::string t = type != nullptr ? type->get<std::string>() : "message";
@@ -103,7 +103,7 @@ ordered_json translate_tools(const ordered_json& tools) {
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string p = str_cat("tools[", i, "]");
     const ordered_json& t = tools[i];
-    if (!t.is_object()) wrong_type(p, "an object", t);
+    require_object(t, p);
     const std::string type = required_string(t, "type", p);
     if (type != "function") {
       bad_field(p + ".type",
@@ -135,10 +135,10 @@ ordered_json translate_tool_choice(const ordered_json& c) {
 // text.format {type: text | json_object | json_schema (name, schema, strict)} as
 // response_format.
 void translate_text(const ordered_json& text, ordered_json& chat) {
-  if (!text.is_object()) wrong_type("text", "an object", text);
+  require_object(text, "text");
   const ordered_json* format = field(text, "format");
   if (format == nullptr) return;
-  if (!format->is_object()) wrong_type("text.format", "an object", *format);
+  require_object(*format, "text.format");
   const std::string type = required_string(*format, "type", "text.format");
   if (type == "text") return;
   if (type == "json_object") {
