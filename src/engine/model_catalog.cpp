@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "common/error.h"
@@ -93,14 +92,6 @@ void scan_ollama(const std::string& root, std::vector<CatalogEntry>& out) {
   }
 }
 
-// `file` in the snapshot refs/main names ("" when there is none).
-fs::path hf_snapshot_file(const fs::path& repo_dir, const std::string& file) {
-  std::ifstream ref(repo_dir / "refs" / "main");
-  std::string revision;
-  if (!ref || !std::getline(ref, revision) || revision.empty()) return {};
-  return repo_dir / "snapshots" / revision / file;
-}
-
 void scan_hf(const std::string& root, std::vector<CatalogEntry>& out) {
   std::error_code ec;
   for (const auto& repo : fs::directory_iterator(root, ec)) {
@@ -130,8 +121,8 @@ void scan_hf(const std::string& root, std::vector<CatalogEntry>& out) {
       try {
         e.file = resolve_model_ref(e.ref, ModelStores{{}, {root}});
       } catch (const Error& err) {
-        const fs::path in_main = hf_snapshot_file(repo.path(), f);
-        if (!in_main.empty() && !fs::is_regular_file(in_main)) {
+        const std::string main = hf_main_snapshot(repo.path().string());
+        if (!main.empty() && !fs::is_regular_file(fs::path(main) / f)) {
           continue;  // in another snapshot than the one refs/main names
         }
         e.error = err.what();

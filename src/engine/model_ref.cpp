@@ -210,13 +210,8 @@ HfName parse_hf_name(const std::string& ref) {
 
 // The snapshot refs/main names, or the only snapshot there is.
 fs::path hf_snapshot(const fs::path& repo_dir, const std::string& ref) {
+  if (std::string main = hf_main_snapshot(repo_dir.string()); !main.empty()) return main;
   std::error_code ec;
-  std::ifstream main_ref(repo_dir / "refs" / "main");
-  std::string revision;
-  if (main_ref && std::getline(main_ref, revision) && safe_component(revision) &&
-      fs::is_directory(repo_dir / "snapshots" / revision, ec)) {
-    return repo_dir / "snapshots" / revision;
-  }
   std::vector<fs::path> snapshots;
   for (const auto& e : fs::directory_iterator(repo_dir / "snapshots", ec)) {
     if (e.is_directory()) snapshots.push_back(e.path());
@@ -302,6 +297,17 @@ ModelStores model_stores() {
 
 bool is_model_ref(const std::string& ref) {
   return ref.starts_with(kOllamaPrefix) || ref.starts_with(kHfPrefix);
+}
+
+std::string hf_main_snapshot(const std::string& repo_dir) {
+  std::ifstream main_ref(fs::path(repo_dir) / "refs" / "main");
+  std::string revision;
+  std::error_code ec;
+  if (main_ref && std::getline(main_ref, revision) && safe_component(revision) &&
+      fs::is_directory(fs::path(repo_dir) / "snapshots" / revision, ec)) {
+    return (fs::path(repo_dir) / "snapshots" / revision).string();
+  }
+  return "";
 }
 
 std::string resolve_model_ref(const std::string& ref, const ModelStores& stores) {

@@ -49,4 +49,8 @@ std::string model_ref_name(const std::string& ref);
 // Whether `ref` is an ollama: or hf: reference rather than a path.
 bool is_model_ref(const std::string& ref);
 
+// In a hub cache's models--ORG--REPO directory: the snapshot directory refs/main names, or ""
+// when refs/main is absent or names no snapshot there.
+std::string hf_main_snapshot(const std::string& repo_dir);
+
 }  // namespace specdec
