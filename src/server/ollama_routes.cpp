@@ -21,6 +21,14 @@ int64_t elapsed_ns(std::chrono::steady_clock::time_point since) {
       .count();
 }
 
+// /api/generate's `context`: the prompt's ids and the reply's, which a next request continues.
+std::vector<int32_t> conversation_ids(const std::vector<int32_t>& prompt,
+                                      const GenerationResult& result) {
+  std::vector<int32_t> ids = prompt;
+  ids.insert(ids.end(), result.tokens.begin(), result.tokens.end());
+  return ids;
+}
+
 }  // namespace
 
 void HttpServer::Impl::check_ollama_model(const std::string& sent) const {
@@ -112,11 +120,8 @@ void HttpServer::Impl::ollama_generation(bool chat, const HttpRequest& req, Http
   const SplitReply reply =
       meta.tool_names.empty() ? SplitReply{split.content, {}}
                               : split_tool_calls(split.content, meta.tool_names, meta.tool_id_seed);
-  std::vector<int32_t> context;
-  if (with_context) {
-    context = prompt;
-    context.insert(context.end(), result.tokens.begin(), result.tokens.end());
-  }
+  const std::vector<int32_t> context =
+      with_context ? conversation_ids(prompt, result) : std::vector<int32_t>{};
   json doc = ollama_done_json(meta, result, elapsed_ns(start), with_context ? &context : nullptr,
                               &reply, split.reasoning);
   if (r.logprobs >= 0) doc["logprobs"] = ollama_logprobs_json(tok, r, result.logprobs);
@@ -181,11 +186,8 @@ void HttpServer::Impl::ollama_stream(const std::shared_ptr<Job>& job, const Olla
     return give_up();
   }
   const GenerationResult& result = job->result();
-  std::vector<int32_t> context;
-  if (with_context) {
-    context = prompt;
-    context.insert(context.end(), result.tokens.begin(), result.tokens.end());
-  }
+  const std::vector<int32_t> context =
+      with_context ? conversation_ids(prompt, result) : std::vector<int32_t>{};
   // Entries left (of the end token, or of text that did not go out) ride on the last document.
   json done =
       ollama_done_json(meta, result, elapsed_ns(start), with_context ? &context : nullptr, nullptr);
