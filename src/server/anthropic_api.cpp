@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "server/json_fields.h"
 #include "server/openai_format.h"
+#include "server/reasoning.h"
 #include "server/translated_request.h"
 
 namespace specdec::server {
@@ -262,8 +263,9 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only)
       if (!s->is_array()) wrong_type("stop_sequences", "an array of strings", *s);
       oai["stop"] = *s;
     }
-    // specdec's own extensions, as the chat endpoint takes them.
-    for (const char* name : {"seed", "min_p", "speculative", "draft_max", "ignore_eos"}) {
+    // specdec's own extensions and llama-server's GBNF grammar, as the chat endpoint takes them.
+    for (const char* name :
+         {"seed", "min_p", "speculative", "draft_max", "ignore_eos", "grammar"}) {
       if (const ordered_json* v = field(j, name)) oai[name] = *v;
     }
   }
@@ -286,9 +288,8 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only)
     // effort: how long a reasoning model thinks; this model does not, so it changes nothing.
   }
   // thinking: {type: enabled | disabled | adaptive}. A thinking model's template is switched
-  // off by disabled (and left to reason otherwise); its reasoning stays in the reply's text, as
-  // no thinking blocks are written (their signatures are Anthropic's own). Other models do not
-  // reason, so for them it changes nothing.
+  // off by disabled (and left to reason otherwise); its reasoning comes back as a thinking
+  // block. Other models do not reason, so for them it changes nothing.
   std::optional<bool> thinking;
   if (const ordered_json* t = field(j, "thinking")) {
     const std::string type = block_type(*t, "thinking");
@@ -386,9 +387,14 @@ json anthropic_usage_json(const GenerationStats& s) {
 }
 
 json message_json(const MessagesMeta& meta, const GenerationResult& result) {
-  const SplitReply reply = split_reply(meta, result.text);
+  const ReasoningSplit thought = meta.reasoning ? split_reasoning(result.text, meta.thinking_opened)
+                                                : ReasoningSplit{"", result.text};
+  const SplitReply reply = split_reply(meta, thought.content);
   const bool tool_use = !reply.calls.empty();
   json content = json::array();
+  if (!thought.reasoning.empty()) {
+    content.push_back({{"type", "thinking"}, {"thinking", thought.reasoning}, {"signature", ""}});
+  }
   if (!reply.content.empty()) content.push_back({{"type", "text"}, {"text", reply.content}});
   for (const ToolCall& c : reply.calls) {
     content.push_back(
@@ -427,6 +433,24 @@ json text_block_start_json(int32_t index) {
   return json{{"type", "content_block_start"},
               {"index", index},
               {"content_block", {{"type", "text"}, {"text", ""}}}};
+}
+
+json thinking_block_start_json(int32_t index) {
+  return json{{"type", "content_block_start"},
+              {"index", index},
+              {"content_block", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}}};
+}
+
+json thinking_delta_json(int32_t index, std::string_view thinking) {
+  return json{{"type", "content_block_delta"},
+              {"index", index},
+              {"delta", {{"type", "thinking_delta"}, {"thinking", thinking}}}};
+}
+
+json signature_delta_json(int32_t index) {
+  return json{{"type", "content_block_delta"},
+              {"index", index},
+              {"delta", {{"type", "signature_delta"}, {"signature", ""}}}};
 }
 
 json text_delta_json(int32_t index, std::string_view text) {

@@ -38,6 +38,10 @@ struct MessagesMeta {
   std::string model;                    // as the request named it
   std::vector<std::string> tool_names;  // empty: the reply is text only
   uint64_t tool_id_seed = 0;            // makes the tool_use ids
+  // A thinking model's replies: a leading <think> block is a thinking content block
+  // (server/reasoning.h); `thinking_opened`: the prefill left the block open.
+  bool reasoning = false;
+  bool thinking_opened = false;
 };
 
 // The reply split into its text and tool calls (ids "toolu_..."), as the response carries it.
@@ -50,7 +54,9 @@ const char* anthropic_stop_reason(const GenerationResult& result, bool tool_use)
 // (those reused from a slot's cache), cache_creation_input_tokens 0, output_tokens.
 nlohmann::json anthropic_usage_json(const GenerationStats& stats);
 
-// The whole response (stream false).
+// The whole response (stream false): a thinking block first when the reply reasons (its
+// signature empty: there is no Anthropic key to sign it with, and this server ignores the
+// signatures of thinking blocks sent back), then text and tool_use blocks.
 nlohmann::json message_json(const MessagesMeta& meta, const GenerationResult& result);
 
 // Streaming. One event: "event: <type>\ndata: <json>\n\n" (invalid UTF-8 replaced).
@@ -59,6 +65,10 @@ std::string anthropic_event(const nlohmann::json& data);
 // (the cache's share is known once the generation ends, and message_delta then says it).
 nlohmann::json message_start_json(const MessagesMeta& meta, int32_t prompt_tokens);
 nlohmann::json text_block_start_json(int32_t index);
+nlohmann::json thinking_block_start_json(int32_t index);
+nlohmann::json thinking_delta_json(int32_t index, std::string_view thinking);
+// Closes a thinking block's content before its content_block_stop, as Anthropic's stream does.
+nlohmann::json signature_delta_json(int32_t index);
 nlohmann::json text_delta_json(int32_t index, std::string_view text);
 nlohmann::json tool_use_block_start_json(int32_t index, const ToolCall& call);
 // The call's whole input as one input_json_delta (the call is complete when it is sent).

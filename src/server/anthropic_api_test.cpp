@@ -286,6 +286,36 @@ TEST(AnthropicApi, ToolCallsBecomeToolUseBlocks) {
       text);
 }
 
+TEST(AnthropicApi, AThinkingModelsReasoningIsAThinkingBlock) {
+  MessagesMeta meta{"msg_5", "m", {"add"}, 9, /*reasoning=*/true, /*thinking_opened=*/false};
+  const std::string call =
+      "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2}}\n</tool_call>";
+  const json doc = message_json(
+      meta, result_of("<think>\nAdd them.\n</think>\n\nSure.\n" + call, FinishReason::Stop));
+  ASSERT_EQ(doc["content"].size(), 3u);
+  EXPECT_EQ(doc["content"][0],
+            json({{"type", "thinking"}, {"thinking", "Add them."}, {"signature", ""}}));
+  EXPECT_EQ(doc["content"][1], json({{"type", "text"}, {"text", "Sure."}}));
+  EXPECT_EQ(doc["content"][2]["type"], "tool_use");
+  EXPECT_EQ(doc["stop_reason"], "tool_use");
+  // A prefill that opened the block: the reply starts inside it.
+  meta.thinking_opened = true;
+  const json opened = message_json(meta, result_of("so 5.\n</think>\n\n5", FinishReason::Stop));
+  EXPECT_EQ(opened["content"][0]["thinking"], "so 5.");
+  EXPECT_EQ(opened["content"][1]["text"], "5");
+  // Without the template's tags the same text is all text.
+  const json plain = message_json({"msg_6", "m", {}, 9},
+                                  result_of("<think>\nx\n</think>\n\ny", FinishReason::Stop));
+  ASSERT_EQ(plain["content"].size(), 1u);
+  EXPECT_EQ(plain["content"][0]["text"], "<think>\nx\n</think>\n\ny");
+  // The stream's events.
+  EXPECT_EQ(thinking_block_start_json(0)["content_block"],
+            json({{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}));
+  EXPECT_EQ(thinking_delta_json(0, "Add")["delta"],
+            json({{"type", "thinking_delta"}, {"thinking", "Add"}}));
+  EXPECT_EQ(signature_delta_json(0)["delta"]["type"], "signature_delta");
+}
+
 TEST(AnthropicApi, EventsAreNamedByTheirType) {
   EXPECT_EQ(anthropic_event(message_stop_json()),
             "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");

@@ -1,6 +1,7 @@
 // Anthropic's Messages API: POST /v1/messages (whole or streamed) and
 // /v1/messages/count_tokens (server/anthropic_api.h holds the request and response shapes).
 #include <functional>
+#include <optional>
 
 #include "common/error.h"
 #include "server/http_server_impl.h"
@@ -34,6 +35,8 @@ void HttpServer::Impl::messages(const HttpRequest& req, HttpResponder& res) {
   meta.model = r.model.empty() ? config.model_id : r.model;
   for (const ToolSpec& t : r.tools.tools) meta.tool_names.push_back(t.name);
   meta.tool_id_seed = std::hash<std::string>{}(meta.id);
+  meta.reasoning = splits_reasoning(r, e);
+  meta.thinking_opened = thinking_opened(r);
   if (r.stream) return messages_stream(jobs[0], meta, n, res);
   if (!wait_all(jobs, res)) return;
   const Job& j = *jobs[0];
@@ -56,15 +59,35 @@ void HttpServer::Impl::messages_stream(const std::shared_ptr<Job>& job, const Me
   size_t sent = 0;
   int32_t index = 0;
   bool text_open = false;
+  bool thinking_open = false;
+  // A thinking model's reasoning is the first block; it closes when the text (or the end) comes.
+  const auto close_thinking = [&] {
+    if (!thinking_open) return true;
+    thinking_open = false;
+    return send(signature_delta_json(index)) && send(block_stop_json(index++));
+  };
+  std::optional<ReasoningRelay> thinking;
+  if (meta.reasoning) {
+    thinking.emplace(ReasoningRelay{ReasoningStream(meta.thinking_opened), [&](std::string_view t) {
+                                      if (!thinking_open &&
+                                          !send(thinking_block_start_json(index))) {
+                                        return false;
+                                      }
+                                      thinking_open = true;
+                                      return send(thinking_delta_json(index, t));
+                                    }});
+  }
   const auto send_text = [&](std::string_view text) {
     if (text.empty()) return true;
+    if (!close_thinking()) return false;
     if (!text_open && !send(text_block_start_json(index))) return false;
     text_open = true;
     return send(text_delta_json(index, text));
   };
-  const std::optional<std::string> relayed = relay_text(job, tools, res, send_text, sent);
+  const std::optional<std::string> relayed =
+      relay_text(job, tools, res, send_text, sent, nullptr, thinking ? &*thinking : nullptr);
   if (!relayed) return;
-  const std::string& reply = *relayed;
+  const std::string& reply = *relayed;  // what follows the reasoning
   if (const std::optional<ApiError> err = job_error(*job)) {
     if (send(anthropic_error_json(*err))) res.end_stream();
     return;
@@ -73,6 +96,7 @@ void HttpServer::Impl::messages_stream(const std::shared_ptr<Job>& job, const Me
   const bool tool_use = !split.calls.empty();
   // No calls: what was held back is text after all.
   if (!tool_use && !send_text(std::string_view(reply).substr(sent))) return give_up();
+  if (!close_thinking()) return give_up();
   if (text_open && !send(block_stop_json(index++))) return give_up();
   for (const ToolCall& call : split.calls) {
     if (!send(tool_use_block_start_json(index, call)) ||

@@ -127,11 +127,26 @@ bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Jo
 std::optional<std::string> relay_text(const std::shared_ptr<Job>& job, bool hold_calls,
                                       HttpResponder& res,
                                       const std::function<bool(std::string_view)>& send_text,
-                                      size_t& sent, std::vector<TokenLogprob>* logprobs) {
+                                      size_t& sent, std::vector<TokenLogprob>* logprobs,
+                                      ReasoningRelay* reasoning) {
   std::string reply;
   for (bool done = false; !done;) {
     std::string text;
     done = job->wait(text, kPollInterval, logprobs);
+    if (reasoning != nullptr) {
+      // The reasoning goes out first; only what follows the block is the reply.
+      ReasoningSplit piece = reasoning->split.push(text);
+      if (done) {
+        ReasoningSplit rest = reasoning->split.finish();
+        piece.reasoning += rest.reasoning;
+        piece.content += rest.content;
+      }
+      if (!piece.reasoning.empty() && !reasoning->send(piece.reasoning)) {
+        job->cancel();
+        return std::nullopt;
+      }
+      text = std::move(piece.content);
+    }
     if (text.empty()) {
       if (!done && res.peer_closed()) {
         job->cancel();

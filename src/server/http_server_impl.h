@@ -44,15 +44,24 @@ void cancel_jobs(const std::vector<std::shared_ptr<Job>>& jobs);
 // newline-delimited JSON); false (the jobs cancelled) when that failed.
 bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Job>>& jobs,
                         const char* content_type = "text/event-stream");
+// A thinking model's reasoning, split off a relayed reply before its text is: `send` gets each
+// piece of the reasoning as it comes (server/reasoning.h).
+struct ReasoningRelay {
+  ReasoningStream split;
+  std::function<bool(std::string_view)> send;
+};
 // Relays one job's text as it comes: `send_text` gets each piece that may go out (with
 // `hold_calls`, what may still become tool calls is held back: streamable_content); `sent` is
 // how much of the reply it got; with `logprobs`, the entries of the tokens behind the text
-// received so far are appended there before send_text sees it. Returns the whole reply once the
-// job is done, or nullopt when the client left or send_text failed (the job is then cancelled).
+// received so far are appended there before send_text (or reasoning->send) sees it. With
+// `reasoning`, a leading reasoning block goes to reasoning->send and the reply is what follows
+// it. Returns the whole reply once the job is done, or nullopt when the client left or a send
+// failed (the job is then cancelled).
 std::optional<std::string> relay_text(const std::shared_ptr<Job>& job, bool hold_calls,
                                       HttpResponder& res,
                                       const std::function<bool(std::string_view)>& send_text,
-                                      size_t& sent, std::vector<TokenLogprob>* logprobs = nullptr);
+                                      size_t& sent, std::vector<TokenLogprob>* logprobs = nullptr,
+                                      ReasoningRelay* reasoning = nullptr);
 // Why a finished job has no result to send (it failed, or the server stopped it); nullopt when
 // it has one.
 std::optional<ApiError> job_error(const Job& job);

@@ -156,32 +156,27 @@ void HttpServer::Impl::ollama_stream(const std::shared_ptr<Job>& job, const Olla
     return text.empty() || send(with_logprobs(ollama_chunk_json(meta, text)));
   };
   // A thinking model's reasoning goes out as `thinking` chunks before the content.
-  std::optional<ReasoningStream> thinking;
-  if (meta.reasoning) thinking.emplace(meta.thinking_opened);
-  const auto send_split = [&](const ReasoningSplit& piece) {
-    return (piece.reasoning.empty() ||
-            send(with_logprobs(ollama_thinking_chunk_json(meta, piece.reasoning)))) &&
-           send_content(piece.content);
-  };
-  const auto send_text = [&](std::string_view text) {
-    return thinking ? send_split(thinking->push(text)) : send_content(text);
-  };
+  std::optional<ReasoningRelay> thinking;
+  if (meta.reasoning) {
+    thinking.emplace(ReasoningRelay{ReasoningStream(meta.thinking_opened), [&](std::string_view t) {
+                                      return send(
+                                          with_logprobs(ollama_thinking_chunk_json(meta, t)));
+                                    }});
+  }
   const std::optional<std::string> relayed =
-      relay_text(job, tools, res, send_text, sent, r.logprobs >= 0 ? &entries : nullptr);
+      relay_text(job, tools, res, send_content, sent, r.logprobs >= 0 ? &entries : nullptr,
+                 thinking ? &*thinking : nullptr);
   if (!relayed) return;
-  const std::string& reply = *relayed;
+  const std::string& content = *relayed;  // what follows the reasoning
   if (const std::optional<ApiError> err = job_error(*job)) {
     if (send(ollama_error_json(*err))) res.end_stream();
     return;
   }
-  const std::string content =
-      meta.reasoning ? split_reasoning(reply, meta.thinking_opened).content : reply;
   const SplitReply split = tools ? split_tool_calls(content, meta.tool_names, meta.tool_id_seed)
                                  : SplitReply{content, {}};
   if (split.calls.empty()) {
     // No calls: what was held back is text after all.
-    if (!send_text(std::string_view(reply).substr(sent))) return give_up();
-    if (thinking && !send_split(thinking->finish())) return give_up();
+    if (!send_content(std::string_view(content).substr(sent))) return give_up();
   } else if (!send(with_logprobs(ollama_tool_calls_chunk_json(meta, split.calls)))) {
     return give_up();
   }

@@ -88,4 +88,18 @@ ReasoningSplit split_reasoning(std::string_view reply, bool opened) {
   return out;
 }
 
+int64_t count_reasoning_tokens(const Tokenizer& tokenizer, std::span<const int32_t> tokens,
+                               bool reasoning) {
+  if (!reasoning) return 0;
+  std::string text;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string piece = tokenizer.token_bytes(tokens[i]);
+    // Only where this piece ends the tag can it first appear.
+    const size_t from = text.size() > kThinkClose.size() ? text.size() - kThinkClose.size() : 0;
+    text += piece;
+    if (text.find(kThinkClose, from) != std::string::npos) return static_cast<int64_t>(i + 1);
+  }
+  return static_cast<int64_t>(tokens.size());
+}
+
 }  // namespace specdec::server

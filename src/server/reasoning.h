@@ -5,8 +5,12 @@
 // (ChatTemplate::thinking()): anywhere else "<think>" is ordinary text.
 #pragma once
 
+#include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+
+#include "tokenizer/tokenizer.h"
 
 namespace specdec::server {
 
@@ -22,6 +26,12 @@ struct ReasoningSplit {
 // reasoning: the reply ended inside it); a reply that does not open with the tag is all content.
 // `opened`: the prompt itself ended with "<think>", so the reply starts inside the block.
 ReasoningSplit split_reasoning(std::string_view reply, bool opened = false);
+
+// How many of a reply's tokens are its reasoning (OpenAI's usage.output_tokens_details
+// .reasoning_tokens): those up to the one that completes "</think>", or all of them when the
+// block never closes; 0 when `reasoning` (split_reasoning found some) is false.
+int64_t count_reasoning_tokens(const Tokenizer& tokenizer, std::span<const int32_t> tokens,
+                               bool reasoning);
 
 // The same split for a reply that arrives in pieces: push() returns what can go out now (text
 // that might still be the start of a tag is held), finish() the rest. The pieces add up to

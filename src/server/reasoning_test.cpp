@@ -83,5 +83,24 @@ TEST(Reasoning, TextGoesOutAsSoonAsItCannotBeATag) {
   EXPECT_EQ(plain.push("Hello").content, "Hello");  // not the tag: content at once
 }
 
+// The tags as single (user-defined) tokens, as Qwen3 has them, or spelled in pieces.
+TEST(Reasoning, ReasoningTokensRunToTheOneThatClosesTheBlock) {
+  VocabData vocab;
+  vocab.pre = "gpt2";
+  vocab.tokens = {"<|endoftext|>", "<think>", "</think>", "a", "b", "</", "think", ">"};
+  vocab.token_types = {kTokenControl, kTokenUserDefined, kTokenUserDefined, kTokenNormal,
+                       kTokenNormal,  kTokenNormal,      kTokenNormal,      kTokenNormal};
+  vocab.merges = {"a b"};
+  vocab.eos = 0;
+  const Tokenizer tok = Tokenizer::from_vocab(vocab);
+  const std::vector<int32_t> whole = {1, 3, 3, 2, 4, 4};  // <think>aa</think>bb
+  EXPECT_EQ(count_reasoning_tokens(tok, whole, true), 4);
+  EXPECT_EQ(count_reasoning_tokens(tok, whole, false), 0);
+  const std::vector<int32_t> spelled = {1, 3, 5, 6, 7, 4};  // <think>a</ think >b
+  EXPECT_EQ(count_reasoning_tokens(tok, spelled, true), 5);
+  const std::vector<int32_t> open = {3, 3, 4};  // the block never closes: all reasoning
+  EXPECT_EQ(count_reasoning_tokens(tok, open, true), 3);
+}
+
 }  // namespace
 }  // namespace specdec::server

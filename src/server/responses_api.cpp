@@ -1,8 +1,12 @@
 #include "server/responses_api.h"
 
+#include <algorithm>
+#include <array>
+
 #include "common/error.h"
 #include "server/json_fields.h"
 #include "server/openai_format.h"
+#include "server/reasoning.h"
 #include "server/translated_request.h"
 
 namespace specdec::server {
@@ -217,9 +221,10 @@ ResponsesRequest parse_responses_request(std::string_view body) {
   if (const ordered_json* m = field(j, "model")) chat["model"] = *m;
   chat["messages"] = translate_input(j);
   if (const ordered_json* m = field(j, "max_output_tokens")) chat["max_tokens"] = *m;
-  // Sampling, and specdec's and vLLM's extensions, as the chat endpoint takes them.
+  // Sampling, and specdec's, vLLM's and llama-server's (grammar) extensions, as the chat
+  // endpoint takes them.
   for (const char* name : {"temperature", "top_p", "parallel_tool_calls", "stream", "seed", "top_k",
-                           "min_p", "speculative", "draft_max", "ignore_eos"}) {
+                           "min_p", "speculative", "draft_max", "ignore_eos", "grammar"}) {
     if (const ordered_json* v = field(j, name)) chat[name] = *v;
   }
   if (const ordered_json* t = field(j, "tools")) chat["tools"] = translate_tools(*t);
@@ -227,9 +232,20 @@ ResponsesRequest parse_responses_request(std::string_view body) {
     chat["tool_choice"] = translate_tool_choice(*c);
   }
   if (const ordered_json* t = field(j, "text")) translate_text(*t, chat);
-  // reasoning (effort, summary): the model has no separate reasoning, so it changes nothing.
-  if (const ordered_json* r = field(j, "reasoning"); r != nullptr && !r->is_object()) {
-    wrong_type("reasoning", "an object", *r);
+  // reasoning.effort "none" switches a thinking model's thinking off (the empty block, as
+  // enable_thinking false writes it); other efforts leave it to think, since its template has
+  // no budget to set. summary: the reasoning item carries the whole text, never a summary.
+  if (const ordered_json* r = field(j, "reasoning"); r != nullptr && !r->is_null()) {
+    require_object(*r, "reasoning");
+    if (const ordered_json* effort = field(*r, "effort"); effort != nullptr && !effort->is_null()) {
+      static constexpr std::array<std::string_view, 6> kEfforts = {"none",   "minimal", "low",
+                                                                   "medium", "high",    "xhigh"};
+      if (!effort->is_string() || std::find(kEfforts.begin(), kEfforts.end(),
+                                            effort->get<std::string>()) == kEfforts.end()) {
+        bad_field("reasoning.effort", "must be one of none, minimal, low, medium, high or xhigh");
+      }
+      if (*effort == "none") chat["chat_template_kwargs"] = {{"enable_thinking", false}};
+    }
   }
   ResponsesRequest out;
   out.chat = parse_translated_chat(chat, responses_param);
@@ -256,12 +272,27 @@ std::string hex_of(const ResponsesMeta& meta) { return meta.id.substr(meta.id.fi
 
 }  // namespace
 
+json reasoning_item_json(const ResponsesMeta& meta, std::string_view text, bool done) {
+  json content = json::array();
+  if (done) content.push_back({{"type", "reasoning_text"}, {"text", text}});
+  return {{"id", "rs_" + hex_of(meta)},
+          {"type", "reasoning"},
+          {"status", done ? "completed" : "in_progress"},
+          {"summary", json::array()},
+          {"content", std::move(content)}};
+}
+
 json output_items(const ResponsesMeta& meta, const GenerationResult& result) {
-  const SplitReply reply = meta.tool_names.empty()
-                               ? SplitReply{result.text, {}}
-                               : split_tool_calls(result.text, meta.tool_names, meta.tool_id_seed);
+  const ReasoningSplit thought = meta.reasoning ? split_reasoning(result.text, meta.thinking_opened)
+                                                : ReasoningSplit{"", result.text};
+  const SplitReply reply =
+      meta.tool_names.empty()
+          ? SplitReply{thought.content, {}}
+          : split_tool_calls(thought.content, meta.tool_names, meta.tool_id_seed);
   json items = json::array();
   const std::string hex = hex_of(meta);
+  if (!thought.reasoning.empty())
+    items.push_back(reasoning_item_json(meta, thought.reasoning, true));
   if (!reply.content.empty() || reply.calls.empty()) {
     items.push_back({{"id", "msg_" + hex},
                      {"type", "message"},
@@ -299,7 +330,8 @@ json response_in_progress_json(const ResponsesMeta& meta) {
   return response_base(meta, "in_progress");
 }
 
-json response_json(const ResponsesMeta& meta, const GenerationResult& result) {
+json response_json(const ResponsesMeta& meta, const GenerationResult& result,
+                   int64_t reasoning_tokens) {
   const bool cut =
       result.finish == FinishReason::Length || result.finish == FinishReason::ContextFull;
   json doc = response_base(meta, cut ? "incomplete" : "completed");
@@ -309,7 +341,7 @@ json response_json(const ResponsesMeta& meta, const GenerationResult& result) {
   doc["usage"] = {{"input_tokens", s.prompt_tokens},
                   {"input_tokens_details", {{"cached_tokens", s.cached_tokens}}},
                   {"output_tokens", s.generated_tokens},
-                  {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                  {"output_tokens_details", {{"reasoning_tokens", reasoning_tokens}}},
                   {"total_tokens", s.prompt_tokens + s.generated_tokens}};
   doc["specdec"] = specdec_stats_json(s);
   return doc;

@@ -41,15 +41,24 @@ struct ResponsesMeta {
   std::vector<std::string> tool_names;  // empty: the reply is text only
   uint64_t tool_id_seed = 0;
   nlohmann::json echo;  // ResponsesRequest::echo
+  // A thinking model's replies: a leading <think> block is a reasoning item
+  // (server/reasoning.h); `thinking_opened`: the prefill left the block open.
+  bool reasoning = false;
+  bool thinking_opened = false;
 };
 
-// The reply as output items: a message with one output_text part (when there is text, or no
-// call), then one function_call item per call ("fc_..." items, "call_..." call ids).
+// The reply as output items: a thinking model's reasoning item ("rs_...", its text one
+// reasoning_text part, as vLLM returns it), a message with one output_text part (when there is
+// text, or no call), then one function_call item per call ("fc_..." items, "call_..." call ids).
 nlohmann::json output_items(const ResponsesMeta& meta, const GenerationResult& result);
+// The reasoning item, whole (status completed) or as it opens (no text yet, in_progress).
+nlohmann::json reasoning_item_json(const ResponsesMeta& meta, std::string_view text, bool done);
 
 // The response object: status completed, or incomplete (incomplete_details.reason
-// max_output_tokens) when the length or the context ended it; usage with cached tokens.
-nlohmann::json response_json(const ResponsesMeta& meta, const GenerationResult& result);
+// max_output_tokens) when the length or the context ended it; usage with cached tokens and
+// `reasoning_tokens` (count_reasoning_tokens).
+nlohmann::json response_json(const ResponsesMeta& meta, const GenerationResult& result,
+                             int64_t reasoning_tokens = 0);
 // The object before any output: status in_progress, output empty, usage null.
 nlohmann::json response_in_progress_json(const ResponsesMeta& meta);
 

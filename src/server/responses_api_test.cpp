@@ -189,6 +189,41 @@ TEST(ResponsesApi, CallsAreFunctionCallItems) {
   EXPECT_EQ(only[0]["type"], "function_call");
 }
 
+TEST(ResponsesApi, AThinkingModelsReasoningIsAReasoningItem) {
+  ResponsesMeta meta{"resp_abc", 1, "m", {"add"}, 5, json::object(), /*reasoning=*/true};
+  const std::string call =
+      "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>";
+  const json doc = response_json(
+      meta, result_of("<think>\nAdd.\n</think>\n\nOK.\n" + call, FinishReason::Stop), 4);
+  const json& items = doc["output"];
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(items[0], json({{"id", "rs_abc"},
+                            {"type", "reasoning"},
+                            {"status", "completed"},
+                            {"summary", json::array()},
+                            {"content", {{{"type", "reasoning_text"}, {"text", "Add."}}}}}));
+  EXPECT_EQ(items[1]["content"][0]["text"], "OK.");
+  EXPECT_EQ(items[2]["type"], "function_call");
+  EXPECT_EQ(doc["usage"]["output_tokens_details"]["reasoning_tokens"], 4);
+  // No reasoning in the reply: no item.
+  EXPECT_EQ(output_items(meta, result_of("Hi", FinishReason::Stop))[0]["type"], "message");
+  const json opening = reasoning_item_json(meta, "", false);
+  EXPECT_EQ(opening["status"], "in_progress");
+  EXPECT_EQ(opening["content"], json::array());
+}
+
+TEST(ResponsesApi, EffortNoneSwitchesThinkingOff) {
+  EXPECT_FALSE(parse({{"input", "x"}}).chat.enable_thinking.has_value());
+  EXPECT_EQ(parse({{"input", "x"}, {"reasoning", {{"effort", "none"}}}}).chat.enable_thinking,
+            false);
+  EXPECT_FALSE(parse({{"input", "x"}, {"reasoning", {{"effort", "high"}, {"summary", "auto"}}}})
+                   .chat.enable_thinking.has_value());
+  EXPECT_FALSE(parse({{"input", "x"}, {"reasoning", nullptr}}).chat.enable_thinking.has_value());
+  EXPECT_EQ(refused({{"input", "x"}, {"reasoning", {{"effort", "extreme"}}}}), "reasoning.effort");
+  EXPECT_EQ(refused({{"input", "x"}, {"reasoning", {{"effort", 3}}}}), "reasoning.effort");
+  EXPECT_EQ(refused({{"input", "x"}, {"reasoning", "high"}}), "reasoning");
+}
+
 TEST(ResponsesApi, EventsAreNumberedInOrder) {
   ResponseEvents events;
   EXPECT_EQ(events({{"type", "response.created"}}),

@@ -9,6 +9,18 @@ namespace specdec::server {
 
 using nlohmann::json;
 
+namespace {
+
+// The response object with its reasoning tokens counted.
+json final_response(const ResponsesMeta& meta, const GenerationResult& result, const Engine& e) {
+  const bool reasoned =
+      meta.reasoning && !split_reasoning(result.text, meta.thinking_opened).reasoning.empty();
+  return response_json(meta, result,
+                       count_reasoning_tokens(e.tokenizer(), result.tokens, reasoned));
+}
+
+}  // namespace
+
 void HttpServer::Impl::responses(const HttpRequest& req, HttpResponder& res) {
   Engine& e = ready_engine();
   if (draining.load()) throw shutting_down_error();
@@ -34,16 +46,19 @@ void HttpServer::Impl::responses(const HttpRequest& req, HttpResponder& res) {
   for (const ToolSpec& t : r.chat.tools.tools) meta.tool_names.push_back(t.name);
   meta.tool_id_seed = std::hash<std::string>{}(meta.id);
   meta.echo = r.echo;
+  meta.reasoning = splits_reasoning(r.chat, e);
+  meta.thinking_opened = thinking_opened(r.chat);
   if (r.chat.stream) return responses_stream(jobs[0], meta, res);
   if (!wait_all(jobs, res)) return;
   const Job& j = *jobs[0];
   if (std::optional<ApiError> err = job_error(j)) throw *err;
-  res.send(200, "application/json", to_wire(response_json(meta, j.result())));
+  res.send(200, "application/json", to_wire(final_response(meta, j.result(), e)));
 }
 
-// The events: response.created and .in_progress; the message item (added when its first
-// non-space text is, then its output_text part and deltas); at the end the message's done
-// events, each function call's item with its arguments, and response.completed (or
+// The events: response.created and .in_progress; a thinking model's reasoning item (its
+// reasoning_text part and deltas, closed when the answer starts); the message item (added when
+// its first non-space text is, then its output_text part and deltas); at the end the message's
+// done events, each function call's item with its arguments, and response.completed (or
 // .incomplete) holding the same items.
 void HttpServer::Impl::responses_stream(const std::shared_ptr<Job>& job, const ResponsesMeta& meta,
                                         HttpResponder& res) {
@@ -57,6 +72,60 @@ void HttpServer::Impl::responses_stream(const std::shared_ptr<Job>& job, const R
       !send({{"type", "response.in_progress"}, {"response", in_progress}})) {
     return give_up();
   }
+  size_t next_index = 0;  // the output index the next item opens at
+
+  // A thinking model's reasoning: one item, opened by its first piece.
+  const json reasoning_part = {{"type", "reasoning_text"}, {"text", ""}};
+  std::string reasoning;
+  std::optional<size_t> reasoning_index;
+  bool reasoning_open = false;
+  const auto close_reasoning = [&] {
+    if (!reasoning_open) return true;
+    reasoning_open = false;
+    const json item = reasoning_item_json(meta, reasoning, true);
+    json done_part = reasoning_part;
+    done_part["text"] = reasoning;
+    const json& id = item["id"];
+    return send({{"type", "response.reasoning_text.done"},
+                 {"item_id", id},
+                 {"output_index", *reasoning_index},
+                 {"content_index", 0},
+                 {"text", reasoning}}) &&
+           send({{"type", "response.content_part.done"},
+                 {"item_id", id},
+                 {"output_index", *reasoning_index},
+                 {"content_index", 0},
+                 {"part", done_part}}) &&
+           send({{"type", "response.output_item.done"},
+                 {"output_index", *reasoning_index},
+                 {"item", item}});
+  };
+  std::optional<ReasoningRelay> thinking;
+  if (meta.reasoning) {
+    const auto send_reasoning = [&](std::string_view text) {
+      const json opening = reasoning_item_json(meta, "", false);
+      if (!reasoning_index) {
+        reasoning_index = next_index++;
+        reasoning_open = send({{"type", "response.output_item.added"},
+                               {"output_index", *reasoning_index},
+                               {"item", opening}}) &&
+                         send({{"type", "response.content_part.added"},
+                               {"item_id", opening["id"]},
+                               {"output_index", *reasoning_index},
+                               {"content_index", 0},
+                               {"part", reasoning_part}});
+        if (!reasoning_open) return false;
+      }
+      reasoning += text;
+      return send({{"type", "response.reasoning_text.delta"},
+                   {"item_id", opening["id"]},
+                   {"output_index", *reasoning_index},
+                   {"content_index", 0},
+                   {"delta", text}});
+    };
+    thinking.emplace(ReasoningRelay{ReasoningStream(meta.thinking_opened), send_reasoning});
+  }
+
   const std::string message_id = "msg_" + meta.id.substr(meta.id.find('_') + 1);
   const json part = {{"type", "output_text"},
                      {"text", ""},
@@ -65,27 +134,28 @@ void HttpServer::Impl::responses_stream(const std::shared_ptr<Job>& job, const R
   const bool tools = !meta.tool_names.empty();
   size_t sent = 0;      // of the reply, passed to send_text
   std::string pending;  // space before the message's first text: held until the item opens
-  bool message_open = false;
+  std::optional<size_t> message_index;
   const auto open_message = [&] {
-    message_open = send({{"type", "response.output_item.added"},
-                         {"output_index", 0},
-                         {"item",
-                          {{"id", message_id},
-                           {"type", "message"},
-                           {"status", "in_progress"},
-                           {"role", "assistant"},
-                           {"content", json::array()}}}}) &&
-                   send({{"type", "response.content_part.added"},
-                         {"item_id", message_id},
-                         {"output_index", 0},
-                         {"content_index", 0},
-                         {"part", part}});
-    return message_open;
+    if (!close_reasoning()) return false;
+    message_index = next_index++;
+    return send({{"type", "response.output_item.added"},
+                 {"output_index", *message_index},
+                 {"item",
+                  {{"id", message_id},
+                   {"type", "message"},
+                   {"status", "in_progress"},
+                   {"role", "assistant"},
+                   {"content", json::array()}}}}) &&
+           send({{"type", "response.content_part.added"},
+                 {"item_id", message_id},
+                 {"output_index", *message_index},
+                 {"content_index", 0},
+                 {"part", part}});
   };
   // A reply that turns out to be only calls has no message item, so the item opens with the
   // first text that is not space.
   const auto send_text = [&](std::string_view text) {
-    if (!message_open) {
+    if (!message_index) {
       pending += text;
       if (pending.find_first_not_of(" \t\r\n") == std::string::npos) return true;
       if (!open_message()) return false;
@@ -93,16 +163,17 @@ void HttpServer::Impl::responses_stream(const std::shared_ptr<Job>& job, const R
     }
     const bool ok = send({{"type", "response.output_text.delta"},
                           {"item_id", message_id},
-                          {"output_index", 0},
+                          {"output_index", *message_index},
                           {"content_index", 0},
                           {"delta", text},
                           {"logprobs", json::array()}});
     pending.clear();
     return ok;
   };
-  const std::optional<std::string> relayed = relay_text(job, tools, res, send_text, sent);
+  const std::optional<std::string> relayed =
+      relay_text(job, tools, res, send_text, sent, nullptr, thinking ? &*thinking : nullptr);
   if (!relayed) return;
-  const std::string& reply = *relayed;
+  const std::string& reply = *relayed;  // what follows the reasoning
   if (const std::optional<ApiError> err = job_error(*job)) {
     if (send({{"type", "error"},
               {"code", err->code().empty() ? json(nullptr) : json(err->code())},
@@ -112,32 +183,37 @@ void HttpServer::Impl::responses_stream(const std::shared_ptr<Job>& job, const R
     }
     return;
   }
-  const json response = response_json(meta, job->result());
+  const json response = final_response(meta, job->result(), ready_engine());
   const json& items = response["output"];
-  size_t index = 0;
-  if (!items.empty() && items[0]["type"] == "message") {
-    const json& message = items[0];
+  size_t index = reasoning_index ? 1 : 0;  // the first item after the reasoning
+  if (!close_reasoning()) return give_up();
+  if (index < items.size() && items[index]["type"] == "message") {
+    const json& message = items[index];
     const std::string final_text = message["content"][0]["text"].get<std::string>();
     // No calls: what was held back is text after all (with calls, the text before them went).
-    if (items.size() == 1 && !send_text(std::string_view(reply).substr(sent))) return give_up();
-    if (!message_open && !open_message()) return give_up();  // a reply of space, or none
+    if (index + 1 == items.size() && !send_text(std::string_view(reply).substr(sent))) {
+      return give_up();
+    }
+    if (!message_index && !open_message()) return give_up();  // a reply of space, or none
     json done_part = part;
     done_part["text"] = final_text;
     if (!send({{"type", "response.output_text.done"},
                {"item_id", message_id},
-               {"output_index", 0},
+               {"output_index", *message_index},
                {"content_index", 0},
                {"text", final_text},
                {"logprobs", json::array()}}) ||
         !send({{"type", "response.content_part.done"},
                {"item_id", message_id},
-               {"output_index", 0},
+               {"output_index", *message_index},
                {"content_index", 0},
                {"part", done_part}}) ||
-        !send({{"type", "response.output_item.done"}, {"output_index", 0}, {"item", message}})) {
+        !send({{"type", "response.output_item.done"},
+               {"output_index", *message_index},
+               {"item", message}})) {
       return give_up();
     }
-    index = 1;
+    ++index;
   }
   for (; index < items.size(); ++index) {
     const json& call = items[index];

@@ -1,12 +1,16 @@
 """Thinking models (a chat template with Qwen3's <think> tags): the reply's leading reasoning
 block comes back apart from the answer (`reasoning_content` on the chat endpoint, as vLLM's and
 llama-server's reasoning parsers give it; `thinking` on Ollama's endpoints), whole and streamed;
+Anthropic's /v1/messages returns it as a thinking block and /v1/responses as a reasoning item;
 thinking can be switched off (chat_template_kwargs.enable_thinking, Ollama's think, Anthropic's
-thinking.type), which writes the empty block into the prompt as Qwen3's template does."""
+thinking.type, the Responses API's reasoning.effort none), which writes the empty block into the
+prompt as Qwen3's template does."""
 
 import http.client
 import json
 
+import anthropic
+import openai
 import pytest
 
 from conftest import Server, post_json
@@ -119,3 +123,78 @@ def test_ollama_returns_the_reasoning_as_thinking(thinker):
         "model": "specdec", "messages": USER, "think": "high", "stream": False,
         "options": {"num_predict": 1}})
     assert status == 200  # an effort level means think
+
+
+def test_anthropic_returns_the_reasoning_as_a_thinking_block(thinker):
+    body = {"messages": USER, "max_tokens": 40, "temperature": 0, "grammar": THINK_GBNF}
+    for speculative in (True, False):
+        status, doc = post_json(thinker.base, "/v1/messages", {**body, "speculative": speculative})
+        assert status == 200, doc
+        assert doc["content"] == [
+            {"type": "thinking", "thinking": "add them", "signature": ""},
+            {"type": "text", "text": "The answer is 5."}]
+    # The SDK's stream assembles the same blocks from the events: the thinking block first (its
+    # deltas, then its signature delta), closed before the text block opens.
+    client = anthropic.Anthropic(base_url=thinker.base, api_key="unused", timeout=60,
+                                 max_retries=0)
+    with client.messages.stream(model="specdec", max_tokens=40, messages=USER,
+                                extra_body={"grammar": THINK_GBNF, "temperature": 0}) as stream:
+        events = list(stream)
+        final = stream.get_final_message()
+    assert [b.model_dump(exclude_none=True) for b in final.content] == doc["content"]
+    kinds = [(e.type, getattr(e, "index", None)) for e in events
+             if e.type in ("content_block_start", "content_block_stop")]
+    assert kinds == [("content_block_start", 0), ("content_block_stop", 0),
+                     ("content_block_start", 1), ("content_block_stop", 1)]
+    deltas = [e.delta.type for e in events if e.type == "content_block_delta"]
+    assert deltas[-1] == "text_delta" and deltas.index("signature_delta") == \
+        deltas.index("text_delta") - 1
+    assert set(deltas[:deltas.index("signature_delta")]) == {"thinking_delta"}
+    # A prefill that opens the block: all reasoning, streamed and whole alike.
+    turns = USER + [{"role": "assistant", "content": "<think>\nLet me"}]
+    status, whole = post_json(thinker.base, "/v1/messages",
+                              {"messages": turns, "max_tokens": 12, "temperature": 0})
+    assert [b["type"] for b in whole["content"]] == ["thinking"]
+    with client.messages.stream(model="specdec", max_tokens=12, messages=turns,
+                                extra_body={"temperature": 0}) as stream:
+        assert stream.get_final_message().content[0].thinking == \
+            whole["content"][0]["thinking"]
+
+
+def test_responses_returns_the_reasoning_as_a_reasoning_item(thinker):
+    body = {"input": USER, "max_output_tokens": 40, "temperature": 0, "grammar": THINK_GBNF}
+    status, doc = post_json(thinker.base, "/v1/responses", body)
+    assert status == 200, doc
+    reasoning, message = doc["output"]
+    assert reasoning["type"] == "reasoning" and reasoning["id"].startswith("rs_")
+    assert reasoning["content"] == [{"type": "reasoning_text", "text": "add them"}]
+    assert message["content"][0]["text"] == "The answer is 5."
+    # "<think>\nadd them\n</think>" are the reasoning's tokens, fewer than the reply's.
+    status, tokens = post_json(thinker.base, "/tokenize", {"content": "<think>\nadd them\n</think>"})
+    details = doc["usage"]["output_tokens_details"]
+    assert details["reasoning_tokens"] == tokens["count"] < doc["usage"]["output_tokens"]
+    # The SDK reads the stream's events: the reasoning item (its part and deltas) closes before
+    # the message item opens, and response.completed holds the same items.
+    client = openai.OpenAI(base_url=thinker.base + "/v1", api_key="unused", timeout=60,
+                           max_retries=0)
+    events = list(client.responses.create(model="specdec", input=USER, max_output_tokens=40,
+                                          temperature=0, stream=True,
+                                          extra_body={"grammar": THINK_GBNF}))
+    done = events[-1].response
+    assert [i.model_dump(exclude_none=True) for i in done.output][0]["content"] == \
+        reasoning["content"]
+    assert done.output[1].content[0].text == "The answer is 5."
+    order = [(e.type, getattr(e, "output_index", None)) for e in events
+             if e.type.startswith("response.output_item") or e.type.endswith(".done")]
+    assert order[:5] == [("response.output_item.added", 0), ("response.reasoning_text.done", 0),
+                         ("response.content_part.done", 0), ("response.output_item.done", 0),
+                         ("response.output_item.added", 1)]
+    text = "".join(e.delta for e in events if e.type == "response.reasoning_text.delta")
+    assert text == "add them"
+    # effort none switches thinking off: the empty block is in the prompt.
+    def input_tokens(**extra):
+        status, doc = post_json(thinker.base, "/v1/responses",
+                                {"input": USER, "max_output_tokens": 16, **extra})
+        assert status == 200, doc
+        return doc["usage"]["input_tokens"]
+    assert input_tokens(reasoning={"effort": "none"}) > input_tokens(reasoning={"effort": "low"})
