@@ -220,4 +220,18 @@ void GenerationQueue::work(int32_t slot) {
   }
 }
 
+std::vector<GenerationQueue::SlotState> GenerationQueue::slot_states() const {
+  std::lock_guard lock(mu_);
+  std::vector<SlotState> out(assigned_.size());
+  for (size_t slot = 0; slot < out.size(); ++slot) {
+    out[slot].task = last_used_[slot];
+    const std::shared_ptr<Job>& job = assigned_[slot] ? assigned_[slot] : running_[slot];
+    if (!job) continue;
+    out[slot].processing = true;
+    out[slot].prompt_tokens = job->prompt_.size();
+    out[slot].options = job->options_;
+  }
+  return out;
+}
+
 }  // namespace specdec::server

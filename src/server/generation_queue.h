@@ -96,6 +96,17 @@ class GenerationQueue {
 
   size_t queued() const;
 
+  // What each slot is doing, for llama-server's GET /slots: whether a job holds it, and that
+  // job's task number (its place in dispatch order, as the slot's last job's when idle), prompt
+  // length and options. Nothing of the prompt's text: other clients' requests stay theirs.
+  struct SlotState {
+    bool processing = false;
+    uint64_t task = 0;  // 0: the slot has not run a job
+    size_t prompt_tokens = 0;
+    GenerationOptions options;  // the running job's
+  };
+  std::vector<SlotState> slot_states() const;
+
  private:
   void work(int32_t slot);
   void dispatch();  // under mu_: hands queued jobs to free slots

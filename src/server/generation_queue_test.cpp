@@ -284,5 +284,51 @@ TEST(GenerationQueue, SeveralSlotsRunAtOnceAndJobsGoToTheSlotWithTheirPrefix) {
   EXPECT_NE(metrics.render().find("specdec_generation_finished_total 6\n"), std::string::npos);
 }
 
+TEST(GenerationQueue, SlotStatesShowTheRunningJobsPromptAndLimit) {
+  Metrics metrics;
+  std::atomic<bool> release{false};
+  std::atomic<int> started{0};
+  GenerationQueue queue(
+      [&](std::span<const int32_t>, const GenerationOptions&, const TextCallback&,
+          const LogprobCallback&, int32_t) {
+        ++started;
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        while (!release.load() && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(1ms);
+        }
+        return GenerationResult{};
+      },
+      4, metrics, 2);
+  for (const GenerationQueue::SlotState& s : queue.slot_states()) {
+    EXPECT_FALSE(s.processing);
+    EXPECT_EQ(s.task, 0u);
+  }
+  GenerationOptions o;
+  o.max_tokens = 33;
+  const std::shared_ptr<Job> job = queue.submit({1, 2, 3}, o);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (started.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  std::vector<GenerationQueue::SlotState> states = queue.slot_states();
+  ASSERT_EQ(states.size(), 2u);
+  const auto busy =
+      std::find_if(states.begin(), states.end(), [](const auto& s) { return s.processing; });
+  ASSERT_NE(busy, states.end());
+  EXPECT_EQ(busy->task, 1u);
+  EXPECT_EQ(busy->prompt_tokens, 3u);
+  EXPECT_EQ(busy->options.max_tokens, 33);
+  EXPECT_EQ(std::count_if(states.begin(), states.end(), [](const auto& s) { return s.processing; }),
+            1);
+  release = true;
+  drain(*job);
+  states = queue.slot_states();
+  EXPECT_TRUE(
+      std::none_of(states.begin(), states.end(), [](const auto& s) { return s.processing; }));
+  // An idle slot keeps the number of the task it ran last.
+  EXPECT_EQ(std::count_if(states.begin(), states.end(), [](const auto& s) { return s.task == 1; }),
+            1);
+}
+
 }  // namespace
 }  // namespace specdec::server

@@ -17,21 +17,16 @@ using std::chrono::milliseconds;
 // are cut.
 constexpr milliseconds kStopWriteGrace{1000};
 
-const std::vector<std::string> kGenerationPaths = {"/v1/completions",
-                                                   "/v1/chat/completions",
-                                                   "/completion",
-                                                   "/completions",
-                                                   "/infill",
-                                                   "/tokenize",
-                                                   "/detokenize",
-                                                   "/v1/messages",
-                                                   "/v1/messages/count_tokens",
-                                                   "/v1/responses",
-                                                   "/api/chat",
-                                                   "/api/generate",
-                                                   "/api/show"};
-const std::vector<std::string> kGetPaths = {"/v1/models", "/health", "/metrics",    "/",
-                                            "/api/tags",  "/api/ps", "/api/version"};
+const std::vector<std::string> kGenerationPaths = {"/v1/completions", "/v1/chat/completions",
+                                                   "/completion",     "/completions",
+                                                   "/infill",         "/tokenize",
+                                                   "/detokenize",     "/apply-template",
+                                                   "/v1/messages",    "/v1/messages/count_tokens",
+                                                   "/v1/responses",   "/api/chat",
+                                                   "/api/generate",   "/api/show"};
+const std::vector<std::string> kGetPaths = {"/v1/models", "/health", "/metrics",     "/",
+                                            "/api/tags",  "/api/ps", "/api/version", "/props",
+                                            "/slots"};
 // Ollama's endpoints this server does not serve: it serves one model, loaded at start, and
 // generates text (no embeddings, no model management).
 const std::vector<std::string> kOllamaUnserved = {"/api/embed", "/api/embeddings", "/api/pull",
@@ -285,6 +280,8 @@ void HttpServer::Impl::route(const HttpRequest& req, HttpResponder& res) {
                    "server_error", "", "not_implemented");
   }
   if (post && path == "/tokenize") return tokenize(req, res);
+  if (get && (path == "/props" || path == "/slots")) return props(req, res);
+  if (post && path == "/apply-template") return apply_template(req, res);
   if (post && path == "/detokenize") return detokenize(req, res);
   if (get && path == "/health") {
     if (engine.load() == nullptr) {

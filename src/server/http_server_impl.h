@@ -156,6 +156,9 @@ struct HttpServer::Impl {
   // Waits for every job; false (the jobs cancelled, a 499 logged) when the client left.
   bool wait_all(const std::vector<std::shared_ptr<Job>>& jobs, HttpResponder& res);
   void tokenize(const HttpRequest& req, HttpResponder& res);
+  // llama-server's GET /props, GET /slots and POST /apply-template (native_routes.cpp).
+  void props(const HttpRequest& req, HttpResponder& res);
+  void apply_template(const HttpRequest& req, HttpResponder& res);
   void detokenize(const HttpRequest& req, HttpResponder& res);
   void stream(const std::vector<std::shared_ptr<Job>>& jobs, const ResponseMeta& meta,
               std::span<const EchoedPrompt> echoes, size_t choices_per_prompt, bool include_usage,

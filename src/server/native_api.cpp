@@ -336,11 +336,9 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   return r;
 }
 
-nlohmann::json native_settings_json(const NativeRequest& r, const GenerationOptions& o,
-                                    int32_t n_ctx) {
+json options_settings_json(const GenerationOptions& o, int32_t n_ctx) {
   const PenaltyParams& p = o.penalties;
   return json{{"n_ctx", n_ctx},
-              {"n_predict", r.n_predict},
               {"temperature", o.sampling.temperature},
               {"top_k", o.sampling.top_k},
               {"top_p", o.sampling.top_p},
@@ -351,14 +349,21 @@ nlohmann::json native_settings_json(const NativeRequest& r, const GenerationOpti
               {"seed", o.sampling.seed},
               {"stop", o.stop},
               {"ignore_eos", o.ignore_eos},
-              {"n_probs", r.n_probs},
-              {"n_indent", r.n_indent},
-              {"t_max_predict_ms", r.t_max_predict_ms},
               {"grammar", o.grammar != nullptr},
-              {"samplers", r.samplers},
-              {"stream", r.base.stream},
               {"speculative", o.speculative},
               {"speculative.n_max", o.draft_max}};
+}
+
+nlohmann::json native_settings_json(const NativeRequest& r, const GenerationOptions& o,
+                                    int32_t n_ctx) {
+  json doc = options_settings_json(o, n_ctx);
+  doc["n_predict"] = r.n_predict;
+  doc["n_probs"] = r.n_probs;
+  doc["n_indent"] = r.n_indent;
+  doc["t_max_predict_ms"] = r.t_max_predict_ms;
+  doc["samplers"] = r.samplers;
+  doc["stream"] = r.base.stream;
+  return doc;
 }
 
 const char* native_stop_type(const GenerationResult& result) {
@@ -489,6 +494,63 @@ nlohmann::json select_response_fields(const nlohmann::json& doc,
       start = slash + 1;
     }
     if (found) out[last] = *at;
+  }
+  return out;
+}
+
+namespace {
+
+// A slot as llama-server describes one; id_task -1 when it runs nothing.
+json slot_json(const ServerProps& p, int32_t id, int64_t task, bool processing, json params) {
+  return json{{"id", id},
+              {"id_task", task},
+              {"n_ctx", p.model->context},
+              {"speculative", p.speculative},
+              {"is_processing", processing},
+              {"params", std::move(params)}};
+}
+
+}  // namespace
+
+json props_json(const ServerProps& p) {
+  const ModelFacts& m = *p.model;
+  return json{{"default_generation_settings", slot_json(p, 0, -1, false, p.settings)},
+              {"total_slots", p.n_slots},
+              {"model_alias", p.alias},
+              {"model_path", m.file},
+              {"chat_template", m.chat_template},
+              // Tools go through the template's own convention (Hermes-style <tool_call> blocks),
+              // which carries several calls in one reply.
+              {"chat_template_caps",
+               {{"supports_tools", m.tools},
+                {"supports_tool_calls", m.tools},
+                {"supports_parallel_tool_calls", m.tools},
+                {"supports_thinking", m.thinking}}},
+              {"modalities", {{"vision", false}, {"audio", false}}},
+              {"bos_token", p.bos_token},
+              {"eos_token", p.eos_token},
+              {"build_info", "specdec"},
+              {"endpoint_slots", true},
+              {"endpoint_props", false},
+              {"endpoint_metrics", true},
+              {"is_sleeping", false}};
+}
+
+json slots_json(const ServerProps& p, std::span<const GenerationQueue::SlotState> states) {
+  json out = json::array();
+  for (size_t i = 0; i < states.size(); ++i) {
+    const GenerationQueue::SlotState& s = states[i];
+    // A busy slot's params are its request's; an idle one's the defaults.
+    json params = p.settings;
+    if (s.processing) {
+      params = options_settings_json(s.options, p.model->context);
+      params["n_predict"] = s.options.max_tokens;
+    }
+    json slot =
+        slot_json(p, static_cast<int32_t>(i), s.processing ? static_cast<int64_t>(s.task) : -1,
+                  s.processing, std::move(params));
+    if (s.processing) slot["n_prompt_tokens"] = s.prompt_tokens;
+    out.push_back(std::move(slot));
   }
   return out;
 }

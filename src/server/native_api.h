@@ -9,12 +9,15 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "engine/engine.h"
+#include "server/generation_queue.h"
+#include "server/model_facts.h"
 #include "server/request_parsing.h"
 #include "tokenizer/infill_prompt.h"
 
@@ -61,6 +64,9 @@ struct NativeMeta {
   nlohmann::json generation_settings;
 };
 
+// The settings a generation runs with, in llama-server's names (sampling, penalties, stop,
+// speculation); native_settings_json adds a /completion request's own.
+nlohmann::json options_settings_json(const GenerationOptions& o, int32_t n_ctx);
 // The settings a response reports back (llama-server's generation_settings).
 nlohmann::json native_settings_json(const NativeRequest& r, const GenerationOptions& o,
                                     int32_t n_ctx);
@@ -84,5 +90,26 @@ nlohmann::json native_chunk_json(std::string_view text, size_t index, const nloh
 // are left out.
 nlohmann::json select_response_fields(const nlohmann::json& doc,
                                       const std::vector<std::string>& fields);
+
+// What llama-server's GET /props and GET /slots say about this server.
+struct ServerProps {
+  const ModelFacts* model = nullptr;  // the served model (model_facts.h)
+  std::string alias;                  // the model id
+  nlohmann::json settings;            // native_settings_json of a request that sets nothing
+  int32_t n_slots = 1;
+  bool speculative = false;  // a draft model is loaded
+  std::string bos_token, eos_token;
+};
+
+// GET /props: default_generation_settings (a slot's shape: n_ctx, speculative, params), total
+// slots, model alias and path, the GGUF's chat template and what it can do, modalities (none
+// but text), the endpoints served (POST /props is not: settings are set per request).
+nlohmann::json props_json(const ServerProps& props);
+
+// GET /slots: one entry per slot (id, id_task, n_ctx, speculative, is_processing, params: a busy
+// slot's request's settings and n_predict, an idle one's the defaults; a busy slot's
+// n_prompt_tokens).
+nlohmann::json slots_json(const ServerProps& props,
+                          std::span<const GenerationQueue::SlotState> states);
 
 }  // namespace specdec::server

@@ -160,5 +160,59 @@ TEST(NativeApi, StopTypesAndResponseFields) {
             (json{{"content", "x"}, {"predicted_n", 3}}));
 }
 
+TEST(NativeApi, PropsAndSlotsInLlamaServersShape) {
+  ModelFacts facts;
+  facts.file = "/models/m.gguf";
+  facts.context = 2048;
+  facts.chat_template = "{{ messages }}";
+  facts.tools = true;
+  ServerProps p;
+  p.model = &facts;
+  p.alias = "m";
+  p.settings = {{"n_ctx", 2048}, {"n_predict", -1}, {"temperature", 0.8}};
+  p.n_slots = 2;
+  p.speculative = true;
+  p.eos_token = "<|im_end|>";
+  const json props = props_json(p);
+  EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 2048);
+  EXPECT_EQ(props["default_generation_settings"]["params"]["temperature"], 0.8);
+  EXPECT_EQ(props["default_generation_settings"]["speculative"], true);
+  EXPECT_EQ(props["total_slots"], 2);
+  EXPECT_EQ(props["model_alias"], "m");
+  EXPECT_EQ(props["model_path"], "/models/m.gguf");
+  EXPECT_EQ(props["chat_template"], "{{ messages }}");
+  EXPECT_EQ(props["chat_template_caps"]["supports_tools"], true);
+  EXPECT_EQ(props["chat_template_caps"]["supports_thinking"], false);
+  EXPECT_EQ(props["modalities"], json({{"vision", false}, {"audio", false}}));
+  EXPECT_EQ(props["eos_token"], "<|im_end|>");
+  EXPECT_EQ(props["endpoint_props"], false);  // settings are per request here
+
+  GenerationQueue::SlotState busy;
+  busy.processing = true;
+  busy.task = 7;
+  busy.prompt_tokens = 12;
+  busy.options.max_tokens = 64;
+  busy.options.sampling.temperature = 0;
+  busy.options.ignore_eos = true;
+  GenerationQueue::SlotState idle;
+  idle.task = 3;  // ran task 3 last
+  const std::vector<GenerationQueue::SlotState> states = {idle, busy};
+  const json slots = slots_json(p, states);
+  ASSERT_EQ(slots.size(), 2u);
+  EXPECT_EQ(slots[0]["id"], 0);
+  EXPECT_EQ(slots[0]["id_task"], -1);
+  EXPECT_EQ(slots[0]["is_processing"], false);
+  EXPECT_FALSE(slots[0].contains("n_prompt_tokens"));
+  EXPECT_EQ(slots[0]["params"]["n_predict"], -1);
+  EXPECT_EQ(slots[1]["id"], 1);
+  EXPECT_EQ(slots[1]["id_task"], 7);
+  EXPECT_EQ(slots[1]["is_processing"], true);
+  EXPECT_EQ(slots[1]["n_prompt_tokens"], 12);
+  EXPECT_EQ(slots[1]["params"]["n_predict"], 64);
+  EXPECT_EQ(slots[1]["params"]["temperature"], 0.0);  // the request's, not the defaults
+  EXPECT_EQ(slots[1]["params"]["ignore_eos"], true);
+  EXPECT_EQ(slots[1]["n_ctx"], 2048);
+}
+
 }  // namespace
 }  // namespace specdec::server

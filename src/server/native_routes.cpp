@@ -1,4 +1,5 @@
 // llama-server's /completion (and /completions) and /infill (server/native_api.h).
+#include <algorithm>
 #include <random>
 
 #include "common/error.h"
@@ -156,5 +157,47 @@ void HttpServer::Impl::native_stream(const std::vector<std::shared_ptr<Job>>& jo
 // The ids the completions or chat endpoint would feed the model for this input (for logit_bias,
 // counting, or checking a prompt against the context), in the shape both llama-server's and
 // vLLM's clients read: tokens, count, max_model_len.
+
+void HttpServer::Impl::props(const HttpRequest& req, HttpResponder& res) {
+  Engine& e = ready_engine();
+  // The settings of a request that sets nothing, as /completion would take them; the seed is
+  // drawn per request, which llama-server writes as 4294967295 (LLAMA_DEFAULT_SEED).
+  const NativeRequest none = parse_native_request(NativeEndpoint::Completion, R"({"prompt": ""})");
+  const GenerationOptions o = request_options(none.base, e);
+  ServerProps p;
+  p.model = &facts;
+  p.alias = config.model_id;
+  p.settings = native_settings_json(none, o, e.n_ctx());
+  p.settings["seed"] = 4294967295u;
+  p.speculative = o.speculative && e.has_draft();
+  p.settings["speculative"] = p.speculative;
+  p.n_slots = e.n_slots();
+  const Tokenizer& tok = e.tokenizer();
+  const auto text_of = [&tok](int32_t id) {
+    return id >= 0 && id < tok.n_vocab() ? tok.token_text(id) : std::string();
+  };
+  p.bos_token = text_of(tok.bos());
+  p.eos_token = text_of(tok.eos());
+  if (req.path == "/props") {
+    res.send(200, "application/json", to_wire(props_json(p)));
+    return;
+  }
+  const std::vector<GenerationQueue::SlotState> states = queue->slot_states();
+  // ?fail_on_no_slot=1: a 503 when every slot is busy (load balancers probe with it).
+  if (req.target.find("fail_on_no_slot=1") != std::string::npos &&
+      std::all_of(states.begin(), states.end(), [](const auto& s) { return s.processing; })) {
+    throw ApiError(503, "no slot available", "unavailable_error", "", "no_slot_available");
+  }
+  res.send(200, "application/json", to_wire(slots_json(p, states)));
+}
+
+void HttpServer::Impl::apply_template(const HttpRequest& req, HttpResponder& res) {
+  Engine& e = ready_engine();
+  // The body of a chat request: its turns, tools and chat_template_kwargs rendered as
+  // /v1/chat/completions renders them, without generating.
+  const CompletionRequest r = parse_request(Endpoint::ChatCompletions, req.body);
+  check_model(r.model, model_ids);
+  res.send(200, "application/json", to_wire(json{{"prompt", chat_prompt_text(r, e)}}));
+}
 
 }  // namespace specdec::server

@@ -1,7 +1,12 @@
 """llama-server's own endpoints, /completion and /infill, for the clients written against them
 (editor plugins such as llama.vscode and llama.vim call /infill): llama-server's field names,
 defaults and response shape, the same greedy text as the OpenAI-style endpoint and with or
-without speculation, and a 400 naming the field for what is not supported."""
+without speculation, and a 400 naming the field for what is not supported; and its
+introspection endpoints (/props, /slots, /apply-template)."""
+
+import json
+import threading
+import urllib.error
 
 import pytest
 
@@ -248,3 +253,66 @@ def test_infill_needs_fim_markers(cli, models):
         assert status == 200 and doc["generation_settings"]["speculative"] is False, doc
     finally:
         assert s.stop() == 0
+
+
+def test_props_describe_the_server_as_llama_server_does(server):
+    props = json.loads(server.get("/props"))
+    settings = props["default_generation_settings"]
+    assert settings["n_ctx"] == 512 and settings["speculative"] is True
+    assert settings["params"]["n_predict"] == -1 and settings["params"]["temperature"] == pytest.approx(0.8)
+    assert props["total_slots"] == len(json.loads(server.get("/slots")))
+    assert props["model_alias"] == "tiny-target" and props["model_path"].endswith(".gguf")
+    assert props["modalities"] == {"vision": False, "audio": False}
+    assert props["endpoint_slots"] is True and props["endpoint_props"] is False
+    # /props is read-only here: settings are set per request.
+    status, doc = post_json(server.base, "/props", {"n_predict": 3})
+    assert status == 405
+
+
+def test_slots_show_the_running_request_and_fail_on_no_slot(cli, models):
+    one = Server(cli, ["-m", models["target"], "-md", models["draft"], "-t", "2", "-c", "512",
+                       "--parallel", "1"])
+    try:
+        idle = json.loads(one.get("/slots?fail_on_no_slot=1"))
+        assert [(s["id"], s["is_processing"], s["id_task"]) for s in idle] == [(0, False, -1)]
+        prompt = token_ids(one, PROMPT)
+        for _ in range(5):  # the request may end before a poll sees it running
+            result = {}
+            worker = threading.Thread(target=lambda: result.update(doc=post_json(
+                one.base, "/completion", {"prompt": PROMPT, "n_predict": 400, "ignore_eos": True,
+                                          "temperature": 0})))
+            worker.start()
+            seen = None
+            while worker.is_alive() and seen is None:
+                slot = json.loads(one.get("/slots"))[0]
+                if slot["is_processing"]:
+                    seen = slot
+                    try:
+                        one.get("/slots?fail_on_no_slot=1")
+                        busy_status = 200
+                    except urllib.error.HTTPError as e:
+                        busy_status = e.code
+            worker.join()
+            if seen is not None:
+                break
+        assert seen is not None, "the request never showed on /slots"
+        assert seen["n_prompt_tokens"] == len(prompt)
+        assert seen["params"]["n_predict"] == 400 and seen["id_task"] >= 1
+        assert seen["params"]["temperature"] == 0 and seen["params"]["ignore_eos"] is True
+        assert busy_status == 503 or not json.loads(one.get("/slots"))[0]["is_processing"]
+    finally:
+        assert one.stop() == 0
+
+
+def test_apply_template_is_the_chat_endpoints_prompt(server):
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+    status, doc = post_json(server.base, "/apply-template", {"messages": messages})
+    assert status == 200, doc
+    prompt = doc["prompt"]
+    assert "Be brief." in prompt and "Hi" in prompt
+    # The chat endpoint's prompt is these tokens.
+    status, chat = post_json(server.base, "/v1/chat/completions",
+                             {"messages": messages, "max_tokens": 1})
+    assert chat["usage"]["prompt_tokens"] == len(token_ids(server, prompt))
+    status, doc = post_json(server.base, "/apply-template", {"messages": "hi"})
+    assert status == 400 and doc["error"]["param"] == "messages"
