@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
@@ -191,6 +192,34 @@ TEST_F(Cli, DraftLeversKeepTheGreedyText) {
     expect_clean_error(run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", flag, value}),
                        message);
   }
+}
+
+// f16 KV caches: speculation keeps the text of a target-only run on the same cache type, the
+// memory report shows the cache at half its f32 size, and a bad type is a one-line error.
+TEST_F(Cli, F16KvCachesKeepSpeculationExactAndHalveTheCache) {
+  const std::string f32_stats = testing::temp_path("f32.json"),
+                    f16_stats = testing::temp_path("f16.json");
+  const std::vector<std::string> base = {"run", "-m", *target_, "-p",  "hello hello",
+                                         "-n",  "24", "--temp", "0",   "--ignore-eos",
+                                         "-t",  "2",  "-c",     "128", "-q"};
+  std::vector<std::string> f16 = base;
+  f16.insert(f16.end(), {"-ctk", "f16", "--cache-type-v", "f16"});
+  CliResult plain = run_cli(f16);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  f16.insert(f16.end(), {"-md", *draft_, "--draft-max", "4", "--stats-json", f16_stats});
+  CliResult spec = run_cli(f16);
+  ASSERT_EQ(spec.exit_code, 0) << spec.err;
+  EXPECT_EQ(spec.out, plain.out);
+  std::vector<std::string> f32 = base;
+  f32.insert(f32.end(), {"-md", *draft_, "--stats-json", f32_stats});
+  ASSERT_EQ(run_cli(f32).exit_code, 0);
+  const auto kv_bytes = [](const std::string& path) {
+    const nlohmann::json j = nlohmann::json::parse(testing::read_file(path));
+    return j["memory"]["target"]["kv_cache_bytes"].get<int64_t>();
+  };
+  EXPECT_EQ(kv_bytes(f16_stats) * 2, kv_bytes(f32_stats));
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "-ctk", "q8_0"}),
+                     "--cache-type-k must be f32 or f16, got 'q8_0'");
 }
 
 TEST_F(Cli, SampledRunsRepeatWithTheSameSeed) {

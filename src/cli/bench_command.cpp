@@ -41,6 +41,7 @@ struct BenchOptions {
   float top_p = 0.9f;
   int32_t n_predict = 200, repeats = 3, threads = 0, n_ctx = 2048, cache_tokens = 32;
   DraftModelOptions drafting;
+  KvTypes kv_types;
   uint64_t seed = 1;
 };
 
@@ -102,6 +103,7 @@ void add_options(ArgParser& p, BenchOptions& o) {
              o.draft_ngram);
   add_ngram_options(p, o.ngram, o.ngram_given);
   add_draft_model_options(p, o.drafting);
+  add_kv_type_options(p, o.kv_types);
   p.add_value({"--gammas"}, "LIST", "comma-separated gammas, 1..64 (default 1,2,3,4,5,6,7,8)",
               [&o](const std::string& v) {
                 o.gammas.clear();
@@ -205,6 +207,7 @@ int bench_command(const std::vector<std::string>& args) {
   std::unique_ptr<LoadedModel> draft = load_draft(o.draft_model, o.drafting);
   EngineOptions eo;
   eo.n_ctx = o.n_ctx;
+  eo.kv_types = o.kv_types;
   eo.n_threads = thread_count(o.threads);
   eo.draft_vocab = o.drafting.vocab;
   auto engine = std::make_unique<Engine>(target, draft.get(), eo);

@@ -65,7 +65,9 @@ int chat_command(const std::vector<std::string>& args) {
   add_draft_max_option(p, draft_max,
                        "tokens drafted per round (gamma; with the adaptive policy the most)");
   DraftModelOptions drafting;
+  KvTypes kv_types;
   add_draft_model_options(p, drafting);
+  add_kv_type_options(p, kv_types);
   p.add_string({"-sys", "--system-prompt"}, "TEXT", "system message", system_prompt);
   p.add_int({"-n", "--n-predict"}, "N", "most tokens per reply (-1: until the turn ends)",
             n_predict, -1, 1 << 20);
@@ -96,6 +98,7 @@ int chat_command(const std::vector<std::string>& args) {
   std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting);
   EngineOptions eo;
   eo.n_ctx = n_ctx;
+  eo.kv_types = kv_types;
   eo.n_threads = thread_count(threads);
   eo.draft_vocab = drafting.vocab;
   Engine engine(target, draft.get(), eo);

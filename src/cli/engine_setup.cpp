@@ -112,6 +112,22 @@ const char* draft_policy_name(const DraftLengthParams& params) {
   return params.calibrate ? "adaptive" : "confidence";
 }
 
+void add_kv_type_options(ArgParser& p, KvTypes& types) {
+  const auto option = [&p](std::vector<std::string> names, KvType& type, const char* what) {
+    const std::string flag = names.back();
+    p.add_value(std::move(names), "f32|f16",
+                str_cat("how the KV caches store ", what,
+                        ": f32, or f16 (half the memory and attention reads; default f32)"),
+                [&type, flag](const std::string& v) {
+                  const std::optional<KvType> t = parse_kv_type(v);
+                  if (!t) fail(flag, " must be f32 or f16, got '", v, "'");
+                  type = *t;
+                });
+  };
+  option({"-ctk", "--cache-type-k"}, types.k, "keys");
+  option({"-ctv", "--cache-type-v"}, types.v, "values");
+}
+
 void add_draft_length_options(ArgParser& p, DraftLengthParams& params) {
   p.add_value(
       {"--draft-policy"}, "fixed|adaptive|confidence",

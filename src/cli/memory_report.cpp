@@ -20,7 +20,7 @@ nlohmann::json model_json(const ModelMemory& m, int32_t n_ctx) {
 
 }  // namespace
 
-ModelMemory model_memory(const LoadedModel& lm, int32_t n_ctx) {
+ModelMemory model_memory(const LoadedModel& lm, int32_t n_ctx, KvTypes kv_types) {
   ModelMemory m;
   m.file_bytes = lm.file->file_size();
   m.weight_bytes = lm.model->weight_bytes();
@@ -28,7 +28,7 @@ ModelMemory model_memory(const LoadedModel& lm, int32_t n_ctx) {
   m.mapped_resident = resident_bytes(mapping.data(), mapping.size());
   m.packed_bytes = lm.model->packed_weight_bytes();
   m.released_bytes = lm.model->released_weight_bytes();
-  m.kv_cache_bytes = KvCache::bytes_for(lm.model->config(), n_ctx);
+  m.kv_cache_bytes = KvCache::bytes_for(lm.model->config(), n_ctx, kv_types);
   m.scratch_bytes = lm.model->scratch_bytes();
   return m;
 }
@@ -52,20 +52,21 @@ std::string describe_process(const ProcessMemory& p) {
 }
 
 std::string format_memory(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx,
-                          const ProcessMemory& process) {
+                          const ProcessMemory& process, KvTypes kv_types) {
   std::string out =
-      "memory:    target " + describe_memory(model_memory(target, n_ctx), n_ctx) + "\n";
+      "memory:    target " + describe_memory(model_memory(target, n_ctx, kv_types), n_ctx) + "\n";
   if (draft != nullptr) {
-    out += "           draft  " + describe_memory(model_memory(*draft, n_ctx), n_ctx) + "\n";
+    out +=
+        "           draft  " + describe_memory(model_memory(*draft, n_ctx, kv_types), n_ctx) + "\n";
   }
   return out + "process:   " + describe_process(process) + "\n";
 }
 
 nlohmann::json memory_to_json(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx,
-                              const ProcessMemory& process) {
+                              const ProcessMemory& process, KvTypes kv_types) {
   nlohmann::json j;
-  j["target"] = model_json(model_memory(target, n_ctx), n_ctx);
-  if (draft != nullptr) j["draft"] = model_json(model_memory(*draft, n_ctx), n_ctx);
+  j["target"] = model_json(model_memory(target, n_ctx, kv_types), n_ctx);
+  if (draft != nullptr) j["draft"] = model_json(model_memory(*draft, n_ctx, kv_types), n_ctx);
   if (process.ok) {
     j["process"] = {{"rss_bytes", process.rss},
                     {"peak_rss_bytes", process.peak_rss},

@@ -12,6 +12,7 @@
 
 #include "common/process_memory.h"
 #include "engine/loaded_model.h"
+#include "model/kv_cache.h"
 
 namespace specdec::cli {
 
@@ -25,7 +26,8 @@ struct ModelMemory {
   size_t scratch_bytes = 0;               // activation buffers allocated so far
 };
 
-ModelMemory model_memory(const LoadedModel& m, int32_t n_ctx);
+// kv_types: how its KV cache stores K and V (--cache-type-k/-v).
+ModelMemory model_memory(const LoadedModel& m, int32_t n_ctx, KvTypes kv_types = {});
 
 // "weights 463.0 MiB mapped (150.1 MiB of the file resident), packed copies 304.5 MiB
 // (301.2 MiB of the mapping released), KV cache 96.0 MiB (4096 tokens), scratch 0 B"
@@ -36,9 +38,9 @@ std::string describe_process(const ProcessMemory& p);
 
 // One line per model, then one for the process.
 std::string format_memory(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx,
-                          const ProcessMemory& process);
+                          const ProcessMemory& process, KvTypes kv_types = {});
 // {"target": {...}, "draft": {...} (with a draft), "process": {...} (where /proc has it)}.
 nlohmann::json memory_to_json(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx,
-                              const ProcessMemory& process);
+                              const ProcessMemory& process, KvTypes kv_types = {});
 
 }  // namespace specdec::cli

@@ -34,6 +34,8 @@ int perplexity_command(const std::vector<std::string>& args) {
   p.add_int({"-b", "--batch-size"}, "N", "rows per forward pass (default 64)", batch, 1, 4096);
   p.add_int({"-t", "--threads"}, "N", "threads (default: all cores)", threads, 1, 1024);
   p.add_string({"--json"}, "FILE", "also write the result as JSON", json_file);
+  KvTypes kv_types;
+  add_kv_type_options(p, kv_types);
   if (!p.parse(args)) {
     std::cout << p.help();
     return 0;
@@ -55,7 +57,7 @@ int perplexity_command(const std::vector<std::string>& args) {
   o.bos = tok.add_bos() ? tok.bos() : -1;
   const int n_threads = thread_count(threads);
   ThreadPool pool(n_threads);
-  ModelLM lm(*m.model, n_ctx, pool);
+  ModelLM lm(*m.model, n_ctx, pool, kv_types);
   const int32_t windows = perplexity_windows(tokens.size(), o);
   std::cerr << "perplexity: " << tokens.size() << " tokens, " << windows << " windows of " << n_ctx
             << " (the last " << n_ctx - 1 - n_ctx / 2 << " tokens of each scored), " << n_threads

@@ -109,7 +109,9 @@ int serve_command(const std::vector<std::string>& args) {
   add_draft_max_option(p, draft_max,
                        "tokens drafted per round (gamma) when a request does not send draft_max");
   DraftModelOptions drafting;
+  KvTypes kv_types;
   add_draft_model_options(p, drafting);
+  add_kv_type_options(p, kv_types);
   p.add_string({"--host"}, "ADDR", "address to listen on (0.0.0.0: every interface)", config.host);
   p.add_int({"--port"}, "N", "port to listen on (0: any free port, printed at start)", port, 0,
             65535);
@@ -189,6 +191,7 @@ int serve_command(const std::vector<std::string>& args) {
   std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting);
   EngineOptions eo;
   eo.n_ctx = n_ctx;
+  eo.kv_types = kv_types;
   eo.n_threads = thread_count(threads);
   eo.draft_vocab = drafting.vocab;
   eo.n_slots = parallel;

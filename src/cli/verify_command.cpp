@@ -33,7 +33,9 @@ int verify_command(const std::vector<std::string>& args) {
   p.add_int({"-n", "--n-predict"}, "N", "tokens per continuation", tokens, 1, 64);
   p.add_int({"--draft-max", "--draft"}, "N", "tokens drafted per round (gamma)", draft_max, 1, 64);
   DraftModelOptions drafting;
+  KvTypes kv_types;
   add_draft_model_options(p, drafting);
+  add_kv_type_options(p, kv_types);
   p.add_float({"--temp"}, "T", "temperature (> 0: the check is about sampling)", temp, 0.01, 100.0);
   p.add_int({"--top-k"}, "K", "top-k filter (0: off)", top_k, 0, 1 << 24);
   p.add_float({"--top-p"}, "P", "top-p filter (1: off)", top_p, 0.0, 1.0);
@@ -55,6 +57,7 @@ int verify_command(const std::vector<std::string>& args) {
   std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting);
   EngineOptions eo;
   eo.n_ctx = n_ctx;
+  eo.kv_types = kv_types;
   eo.n_threads = thread_count(threads);
   eo.draft_vocab = drafting.vocab;
   Engine engine(target, draft.get(), eo);

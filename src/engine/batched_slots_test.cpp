@@ -134,6 +134,43 @@ TEST_F(BatchedSlots, EachRequestGetsWhatItGetsAloneAmongAnyNumberOfOthers) {
   }
 }
 
+// f16 KV caches keep batching exact: each request's output among others is its output alone
+// (on the same cache type), as with f32 caches; prompts shared across slots copy f16 rows.
+TEST_F(BatchedSlots, F16CachesGiveEachRequestWhatItGetsAlone) {
+  const std::vector<Request> reqs = requests();
+  EngineOptions one = slot_options(1);
+  one.n_threads = 2;
+  one.kv_types = {KvType::F16, KvType::F16};
+  Engine alone_engine(*target_, draft_.get(), one);
+  std::vector<GenerationResult> alone;
+  for (const Request& r : reqs) alone.push_back(alone_engine.generate(r.prompt, r.options, {}));
+  EngineOptions eo = one;
+  eo.n_slots = 3;
+  eo.prefill_chunk = 4;
+  Engine engine(*target_, draft_.get(), eo);
+  std::atomic<int64_t> shared{0};
+  engine.set_pass_observer([&](bool target, int64_t, int64_t sequences) {
+    if (target && sequences > 1) ++shared;
+  });
+  for (int round = 0; round < 3 && shared.load() == 0; ++round) {
+    std::vector<GenerationResult> got(reqs.size());
+    std::vector<std::thread> threads;
+    std::latch start(eo.n_slots);
+    for (int32_t s = 0; s < eo.n_slots; ++s) {
+      threads.emplace_back([&, s] {
+        start.arrive_and_wait();
+        for (size_t i = static_cast<size_t>(s); i < reqs.size();
+             i += static_cast<size_t>(eo.n_slots)) {
+          got[i] = engine.generate(reqs[i].prompt, reqs[i].options, {}, {}, s);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], alone[i], i);
+  }
+  EXPECT_GT(shared.load(), 0) << "the slots never shared a pass in 3 rounds";
+}
+
 TEST_F(BatchedSlots, AFailingRequestFailsAloneAndOthersFinish) {
   EngineOptions eo;
   eo.n_ctx = 64;

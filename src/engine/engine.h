@@ -66,6 +66,10 @@ struct EngineOptions {
   // entries instead of recomputing them. They are the same bits (same tokens, same positions,
   // a batch-invariant forward pass), so only the time to first token changes.
   bool share_prefixes = true;
+  // How the target's and the draft's KV caches store K and V (model/kv_cache.h): f32 by default;
+  // f16 halves their memory and attention's reads. Speculation stays exact for either: the
+  // target that verifies uses the same cache type as target-only decoding would.
+  KvTypes kv_types;
 };
 
 // Where a request's drafts come from. The choice is per request (not per Engine) so that one

@@ -8,8 +8,8 @@
 
 namespace specdec {
 
-ModelLM::ModelLM(Model& model, int32_t n_ctx, ThreadPool& pool)
-    : model_(model), cache_(model.config(), n_ctx), pool_(pool) {}
+ModelLM::ModelLM(Model& model, int32_t n_ctx, ThreadPool& pool, KvTypes kv_types)
+    : model_(model), cache_(model.config(), n_ctx, kv_types), pool_(pool) {}
 
 void ModelLM::forward(std::span<const int32_t> tokens, std::vector<float>& logits) {
   const auto k = static_cast<int32_t>(tokens.size());

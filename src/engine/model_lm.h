@@ -17,7 +17,8 @@ class ThreadPool;
 
 class ModelLM final : public CausalLM {
  public:
-  ModelLM(Model& model, int32_t n_ctx, ThreadPool& pool);
+  // n_ctx entries of KV cache in `kv_types` (model/kv_cache.h).
+  ModelLM(Model& model, int32_t n_ctx, ThreadPool& pool, KvTypes kv_types = {});
 
   int32_t n_vocab() const override { return model_.config().n_vocab; }
   int32_t length() const override { return cache_.length(); }

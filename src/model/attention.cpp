@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "model/ops.h"
 #include "tensor/thread_pool.h"
@@ -36,12 +37,21 @@ constexpr int64_t kColumnBlock = 32;
 // results do not depend on k or the thread count. When the threads divide the KV heads (the
 // Qwen2.5 pair's 2 on 2 threads), head() runs the three phases for one KV head at a time
 // instead, one hand-off per block rather than three.
+// A thread's floats of f16 cache rows (KvType::F16): converted chunk by chunk, at most
+// chunk_rows x head_dim at once. It grows only until it holds the largest chunk, so the decode
+// loop does not allocate.
+float* converted_rows(int64_t floats) {
+  thread_local std::vector<float> rows;
+  if (rows.size() < static_cast<size_t>(floats)) rows.resize(static_cast<size_t>(floats));
+  return rows.data();
+}
+
 struct Block {
   const ModelConfig& c;
   const KvCache& cache;
   int32_t layer, window, group;
   float scale;
-  int64_t t0, nt, first_slot, score_stride;
+  int64_t t0, nt, first_slot, score_stride, chunk_rows;
   const float* q;
   float* out;
   float* scores;    // (token in block, head) rows of score_stride slots, indexed by slot
@@ -59,15 +69,31 @@ struct Block {
     return out + (t0 + ti) * c.q_dim() + static_cast<int64_t>(h) * c.head_dim;
   }
 
-  // Phase 1: slots [s0, s1) of KV head g, for every token of the block (where causal and the
-  // window allow).
+  // KV head g's keys (values) of slots [s0, s1) as floats, row s0 first: the cache's own rows
+  // when that part is f32, else the f16 rows converted (at most chunk_rows of them).
+  const float* key_rows(int32_t g, int32_t s0, int32_t s1) const {
+    if (cache.types().k == KvType::F32) return cache.k(layer, g, s0);
+    float* rows = converted_rows(chunk_rows * c.head_dim);
+    fp16_to_fp32_row(cache.k16(layer, g, s0), rows, int64_t{s1 - s0} * c.head_dim);
+    return rows;
+  }
+  const float* value_rows(int32_t g, int32_t s0, int32_t s1) const {
+    if (cache.types().v == KvType::F32) return cache.v(layer, g, s0);
+    float* rows = converted_rows(chunk_rows * c.head_dim);
+    fp16_to_fp32_row(cache.v16(layer, g, s0), rows, int64_t{s1 - s0} * c.head_dim);
+    return rows;
+  }
+
+  // Phase 1: slots [s0, s1) of KV head g (at most chunk_rows), for every token of the block
+  // (where causal and the window allow).
   void score_chunk(int32_t g, int32_t s0, int32_t s1) const {
+    const float* keys = key_rows(g, s0, s1);
     for (int64_t ti = 0; ti < nt; ++ti) {
       const int32_t a = std::max(s0, first(ti)), b = std::min(s1, last(ti) + 1);
       if (a >= b) continue;
       const int32_t h0 = g * group;
-      dot_rows_multi_f32(q_row(ti, h0), c.head_dim, group, cache.k(layer, g, a), c.head_dim, b - a,
-                         c.head_dim, score_row(ti, h0) + a, score_stride);
+      dot_rows_multi_f32(q_row(ti, h0), c.head_dim, group, keys + int64_t{a - s0} * c.head_dim,
+                         c.head_dim, b - a, c.head_dim, score_row(ti, h0) + a, score_stride);
     }
   }
 
@@ -85,7 +111,7 @@ struct Block {
   // once, front to back. Each value is computed by the same operations in the same order as in
   // the phase-by-phase split: a sum over several chunks continues from where the last chunk left
   // it in `out`, exactly as one call over all the rows would.
-  void head(int32_t g, int64_t chunk_rows) const {
+  void head(int32_t g) const {
     const int32_t lo = first(0), hi = last(nt - 1) + 1;
     for (int32_t s0 = lo; s0 < hi; s0 += static_cast<int32_t>(chunk_rows)) {
       score_chunk(g, s0, static_cast<int32_t>(std::min<int64_t>(hi, s0 + chunk_rows)));
@@ -99,12 +125,13 @@ struct Block {
     }
     for (int32_t s0 = lo; s0 < hi; s0 += static_cast<int32_t>(chunk_rows)) {
       const auto s1 = static_cast<int32_t>(std::min<int64_t>(hi, s0 + chunk_rows));
+      const float* values = value_rows(g, s0, s1);
       for (int64_t ti = 0; ti < nt; ++ti) {
         const int32_t a = std::max(s0, first(ti)), b = std::min(s1, last(ti) + 1);
         if (a >= b) continue;
         weighted_sum_rows_multi_f32(score_row(ti, h0) + a, score_stride, group,
-                                    cache.v(layer, g, a), c.head_dim, b - a, c.head_dim,
-                                    out_row(ti, h0), c.head_dim);
+                                    values + int64_t{a - s0} * c.head_dim, c.head_dim, b - a,
+                                    c.head_dim, out_row(ti, h0), c.head_dim);
       }
     }
     for (int64_t ti = 0; ti < nt; ++ti) {
@@ -122,9 +149,23 @@ struct Block {
     const int32_t a = first(ti), b = last(ti) + 1;
     const int32_t h0 = g * group;
     for (int32_t h = h0; h < h0 + group; ++h) std::fill_n(out_row(ti, h) + d0, nd, 0.0f);
-    weighted_sum_rows_multi_f32(score_row(ti, h0) + a, score_stride, group,
-                                cache.v(layer, g, a) + d0, c.head_dim, b - a, nd,
-                                out_row(ti, h0) + d0, c.head_dim);
+    if (cache.types().v == KvType::F32) {
+      weighted_sum_rows_multi_f32(score_row(ti, h0) + a, score_stride, group,
+                                  cache.v(layer, g, a) + d0, c.head_dim, b - a, nd,
+                                  out_row(ti, h0) + d0, c.head_dim);
+    } else {
+      // The columns [d0, d0 + nd) of chunk_rows rows at a time; a sum over several chunks goes
+      // on from where the last left it, as one call over all the rows would.
+      float* rows = converted_rows(chunk_rows * nd);
+      for (int32_t s0 = a; s0 < b; s0 += static_cast<int32_t>(chunk_rows)) {
+        const auto s1 = static_cast<int32_t>(std::min<int64_t>(b, s0 + chunk_rows));
+        for (int32_t s = s0; s < s1; ++s) {
+          fp16_to_fp32_row(cache.v16(layer, g, s) + d0, rows + int64_t{s - s0} * nd, nd);
+        }
+        weighted_sum_rows_multi_f32(score_row(ti, h0) + s0, score_stride, group, rows, nd, s1 - s0,
+                                    nd, out_row(ti, h0) + d0, c.head_dim);
+      }
+    }
     for (int32_t h = h0; h < h0 + group; ++h) {
       const float inv_sum = inv_sums[ti * c.n_head + h];
       float* o = out_row(ti, h) + d0;
@@ -164,6 +205,7 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
                     std::min(block_tokens, k - t0),
                     first_slot,
                     cap,
+                    chunk_rows,
                     q,
                     out,
                     scratch.scores.data(),
@@ -194,12 +236,12 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
     // split never changes what a part computes.
     const int64_t work = blk.nt * c.n_head * static_cast<int64_t>(hi - lo) * c.head_dim;
     if (work < kMinParallelWork || pool.size() == 1) {
-      for (int32_t g = 0; g < n_kv; ++g) blk.head(g, chunk_rows);
+      for (int32_t g = 0; g < n_kv; ++g) blk.head(g);
       continue;
     }
     if (n_kv % pool.size() == 0) {
       pool.parallel_for(n_kv, [&](int64_t b, int64_t e) {
-        for (int64_t g = b; g < e; ++g) blk.head(static_cast<int32_t>(g), chunk_rows);
+        for (int64_t g = b; g < e; ++g) blk.head(static_cast<int32_t>(g));
       });
       continue;
     }

@@ -16,6 +16,7 @@
 #include "model/model_impl.h"
 #include "support/random_floats.h"
 #include "tensor/cpu_features.h"
+#include "tensor/quantize.h"
 #include "tensor/thread_pool.h"
 #include "tensor/vec_ops.h"
 
@@ -109,6 +110,72 @@ TEST(Attention, EqualsThePlainLoopOnEveryPathAndSplit) {
                   << "heads " << sh.n_head << "/" << sh.n_head_kv << " x " << sh.head_dim << ", k "
                   << k << ", window " << window << ", first slot " << first_slot << ", "
                   << isa_name(isa) << ", " << threads << " threads";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// An f16 cache (K, V or both): attention equals the plain loop over an f32 cache holding the
+// same values rounded to fp16, bit for bit, on every path and split, so f16 entries keep
+// attention batch invariant.
+TEST(Attention, F16CachesEqualTheLoopOverTheRoundedValues) {
+  struct Shape {
+    int32_t n_head, n_head_kv, head_dim;
+  };
+  for (const Shape sh : {Shape{12, 2, 128}, Shape{9, 3, 64}, Shape{4, 4, 40}}) {
+    const ModelConfig c = attention_config(sh.n_head, sh.n_head_kv, sh.head_dim);
+    const int32_t depth = 200, cap = depth + 20;
+    const std::vector<float> kv =
+        testing::random_floats(static_cast<size_t>(2) * c.n_layer * cap * c.kv_dim(), 9);
+    for (const KvTypes types :
+         {KvTypes{KvType::F16, KvType::F32}, KvTypes{KvType::F32, KvType::F16},
+          KvTypes{KvType::F16, KvType::F16}}) {
+      KvCache cache(c, cap, types), rounded(c, cap);
+      size_t at = 0;
+      std::vector<float> kr(static_cast<size_t>(c.head_dim)), vr(kr.size());
+      for (int32_t l = 0; l < c.n_layer; ++l) {
+        for (int32_t g = 0; g < c.n_head_kv; ++g) {
+          for (int32_t s = 0; s < cap; ++s) {
+            const float* k = &kv[at];
+            const float* v = &kv[at + static_cast<size_t>(c.head_dim)];
+            cache.store(l, g, s, k, v);
+            for (int32_t d = 0; d < c.head_dim; ++d) {
+              kr[static_cast<size_t>(d)] =
+                  types.k == KvType::F16 ? fp16_to_fp32(fp32_to_fp16(k[d])) : k[d];
+              vr[static_cast<size_t>(d)] =
+                  types.v == KvType::F16 ? fp16_to_fp32(fp32_to_fp16(v[d])) : v[d];
+            }
+            rounded.store(l, g, s, kr.data(), vr.data());
+            at += 2 * static_cast<size_t>(c.head_dim);
+          }
+        }
+      }
+      EXPECT_LT(cache.bytes(), rounded.bytes());
+      const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+      for (int64_t k : {1, 17}) {
+        const std::vector<float> q = testing::random_floats(static_cast<size_t>(k * c.q_dim()),
+                                                            static_cast<uint32_t>(k + 40));
+        for (int32_t window : {0, 24}) {
+          const std::vector<float> want = reference(c, rounded, 1, depth, q, k, scale, window);
+          for (Isa isa : kAllIsas) {
+            if (!cpu_supports(isa)) continue;
+            for (int threads : {1, 2, 3}) {
+              const Isa saved = active_isa();
+              set_active_isa(isa);
+              ThreadPool pool(threads);
+              Scratch scratch;
+              std::vector<float> out(q.size(), -7.0f);
+              causal_attention(c, cache, 1, depth, q.data(), k, out.data(), scratch, pool, scale,
+                               window);
+              set_active_isa(saved);
+              ASSERT_EQ(std::memcmp(out.data(), want.data(), sizeof(float) * out.size()), 0)
+                  << "heads " << sh.n_head << "/" << sh.n_head_kv << " x " << sh.head_dim << ", K "
+                  << kv_type_name(types.k) << ", V " << kv_type_name(types.v) << ", k " << k
+                  << ", window " << window << ", " << isa_name(isa) << ", " << threads
+                  << " threads";
             }
           }
         }

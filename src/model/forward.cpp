@@ -301,8 +301,7 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
       const int32_t slot = s.row_slot[i];
       for (int32_t h = 0; h < c.n_head_kv; ++h) {
         const int64_t D = c.head_dim;
-        std::copy(kk + h * D, kk + (h + 1) * D, cache.k(l, h, slot));
-        std::copy(vv + h * D, vv + (h + 1) * D, cache.v(l, h, slot));
+        cache.store(l, h, slot, kk + h * D, vv + h * D);
       }
     });
 

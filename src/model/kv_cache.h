@@ -5,17 +5,34 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 namespace specdec {
 
 struct ModelConfig;
 
+// How a cache stores K or V (llama.cpp's --cache-type-k / --cache-type-v): f32, the forward
+// pass's own values; or f16, rounded to nearest-even fp16 as they are written, which halves the
+// cache's memory and what attention reads per token (llama.cpp's default). Attention converts
+// f16 rows back to floats before its kernels, so every split of the work sees the same floats
+// and batch invariance holds for either type.
+enum class KvType : uint8_t { F32, F16 };
+struct KvTypes {
+  KvType k = KvType::F32;
+  KvType v = KvType::F32;
+  bool operator==(const KvTypes&) const = default;
+};
+const char* kv_type_name(KvType type);  // "f32", "f16"
+std::optional<KvType> parse_kv_type(std::string_view name);
+
 class KvCache {
  public:
-  // Allocates capacity slots for every layer up front (f32); throws specdec::Error when
-  // capacity < 1.
-  KvCache(const ModelConfig& config, int32_t capacity);
+  // Allocates capacity slots for every layer up front; throws specdec::Error when capacity < 1.
+  KvCache(const ModelConfig& config, int32_t capacity, KvTypes types = {});
+
+  KvTypes types() const { return types_; }
 
   int32_t length() const { return length_; }
   int32_t capacity() const { return capacity_; }
@@ -33,10 +50,21 @@ class KvCache {
   // them). Throws when the shapes differ or end is outside [length(), capacity()].
   void extend_from(const KvCache& src, int32_t end);
 
-  // K/V of layer l, KV head h, slot s: head_dim floats. Each (layer, head) owns one plane of
-  // capacity() rows, so one head's slots lie back to back: attention streams a head's keys as
-  // one contiguous run (a token-major layout made it read a third of every line at a stride,
-  // which at a context of 400 cost a SmolLM2 decode step as much as all its matmuls).
+  // Writes slot `slot`'s K and V of layer l, KV head h (head_dim floats each), in the cache's
+  // types.
+  void store(int32_t layer, int32_t head, int32_t slot, const float* k, const float* v);
+
+  // K/V of layer l, KV head h, slot s: head_dim values, floats (k(), v(): only when that part's
+  // type is f32) or fp16 bits (k16(), v16(): only when it is f16). Each (layer, head) owns one
+  // plane of capacity() rows, so one head's slots lie back to back: attention streams a head's
+  // keys as one contiguous run (a token-major layout made it read a third of every line at a
+  // stride, which at a context of 400 cost a SmolLM2 decode step as much as all its matmuls).
+  const uint16_t* k16(int32_t layer, int32_t head, int32_t slot) const {
+    return k16_.data() + offset(layer, head, slot);
+  }
+  const uint16_t* v16(int32_t layer, int32_t head, int32_t slot) const {
+    return v16_.data() + offset(layer, head, slot);
+  }
   float* k(int32_t layer, int32_t head, int32_t slot) {
     return k_.data() + offset(layer, head, slot);
   }
@@ -51,7 +79,7 @@ class KvCache {
   }
   size_t bytes() const;
   // What bytes() is for a cache of this capacity, without allocating one (memory reports).
-  static size_t bytes_for(const ModelConfig& config, int32_t capacity);
+  static size_t bytes_for(const ModelConfig& config, int32_t capacity, KvTypes types = {});
 
   // Called by forward() after writing k new slots; throws if that would pass capacity().
   void advance(int32_t k);
@@ -61,7 +89,9 @@ class KvCache {
     return ((static_cast<size_t>(layer) * n_head_kv_ + head) * capacity_ + slot) * head_dim_;
   }
   int32_t n_layer_, n_head_kv_, head_dim_, capacity_, length_ = 0;
-  std::vector<float> k_, v_;
+  KvTypes types_;
+  std::vector<float> k_, v_;         // f32 parts (empty when f16)
+  std::vector<uint16_t> k16_, v16_;  // f16 parts (empty when f32)
 };
 
 }  // namespace specdec

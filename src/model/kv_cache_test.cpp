@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <vector>
+
 #include "common/error.h"
 #include "model/model.h"
+#include "tensor/quantize.h"
 
 namespace specdec {
 namespace {
@@ -99,6 +104,42 @@ TEST(KvCache, ExtendFromCopiesTheOtherCachesEntriesAfterItsOwn) {
   KvCache narrow(other, 8);
   EXPECT_THROW(wide.extend_from(narrow, 1), Error);
   EXPECT_EQ(wide.length(), 0);
+}
+
+TEST(KvCache, F16PartsStoreRoundedValuesInHalfTheBytes) {
+  const KvTypes f16{KvType::F16, KvType::F16};
+  KvCache full(small_config(), 10), half(small_config(), 10, f16),
+      mixed(small_config(), 10, {KvType::F16, KvType::F32});
+  EXPECT_EQ(half.bytes() * 2, full.bytes());
+  EXPECT_EQ(mixed.bytes() * 4, full.bytes() * 3);
+  EXPECT_EQ(KvCache::bytes_for(small_config(), 10, f16), half.bytes());
+  EXPECT_EQ(KvCache::bytes_for(small_config(), 10), full.bytes());
+  std::vector<float> k(8), v(8);
+  for (int32_t d = 0; d < 8; ++d) {
+    k[static_cast<size_t>(d)] = 1.0f / 3.0f + static_cast<float>(d);
+    v[static_cast<size_t>(d)] = -70000.0f * static_cast<float>(d);  // past fp16: -inf
+  }
+  half.store(2, 1, 7, k.data(), v.data());
+  mixed.store(2, 1, 7, k.data(), v.data());
+  for (int32_t d = 0; d < 8; ++d) {
+    EXPECT_EQ(half.k16(2, 1, 7)[d], fp32_to_fp16(k[static_cast<size_t>(d)]));
+    EXPECT_EQ(half.v16(2, 1, 7)[d], fp32_to_fp16(v[static_cast<size_t>(d)]));
+    EXPECT_EQ(mixed.k16(2, 1, 7)[d], fp32_to_fp16(k[static_cast<size_t>(d)]));
+    EXPECT_EQ(mixed.v(2, 1, 7)[d], v[static_cast<size_t>(d)]);  // the f32 part keeps it
+  }
+  EXPECT_TRUE(std::isinf(fp16_to_fp32(half.v16(2, 1, 7)[7])));
+  // Prefix copies between f16 caches copy the bits; between types they are refused.
+  KvCache other(small_config(), 12, f16);
+  half.advance(8);
+  other.extend_from(half, 8);
+  EXPECT_EQ(std::memcmp(other.k16(2, 1, 7), half.k16(2, 1, 7), 8 * sizeof(uint16_t)), 0);
+  EXPECT_EQ(std::memcmp(other.v16(2, 1, 7), half.v16(2, 1, 7), 8 * sizeof(uint16_t)), 0);
+  full.advance(8);
+  EXPECT_THROW(KvCache(small_config(), 12).extend_from(half, 8), Error);
+  EXPECT_THROW(KvCache(small_config(), 12, f16).extend_from(full, 8), Error);
+  EXPECT_EQ(parse_kv_type("f16"), KvType::F16);
+  EXPECT_EQ(parse_kv_type("f32"), KvType::F32);
+  EXPECT_FALSE(parse_kv_type("q8_0").has_value());
 }
 
 }  // namespace

@@ -204,4 +204,20 @@ int64_t argmax_f32(const float* x, int64_t n) {
   return uses_avx2(active_isa()) ? argmax_f32_avx2(x, n) : argmax_f32_scalar(x, n);
 }
 
+void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n) {
+  if (uses_avx2(active_isa())) {
+    fp16_to_fp32_row_avx2(src, dst, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
+}
+
+void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n) {
+  if (uses_avx2(active_isa())) {
+    fp32_to_fp16_row_avx2(src, dst, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp16(src[i]);
+}
+
 }  // namespace specdec

@@ -70,7 +70,15 @@ float exp_f32(float x);
 // gate[i] = silu(gate[i]) * up[i] with silu(g) = g / (1 + exp_f32(-g)) (SwiGLU's gate).
 void silu_mul_f32(float* gate, const float* up, int64_t n);
 
+// fp16 rows (an f16 KV cache): dst[i] = the float of src[i], exact; and src rounded to the
+// nearest-even fp16 (as F16C's converters round; NaNs stay NaNs). The AVX2 and AVX-512 paths use
+// F16C and give the scalar bits.
+void fp16_to_fp32_row(const uint16_t* src, float* dst, int64_t n);
+void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n);
+
 // Scalar and AVX2 versions (the AVX2 ones only when cpu_has_avx2()); exposed for tests.
+void fp16_to_fp32_row_avx2(const uint16_t* src, float* dst, int64_t n);
+void fp32_to_fp16_row_avx2(const float* src, uint16_t* dst, int64_t n);
 float dot_f32_scalar(const float* a, const float* b, int64_t n);
 void axpy_f32_scalar(float alpha, const float* x, float* y, int64_t n);
 float dot_f32_avx2(const float* a, const float* b, int64_t n);

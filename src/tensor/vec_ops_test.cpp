@@ -78,6 +78,32 @@ TEST(VecOps, Avx2IsBitwiseTheScalarResult) {
   }
 }
 
+// fp16 rows (an f16 KV cache) convert as the scalar bit-level converters do on every path:
+// normal, subnormal, huge (to inf) and halfway values, tails included.
+TEST(VecOps, Fp16RowsConvertAsTheScalarConvertersOnEveryPath) {
+  for (int64_t n : {0, 1, 7, 8, 9, 31, 64, 133}) {
+    std::vector<float> src = random_floats(static_cast<size_t>(n), 21);
+    for (size_t i = 0; i < src.size(); i += 5) src[i] *= 70000.0f;  // past fp16's range
+    for (size_t i = 2; i < src.size(); i += 7) src[i] *= 1e-6f;     // fp16 subnormals
+    if (n > 3) src[3] = 1.0f + 0x1p-11f;  // halfway between two fp16s: to even
+    std::vector<uint16_t> want(src.size()), half(src.size());
+    for (size_t i = 0; i < src.size(); ++i) want[i] = fp32_to_fp16(src[i]);
+    fp32_to_fp16_row(src.data(), half.data(), n);
+    EXPECT_EQ(half, want) << n;
+    std::vector<float> back(src.size()), back_want(src.size());
+    for (size_t i = 0; i < src.size(); ++i) back_want[i] = fp16_to_fp32(want[i]);
+    fp16_to_fp32_row(want.data(), back.data(), n);
+    EXPECT_TRUE(same_bits(back, back_want)) << n;
+    if (cpu_has_avx2()) {
+      std::fill(half.begin(), half.end(), uint16_t{0});
+      fp32_to_fp16_row_avx2(src.data(), half.data(), n);
+      EXPECT_EQ(half, want) << n;
+      fp16_to_fp32_row_avx2(want.data(), back.data(), n);
+      EXPECT_TRUE(same_bits(back, back_want)) << n;
+    }
+  }
+}
+
 // The row forms equal the one-row calls bit for bit (attention's results must not change with
 // how it batches), on every path, for head sizes with and without tails and past one block.
 TEST(VecOps, RowFormsEqualOneRowCalls) {
