@@ -2,7 +2,7 @@
 // Qwen2.5-Coder-1.5B's shape (12 query heads of 128 sharing 2 KV heads), all 28 layers one after
 // another so that the cache streams from memory as in a real step (28 x 2 x depth x 1 KiB).
 //   bench_model --benchmark_filter=Attention
-// Args: depth (cached slots), new tokens k, threads.
+// Args: depth (cached slots), new tokens k, threads, f16 (1: K and V stored as f16).
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -35,16 +35,19 @@ void BM_Attention(benchmark::State& state) {
   const auto depth = static_cast<int32_t>(state.range(0));
   const auto k = static_cast<int32_t>(state.range(1));
   const ModelConfig c = qwen_1_5b_attention();
-  KvCache cache(c, depth + k);
+  const KvTypes types = state.range(3) != 0 ? KvTypes{KvType::F16, KvType::F16} : KvTypes{};
+  KvCache cache(c, depth + k, types);
+  std::vector<float> kr(static_cast<size_t>(c.head_dim)), vr(kr.size());
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (int32_t l = 0; l < c.n_layer; ++l) {
     for (int32_t h = 0; h < c.n_head_kv; ++h) {
       for (int32_t s = 0; s < depth + k; ++s) {
         for (int32_t d = 0; d < c.head_dim; ++d) {
-          cache.k(l, h, s)[d] = normal(rng);
-          cache.v(l, h, s)[d] = normal(rng);
+          kr[static_cast<size_t>(d)] = normal(rng);
+          vr[static_cast<size_t>(d)] = normal(rng);
         }
+        cache.store(l, h, s, kr.data(), vr.data());
       }
     }
   }
@@ -66,8 +69,8 @@ void BM_Attention(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Attention)
-    ->ArgNames({"depth", "k", "threads"})
-    ->ArgsProduct({{128, 512, 1024, 2048}, {1, 5}, {1, 2}})
+    ->ArgNames({"depth", "k", "threads", "f16"})
+    ->ArgsProduct({{128, 512, 1024, 2048}, {1, 5}, {1, 2}, {0, 1}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
