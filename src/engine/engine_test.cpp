@@ -142,19 +142,19 @@ TEST_F(EngineTest, AWindowedDraftKeepsTheGreedyTextAndIsNotReusedAsAPrefix) {
 // layers: a model that disagrees often, so rounds are rejected and rolled back) is target-only
 // greedy text, token for token.
 TEST(EngineArchitectures, GreedySpeculationIsTargetOnlyOnEachArchitecture) {
-  // With f32 and with f16 KV caches (the target-only run uses the same type).
-  for (const KvTypes kv_types : {KvTypes{}, KvTypes{KvType::F16, KvType::F16}})
-    for (const char* arch : {"llama", "qwen2", "gemma3", "qwen3"}) {
-      testing::TinyModelSpec spec;
-      spec.arch = arch;
-      spec.n_layer = spec.arch == "gemma3" ? 6 : 2;
-      spec.sliding_window = 8;
-      LoadedModel target = LoadedModel::load(
-          testing::write_tiny_model(spec, testing::temp_path(std::string(arch) + "-t.gguf")));
-      spec.seed = 7;
-      spec.n_layer = 1;
-      LoadedModel draft_model = LoadedModel::load(
-          testing::write_tiny_model(spec, testing::temp_path(std::string(arch) + "-d.gguf")));
+  for (const char* arch : {"llama", "qwen2", "gemma3", "qwen3"}) {
+    testing::TinyModelSpec spec;
+    spec.arch = arch;
+    spec.n_layer = spec.arch == "gemma3" ? 6 : 2;
+    spec.sliding_window = 8;
+    LoadedModel target = LoadedModel::load(
+        testing::write_tiny_model(spec, testing::temp_path(std::string(arch) + "-t.gguf")));
+    spec.seed = 7;
+    spec.n_layer = 1;
+    LoadedModel draft_model = LoadedModel::load(
+        testing::write_tiny_model(spec, testing::temp_path(std::string(arch) + "-d.gguf")));
+    // With f32 and with f16 KV caches (the target-only run on the same type).
+    for (const KvTypes kv_types : {KvTypes{}, KvTypes{KvType::F16, KvType::F16}}) {
       EngineOptions eo;
       eo.n_ctx = 128;
       eo.kv_types = kv_types;
@@ -168,9 +168,10 @@ TEST(EngineArchitectures, GreedySpeculationIsTargetOnlyOnEachArchitecture) {
       const std::vector<int32_t> prompt = {72, 101, 108, 108, 111, 32, 119};
       const GenerationResult with_draft = spec_engine.generate(prompt, go, {});
       EXPECT_EQ(with_draft.tokens, plain.generate(prompt, go, {}).tokens)
-          << arch << ", K " << kv_type_name(kv_types.k);
+          << arch << ", K and V " << kv_type_name(kv_types.k);
       EXPECT_GT(with_draft.stats.spec.drafted, with_draft.stats.spec.accepted) << arch;
     }
+  }
 }
 
 // Logprobs come from the verify pass's rows when speculating and from single steps otherwise;
