@@ -100,10 +100,10 @@ void HttpServer::Impl::responses_stream(const std::shared_ptr<Job>& job, const R
                  {"output_index", *reasoning_index},
                  {"item", item}});
   };
+  const json opening = reasoning_item_json(meta, "", false);  // the item as it opens
   std::optional<ReasoningRelay> thinking;
   if (meta.reasoning) {
     const auto send_reasoning = [&](std::string_view text) {
-      const json opening = reasoning_item_json(meta, "", false);
       if (!reasoning_index) {
         reasoning_index = next_index++;
         reasoning_open = send({{"type", "response.output_item.added"},
