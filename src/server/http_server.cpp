@@ -403,6 +403,9 @@ bool HttpServer::Impl::wait_all(const std::vector<std::shared_ptr<Job>>& jobs, H
   return true;
 }
 
+// The ids the completions or chat endpoint would feed the model for this input (for logit_bias,
+// counting, or checking a prompt against the context), in the shape both llama-server's and
+// vLLM's clients read: tokens, count, max_model_len.
 void HttpServer::Impl::tokenize(const HttpRequest& req, HttpResponder& res) {
   Engine& e = ready_engine();
   const TokenizeRequest r = parse_tokenize(req.body);

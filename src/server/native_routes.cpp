@@ -1,4 +1,5 @@
-// llama-server's /completion (and /completions) and /infill (server/native_api.h).
+// llama-server's /completion (and /completions) and /infill, and its introspection endpoints
+// /props, /slots and /apply-template (server/native_api.h).
 #include <algorithm>
 #include <random>
 
@@ -154,10 +155,8 @@ void HttpServer::Impl::native_stream(const std::vector<std::shared_ptr<Job>>& jo
   res.end_stream();  // llama-server's own stream ends without a [DONE] line
 }
 
-// The ids the completions or chat endpoint would feed the model for this input (for logit_bias,
-// counting, or checking a prompt against the context), in the shape both llama-server's and
-// vLLM's clients read: tokens, count, max_model_len.
-
+// GET /props and GET /slots (req.path says which): what the server runs and with which defaults,
+// and what each slot is doing (server/native_api.h: props_json, slots_json).
 void HttpServer::Impl::props(const HttpRequest& req, HttpResponder& res) {
   Engine& e = ready_engine();
   // The settings of a request that sets nothing, as /completion would take them; the seed is
