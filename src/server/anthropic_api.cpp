@@ -387,8 +387,7 @@ json anthropic_usage_json(const GenerationStats& s) {
 }
 
 json message_json(const MessagesMeta& meta, const GenerationResult& result) {
-  const ReasoningSplit thought = meta.reasoning ? split_reasoning(result.text, meta.thinking_opened)
-                                                : ReasoningSplit{"", result.text};
+  const ReasoningSplit thought = meta.reasoning.of(result.text);
   const SplitReply reply = split_reply(meta, thought.content);
   const bool tool_use = !reply.calls.empty();
   json content = json::array();

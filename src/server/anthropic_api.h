@@ -16,6 +16,7 @@
 
 #include "engine/engine.h"
 #include "server/api_error.h"
+#include "server/reasoning.h"
 #include "server/request_parsing.h"
 #include "server/tool_calls.h"
 
@@ -39,9 +40,8 @@ struct MessagesMeta {
   std::vector<std::string> tool_names;  // empty: the reply is text only
   uint64_t tool_id_seed = 0;            // makes the tool_use ids
   // A thinking model's replies: a leading <think> block is a thinking content block
-  // (server/reasoning.h); `thinking_opened`: the prefill left the block open.
-  bool reasoning = false;
-  bool thinking_opened = false;
+  // (server/reasoning.h).
+  ReasoningMode reasoning = {};
 };
 
 // The reply split into its text and tool calls (ids "toolu_..."), as the response carries it.

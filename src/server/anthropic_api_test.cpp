@@ -287,7 +287,7 @@ TEST(AnthropicApi, ToolCallsBecomeToolUseBlocks) {
 }
 
 TEST(AnthropicApi, AThinkingModelsReasoningIsAThinkingBlock) {
-  MessagesMeta meta{"msg_5", "m", {"add"}, 9, /*reasoning=*/true, /*thinking_opened=*/false};
+  MessagesMeta meta{"msg_5", "m", {"add"}, 9, ReasoningMode{/*split=*/true, /*opened=*/false}};
   const std::string call =
       "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2}}\n</tool_call>";
   const json doc = message_json(
@@ -299,7 +299,7 @@ TEST(AnthropicApi, AThinkingModelsReasoningIsAThinkingBlock) {
   EXPECT_EQ(doc["content"][2]["type"], "tool_use");
   EXPECT_EQ(doc["stop_reason"], "tool_use");
   // A prefill that opened the block: the reply starts inside it.
-  meta.thinking_opened = true;
+  meta.reasoning.opened = true;
   const json opened = message_json(meta, result_of("so 5.\n</think>\n\n5", FinishReason::Stop));
   EXPECT_EQ(opened["content"][0]["thinking"], "so 5.");
   EXPECT_EQ(opened["content"][1]["text"], "5");

@@ -35,8 +35,7 @@ void HttpServer::Impl::messages(const HttpRequest& req, HttpResponder& res) {
   meta.model = r.model.empty() ? config.model_id : r.model;
   for (const ToolSpec& t : r.tools.tools) meta.tool_names.push_back(t.name);
   meta.tool_id_seed = std::hash<std::string>{}(meta.id);
-  meta.reasoning = splits_reasoning(r, e);
-  meta.thinking_opened = thinking_opened(r);
+  meta.reasoning = reasoning_mode(r, e);
   if (r.stream) return messages_stream(jobs[0], meta, n, res);
   if (!wait_all(jobs, res)) return;
   const Job& j = *jobs[0];
@@ -66,17 +65,13 @@ void HttpServer::Impl::messages_stream(const std::shared_ptr<Job>& job, const Me
     thinking_open = false;
     return send(signature_delta_json(index)) && send(block_stop_json(index++));
   };
-  std::optional<ReasoningRelay> thinking;
-  if (meta.reasoning) {
-    thinking.emplace(ReasoningRelay{ReasoningStream(meta.thinking_opened), [&](std::string_view t) {
-                                      if (!thinking_open &&
-                                          !send(thinking_block_start_json(index))) {
-                                        return false;
-                                      }
-                                      thinking_open = true;
-                                      return send(thinking_delta_json(index, t));
-                                    }});
-  }
+  const ReasoningRelay thinking{meta.reasoning.opened, [&](std::string_view t) {
+                                  if (!thinking_open && !send(thinking_block_start_json(index))) {
+                                    return false;
+                                  }
+                                  thinking_open = true;
+                                  return send(thinking_delta_json(index, t));
+                                }};
   const auto send_text = [&](std::string_view text) {
     if (text.empty()) return true;
     if (!close_thinking()) return false;
@@ -84,8 +79,8 @@ void HttpServer::Impl::messages_stream(const std::shared_ptr<Job>& job, const Me
     text_open = true;
     return send(text_delta_json(index, text));
   };
-  const std::optional<std::string> relayed =
-      relay_text(job, tools, res, send_text, sent, nullptr, thinking ? &*thinking : nullptr);
+  const std::optional<std::string> relayed = relay_text(job, tools, res, send_text, sent, nullptr,
+                                                        meta.reasoning.split ? &thinking : nullptr);
   if (!relayed) return;
   const std::string& reply = *relayed;  // what follows the reasoning
   if (const std::optional<ApiError> err = job_error(*job)) {

@@ -123,16 +123,18 @@ std::optional<std::string> relay_text(const std::shared_ptr<Job>& job, bool hold
                                       HttpResponder& res,
                                       const std::function<bool(std::string_view)>& send_text,
                                       size_t& sent, std::vector<TokenLogprob>* logprobs,
-                                      ReasoningRelay* reasoning) {
+                                      const ReasoningRelay* reasoning) {
+  std::optional<ReasoningStream> split;
+  if (reasoning != nullptr) split.emplace(reasoning->opened);
   std::string reply;
   for (bool done = false; !done;) {
     std::string text;
     done = job->wait(text, kPollInterval, logprobs);
-    if (reasoning != nullptr) {
+    if (split) {
       // The reasoning goes out first; only what follows the block is the reply.
-      ReasoningSplit piece = reasoning->split.push(text);
+      ReasoningSplit piece = split->push(text);
       if (done) {
-        ReasoningSplit rest = reasoning->split.finish();
+        ReasoningSplit rest = split->finish();
         piece.reasoning += rest.reasoning;
         piece.content += rest.content;
       }
@@ -188,13 +190,10 @@ std::string chat_prompt_text(const CompletionRequest& r, const Engine& e) {
          r.prefill;
 }
 
-bool splits_reasoning(const CompletionRequest& r, const Engine& e) {
-  return r.endpoint == Endpoint::ChatCompletions && e.chat_template().thinking();
-}
-
-bool thinking_opened(const CompletionRequest& r) {
+ReasoningMode reasoning_mode(const CompletionRequest& r, const Engine& e) {
   const size_t open = r.prefill.rfind(kThinkOpen);
-  return open != std::string::npos && r.prefill.find(kThinkClose, open) == std::string::npos;
+  return {r.endpoint == Endpoint::ChatCompletions && e.chat_template().thinking(),
+          open != std::string::npos && r.prefill.find(kThinkClose, open) == std::string::npos};
 }
 
 HttpServer::Impl::Impl(ServerConfig c)

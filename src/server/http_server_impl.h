@@ -45,9 +45,10 @@ void cancel_jobs(const std::vector<std::shared_ptr<Job>>& jobs);
 bool begin_event_stream(HttpResponder& res, const std::vector<std::shared_ptr<Job>>& jobs,
                         const char* content_type = "text/event-stream");
 // A thinking model's reasoning, split off a relayed reply before its text is: `send` gets each
-// piece of the reasoning as it comes (server/reasoning.h).
+// piece of the reasoning as it comes (server/reasoning.h); `opened`: the reply starts inside the
+// block (ReasoningMode::opened).
 struct ReasoningRelay {
-  ReasoningStream split;
+  bool opened = false;
   std::function<bool(std::string_view)> send;
 };
 // Relays one job's text as it comes: `send_text` gets each piece that may go out (with
@@ -61,7 +62,7 @@ std::optional<std::string> relay_text(const std::shared_ptr<Job>& job, bool hold
                                       HttpResponder& res,
                                       const std::function<bool(std::string_view)>& send_text,
                                       size_t& sent, std::vector<TokenLogprob>* logprobs = nullptr,
-                                      ReasoningRelay* reasoning = nullptr);
+                                      const ReasoningRelay* reasoning = nullptr);
 // Why a finished job has no result to send (it failed, or the server stopped it); nullopt when
 // it has one.
 std::optional<ApiError> job_error(const Job& job);
@@ -69,11 +70,10 @@ std::optional<ApiError> job_error(const Job& job);
 // assistant turn opened (unless add_generation_prompt is off) and holding the prefill. 400 when
 // tools or tool turns meet a template without a tool-calling convention.
 std::string chat_prompt_text(const CompletionRequest& r, const Engine& e);
-// Whether a chat request's replies split into reasoning and content: the model's template
-// thinks (ChatTemplate::thinking()). `opened`: the prefill leaves a <think> block open, so the
-// reply starts inside it.
-bool splits_reasoning(const CompletionRequest& r, const Engine& e);
-bool thinking_opened(const CompletionRequest& r);
+// How a request's replies split into reasoning and content: a chat request's do when the
+// model's template thinks (ChatTemplate::thinking()), starting inside the block when the prefill
+// leaves a <think> block open.
+ReasoningMode reasoning_mode(const CompletionRequest& r, const Engine& e);
 
 struct HttpServer::Impl {
   explicit Impl(ServerConfig c);

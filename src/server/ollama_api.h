@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "server/api_error.h"
 #include "server/model_facts.h"
+#include "server/reasoning.h"
 #include "server/request_parsing.h"
 #include "server/tool_calls.h"
 
@@ -71,9 +72,8 @@ struct OllamaMeta {
   std::vector<std::string> tool_names;  // empty: the reply is text only
   uint64_t tool_id_seed = 0;
   // A thinking model's replies: a leading <think> block goes out as `thinking`
-  // (server/reasoning.h); `thinking_opened`: the prefill left the block open.
-  bool reasoning = false;
-  bool thinking_opened = false;
+  // (server/reasoning.h).
+  ReasoningMode reasoning = {};
 };
 
 // The time now as Ollama writes created_at: RFC 3339 in UTC with nanoseconds.

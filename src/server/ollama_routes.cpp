@@ -56,8 +56,7 @@ void HttpServer::Impl::ollama_generation(bool chat, const HttpRequest& req, Http
     throw invalid_request(str_cat("\"", o.model, "\" does not support thinking"), "think",
                           "unsupported_value");
   }
-  meta.reasoning = splits_reasoning(r, e);
-  meta.thinking_opened = thinking_opened(r);
+  meta.reasoning = reasoning_mode(r, e);
   if (o.load_only) {
     // The model is always loaded: nothing to do but say so.
     const std::string doc = ollama_line(ollama_load_json(meta, o.unload));
@@ -115,8 +114,7 @@ void HttpServer::Impl::ollama_generation(bool chat, const HttpRequest& req, Http
   if (std::optional<ApiError> err = job_error(j)) throw *err;
   const GenerationResult& result = j.result();
   // A thinking model's reasoning first; the content (and its calls) follows it.
-  const ReasoningSplit split = meta.reasoning ? split_reasoning(result.text, meta.thinking_opened)
-                                              : ReasoningSplit{"", result.text};
+  const ReasoningSplit split = meta.reasoning.of(result.text);
   const SplitReply reply =
       meta.tool_names.empty() ? SplitReply{split.content, {}}
                               : split_tool_calls(split.content, meta.tool_names, meta.tool_id_seed);
@@ -156,16 +154,12 @@ void HttpServer::Impl::ollama_stream(const std::shared_ptr<Job>& job, const Olla
     return text.empty() || send(with_logprobs(ollama_chunk_json(meta, text)));
   };
   // A thinking model's reasoning goes out as `thinking` chunks before the content.
-  std::optional<ReasoningRelay> thinking;
-  if (meta.reasoning) {
-    thinking.emplace(ReasoningRelay{ReasoningStream(meta.thinking_opened), [&](std::string_view t) {
-                                      return send(
-                                          with_logprobs(ollama_thinking_chunk_json(meta, t)));
-                                    }});
-  }
+  const ReasoningRelay thinking{meta.reasoning.opened, [&](std::string_view t) {
+                                  return send(with_logprobs(ollama_thinking_chunk_json(meta, t)));
+                                }};
   const std::optional<std::string> relayed =
       relay_text(job, tools, res, send_content, sent, r.logprobs >= 0 ? &entries : nullptr,
-                 thinking ? &*thinking : nullptr);
+                 meta.reasoning.split ? &thinking : nullptr);
   if (!relayed) return;
   const std::string& content = *relayed;  // what follows the reasoning
   if (const std::optional<ApiError> err = job_error(*job)) {

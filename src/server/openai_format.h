@@ -14,6 +14,7 @@
 
 #include "engine/engine.h"
 #include "server/api_error.h"
+#include "server/reasoning.h"
 #include "server/request_parsing.h"
 #include "server/tool_calls.h"
 
@@ -47,9 +48,8 @@ struct ResponseMeta {
   // split off into message.tool_calls. Empty: replies are plain content.
   std::vector<std::string> tool_names = {};
   // A thinking model's chat replies: a leading <think> block goes out as reasoning_content
-  // (server/reasoning.h); `thinking_opened`: the prompt's prefill left the block open.
-  bool reasoning = false;
-  bool thinking_opened = false;
+  // (server/reasoning.h).
+  ReasoningMode reasoning = {};
 };
 
 // The ids of a choice's tool calls derive from this (the response id and the choice).

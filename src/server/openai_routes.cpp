@@ -67,8 +67,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   meta.created = unix_now();
   meta.model = r.model.empty() ? config.model_id : r.model;
   for (const ToolSpec& t : r.tools.tools) meta.tool_names.push_back(t.name);
-  meta.reasoning = splits_reasoning(r, e);
-  meta.thinking_opened = thinking_opened(r);
+  meta.reasoning = reasoning_mode(r, e);
   if (r.logprobs >= 0) {
     meta.logprobs = LogprobFormat{&e.tokenizer(), r.ignore_eos, r.tokens_as_ids, r.logprobs};
   }
@@ -81,9 +80,9 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   for (const auto& job : jobs) {
     if (std::optional<ApiError> err = job_error(*job)) throw *err;
     results.push_back(job->result());
-    if (meta.reasoning) {
+    if (meta.reasoning.split) {
       // The reply's content (and its calls) is what follows the reasoning.
-      ReasoningSplit split = split_reasoning(results.back().text, meta.thinking_opened);
+      ReasoningSplit split = meta.reasoning.of(results.back().text);
       results.back().text = std::move(split.content);
       reasoning.push_back(std::move(split.reasoning));
     }
@@ -131,8 +130,8 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
   };
   const bool tools = !meta.tool_names.empty();
   std::vector<Choice> choices(jobs.size());
-  if (meta.reasoning) {
-    for (Choice& c : choices) c.thinking.emplace(meta.thinking_opened);
+  if (meta.reasoning.split) {
+    for (Choice& c : choices) c.thinking.emplace(meta.reasoning.opened);
   }
   // The echoed prompt goes first, as its own chunk. Without logprobs it is known now; with them
   // it waits for the prompt's entries, which the engine sends before any text (the first

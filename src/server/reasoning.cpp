@@ -88,6 +88,10 @@ ReasoningSplit split_reasoning(std::string_view reply, bool opened) {
   return out;
 }
 
+ReasoningSplit ReasoningMode::of(std::string_view reply) const {
+  return split ? split_reasoning(reply, opened) : ReasoningSplit{"", std::string(reply)};
+}
+
 int64_t count_reasoning_tokens(const Tokenizer& tokenizer, std::span<const int32_t> tokens,
                                bool reasoning) {
   if (!reasoning) return 0;

@@ -27,6 +27,16 @@ struct ReasoningSplit {
 // `opened`: the prompt itself ended with "<think>", so the reply starts inside the block.
 ReasoningSplit split_reasoning(std::string_view reply, bool opened = false);
 
+// How a request's replies split (each API's response metadata holds one): `split` when the
+// model's template thinks (ChatTemplate::thinking()), `opened` when the prompt's prefill left a
+// <think> block open, so that the reply starts inside it.
+struct ReasoningMode {
+  bool split = false;
+  bool opened = false;
+  // The reply's reasoning and content: split_reasoning, or all content when not split.
+  ReasoningSplit of(std::string_view reply) const;
+};
+
 // How many of a reply's tokens are its reasoning (OpenAI's usage.output_tokens_details
 // .reasoning_tokens): those up to the one that completes "</think>", or all of them when the
 // block never closes; 0 when `reasoning` (split_reasoning found some) is false.

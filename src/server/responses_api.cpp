@@ -283,8 +283,7 @@ json reasoning_item_json(const ResponsesMeta& meta, std::string_view text, bool 
 }
 
 json output_items(const ResponsesMeta& meta, const GenerationResult& result) {
-  const ReasoningSplit thought = meta.reasoning ? split_reasoning(result.text, meta.thinking_opened)
-                                                : ReasoningSplit{"", result.text};
+  const ReasoningSplit thought = meta.reasoning.of(result.text);
   const SplitReply reply =
       meta.tool_names.empty()
           ? SplitReply{thought.content, {}}

@@ -17,6 +17,7 @@
 
 #include "engine/engine.h"
 #include "server/api_error.h"
+#include "server/reasoning.h"
 #include "server/request_parsing.h"
 #include "server/tool_calls.h"
 
@@ -42,9 +43,8 @@ struct ResponsesMeta {
   uint64_t tool_id_seed = 0;
   nlohmann::json echo;  // ResponsesRequest::echo
   // A thinking model's replies: a leading <think> block is a reasoning item
-  // (server/reasoning.h); `thinking_opened`: the prefill left the block open.
-  bool reasoning = false;
-  bool thinking_opened = false;
+  // (server/reasoning.h).
+  ReasoningMode reasoning = {};
 };
 
 // The reply as output items: a thinking model's reasoning item ("rs_...", its text one

@@ -190,7 +190,7 @@ TEST(ResponsesApi, CallsAreFunctionCallItems) {
 }
 
 TEST(ResponsesApi, AThinkingModelsReasoningIsAReasoningItem) {
-  ResponsesMeta meta{"resp_abc", 1, "m", {"add"}, 5, json::object(), /*reasoning=*/true};
+  ResponsesMeta meta{"resp_abc", 1, "m", {"add"}, 5, json::object(), ReasoningMode{/*split=*/true}};
   const std::string call =
       "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>";
   const json doc = response_json(

@@ -13,8 +13,7 @@ namespace {
 
 // The response object with its reasoning tokens counted.
 json final_response(const ResponsesMeta& meta, const GenerationResult& result, const Engine& e) {
-  const bool reasoned =
-      meta.reasoning && !split_reasoning(result.text, meta.thinking_opened).reasoning.empty();
+  const bool reasoned = !meta.reasoning.of(result.text).reasoning.empty();
   return response_json(meta, result,
                        count_reasoning_tokens(e.tokenizer(), result.tokens, reasoned));
 }
@@ -46,8 +45,7 @@ void HttpServer::Impl::responses(const HttpRequest& req, HttpResponder& res) {
   for (const ToolSpec& t : r.chat.tools.tools) meta.tool_names.push_back(t.name);
   meta.tool_id_seed = std::hash<std::string>{}(meta.id);
   meta.echo = r.echo;
-  meta.reasoning = splits_reasoning(r.chat, e);
-  meta.thinking_opened = thinking_opened(r.chat);
+  meta.reasoning = reasoning_mode(r.chat, e);
   if (r.chat.stream) return responses_stream(jobs[0], meta, res);
   if (!wait_all(jobs, res)) return;
   const Job& j = *jobs[0];
@@ -101,30 +99,27 @@ void HttpServer::Impl::responses_stream(const std::shared_ptr<Job>& job, const R
                  {"item", item}});
   };
   const json opening = reasoning_item_json(meta, "", false);  // the item as it opens
-  std::optional<ReasoningRelay> thinking;
-  if (meta.reasoning) {
-    const auto send_reasoning = [&](std::string_view text) {
-      if (!reasoning_index) {
-        reasoning_index = next_index++;
-        reasoning_open = send({{"type", "response.output_item.added"},
-                               {"output_index", *reasoning_index},
-                               {"item", opening}}) &&
-                         send({{"type", "response.content_part.added"},
-                               {"item_id", opening["id"]},
-                               {"output_index", *reasoning_index},
-                               {"content_index", 0},
-                               {"part", reasoning_part}});
-        if (!reasoning_open) return false;
-      }
-      reasoning += text;
-      return send({{"type", "response.reasoning_text.delta"},
-                   {"item_id", opening["id"]},
-                   {"output_index", *reasoning_index},
-                   {"content_index", 0},
-                   {"delta", text}});
-    };
-    thinking.emplace(ReasoningRelay{ReasoningStream(meta.thinking_opened), send_reasoning});
-  }
+  const auto send_reasoning = [&](std::string_view text) {
+    if (!reasoning_index) {
+      reasoning_index = next_index++;
+      reasoning_open = send({{"type", "response.output_item.added"},
+                             {"output_index", *reasoning_index},
+                             {"item", opening}}) &&
+                       send({{"type", "response.content_part.added"},
+                             {"item_id", opening["id"]},
+                             {"output_index", *reasoning_index},
+                             {"content_index", 0},
+                             {"part", reasoning_part}});
+      if (!reasoning_open) return false;
+    }
+    reasoning += text;
+    return send({{"type", "response.reasoning_text.delta"},
+                 {"item_id", opening["id"]},
+                 {"output_index", *reasoning_index},
+                 {"content_index", 0},
+                 {"delta", text}});
+  };
+  const ReasoningRelay thinking{meta.reasoning.opened, send_reasoning};
 
   const std::string message_id = "msg_" + meta.id.substr(meta.id.find('_') + 1);
   const json part = {{"type", "output_text"},
@@ -170,8 +165,8 @@ void HttpServer::Impl::responses_stream(const std::shared_ptr<Job>& job, const R
     pending.clear();
     return ok;
   };
-  const std::optional<std::string> relayed =
-      relay_text(job, tools, res, send_text, sent, nullptr, thinking ? &*thinking : nullptr);
+  const std::optional<std::string> relayed = relay_text(job, tools, res, send_text, sent, nullptr,
+                                                        meta.reasoning.split ? &thinking : nullptr);
   if (!relayed) return;
   const std::string& reply = *relayed;  // what follows the reasoning
   if (const std::optional<ApiError> err = job_error(*job)) {
