@@ -218,8 +218,44 @@ TEST_F(Cli, F16KvCachesKeepSpeculationExactAndHalveTheCache) {
     return j["memory"]["target"]["kv_cache_bytes"].get<int64_t>();
   };
   EXPECT_EQ(kv_bytes(f16_stats) * 2, kv_bytes(f32_stats));
-  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "-ctk", "q8_0"}),
-                     "--cache-type-k must be f32 or f16, got 'q8_0'");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "-ctk", "q4_0"}),
+                     "--cache-type-k must be f32, f16 or q8_0, got 'q4_0'");
+}
+
+// q8_0 KV caches: the same on a model with 32-wide heads (the cache at 17/64 of f32's: 8-bit
+// values plus an fp16 scale per 32); on this suite's 16-wide heads a clean error.
+TEST_F(Cli, Q8KvCachesKeepSpeculationExactAndNeedHeadsOf32) {
+  testing::TinyModelSpec spec;
+  spec.n_ctx = 128;
+  spec.n_embd = 128;
+  const std::string target = testing::write_tiny_model(spec, testing::temp_path("t32.gguf"));
+  spec.seed = 2;
+  spec.n_layer = 1;
+  const std::string draft = testing::write_tiny_model(spec, testing::temp_path("d32.gguf"));
+  const std::string f32_stats = testing::temp_path("q8-f32.json"),
+                    q8_stats = testing::temp_path("q8.json");
+  const std::vector<std::string> base = {"run", "-m", target,   "-p",  "hello hello",
+                                         "-n",  "24", "--temp", "0",   "--ignore-eos",
+                                         "-t",  "2",  "-c",     "128", "-q"};
+  std::vector<std::string> q8 = base;
+  q8.insert(q8.end(), {"-ctk", "q8_0", "-ctv", "q8_0"});
+  const CliResult plain = run_cli(q8);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  q8.insert(q8.end(), {"-md", draft, "--draft-max", "4", "--stats-json", q8_stats});
+  const CliResult spec_run = run_cli(q8);
+  ASSERT_EQ(spec_run.exit_code, 0) << spec_run.err;
+  EXPECT_EQ(spec_run.out, plain.out);
+  std::vector<std::string> f32 = base;
+  f32.insert(f32.end(), {"-md", draft, "--stats-json", f32_stats});
+  ASSERT_EQ(run_cli(f32).exit_code, 0);
+  const auto kv_bytes = [](const std::string& path) {
+    const nlohmann::json j = nlohmann::json::parse(testing::read_file(path));
+    return j["memory"]["target"]["kv_cache_bytes"].get<int64_t>();
+  };
+  EXPECT_EQ(kv_bytes(q8_stats) * 64, kv_bytes(f32_stats) * 17);
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "-ctv", "q8_0"}),
+                     "a q8_0 KV cache needs a head size that is a multiple of 32; this model's "
+                     "is 16 (use f16 or f32)");
 }
 
 TEST_F(Cli, SampledRunsRepeatWithTheSameSeed) {

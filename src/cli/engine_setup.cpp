@@ -115,12 +115,14 @@ const char* draft_policy_name(const DraftLengthParams& params) {
 void add_kv_type_options(ArgParser& p, KvTypes& types) {
   const auto option = [&p](std::vector<std::string> names, KvType& type, const char* what) {
     const std::string flag = names.back();
-    p.add_value(std::move(names), "f32|f16",
+    p.add_value(std::move(names), "f32|f16|q8_0",
                 str_cat("how the KV caches store ", what,
-                        ": f32, or f16 (half the memory and attention reads; default f32)"),
+                        ": f32, f16 (half the memory and attention reads) or q8_0 (8-bit blocks "
+                        "of 32 with an fp16 scale, about a quarter; keys scored in integer "
+                        "arithmetic; needs a head size divisible by 32); default f32"),
                 [&type, flag](const std::string& v) {
                   const std::optional<KvType> t = parse_kv_type(v);
-                  if (!t) fail(flag, " must be f32 or f16, got '", v, "'");
+                  if (!t) fail(flag, " must be f32, f16 or q8_0, got '", v, "'");
                   type = *t;
                 });
   };

@@ -142,6 +142,7 @@ int verify_cost_command(const std::vector<std::string>& args) {
   std::string model_path, draft_path, json_path;
   DraftModelOptions draft_options;
   int32_t threads = 0, k_max = 9, prefix_len = 128, repeats = 15;
+  KvTypes kv_types;
   ArgParser p("specdec verify-cost -m MODEL [options]",
               "Measures the cost of one target forward pass over k = gamma + 1 tokens (all rows'\n"
               "logits, as a verify pass computes them) divided by one decode step, on top of a\n"
@@ -158,6 +159,7 @@ int verify_cost_command(const std::vector<std::string>& args) {
   p.add_int({"--k-max"}, "K", "largest pass measured, in tokens (gamma + 1)", k_max, 1, 64);
   p.add_int({"--prefix"}, "N", "cached tokens the passes run on top of", prefix_len, 1, 1 << 16);
   p.add_int({"--repeats"}, "N", "timed passes per k", repeats, 1, 10000);
+  add_kv_type_options(p, kv_types);
   p.add_string({"--json"}, "FILE", "also write every timing as JSON", json_path);
   if (!p.parse(args)) {
     std::cout << p.help();
@@ -183,7 +185,7 @@ int verify_cost_command(const std::vector<std::string>& args) {
   const int n_threads = thread_count(threads);
   ThreadPool pool(n_threads);
   const std::vector<ForwardCost> costs =
-      measure_forward_costs(*m.model, prefix, k_max, repeats, pool);
+      measure_forward_costs(*m.model, prefix, k_max, repeats, pool, kv_types);
   std::vector<DraftLayout> layouts;
   std::vector<ForwardCost> steps;  // the target's decode step, then each draft layout's
   if (!draft_path.empty()) {
@@ -191,7 +193,7 @@ int verify_cost_command(const std::vector<std::string>& args) {
     std::vector<StepSubject> subjects(1);
     subjects[0].model = m.model.get();
     for (const DraftLayout& l : layouts) subjects.push_back({l.model->model.get(), l.vocab});
-    steps = measure_step_costs(subjects, prefix, repeats, pool);
+    steps = measure_step_costs(subjects, prefix, repeats, pool, kv_types);
   }
   const double stream = best_stream_read_gbs(pool, 5);
   const double step_s = costs[0].median_ms / 1e3;
@@ -199,7 +201,8 @@ int verify_cost_command(const std::vector<std::string>& args) {
 
   std::cout << "model: " << model_path << "\n"
             << "threads " << n_threads << ", prefix " << prefix_len << " tokens, " << repeats
-            << " repeats per k (medians)\n\n";
+            << " repeats per k (medians), KV cache K " << kv_type_name(kv_types.k) << ", V "
+            << kv_type_name(kv_types.v) << "\n\n";
   std::cout << "| k (gamma + 1) | gamma | pass ms | pass / decode step | CPU ms (caller) | CPU "
                "ratio |\n|---|---|---:|---:|---:|---:|\n";
   for (const ForwardCost& c : costs) {
@@ -255,6 +258,8 @@ int verify_cost_command(const std::vector<std::string>& args) {
     j["threads"] = n_threads;
     j["prefix"] = prefix_len;
     j["repeats"] = repeats;
+    j["cache_type_k"] = kv_type_name(kv_types.k);
+    j["cache_type_v"] = kv_type_name(kv_types.v);
     j["weight_bytes"] = m.model->weight_bytes();
     j["packed_weight_bytes"] = m.model->packed_weight_bytes();
     j["stream_read_gbs"] = stream;

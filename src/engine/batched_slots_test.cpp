@@ -134,23 +134,23 @@ TEST_F(BatchedSlots, EachRequestGetsWhatItGetsAloneAmongAnyNumberOfOthers) {
   }
 }
 
-// f16 KV caches keep batching exact: each request's output among others is its output alone
-// (on the same cache type), as with f32 caches; prompts shared across slots copy f16 rows.
-TEST_F(BatchedSlots, F16CachesGiveEachRequestWhatItGetsAlone) {
+// Each request's output among others sharing passes (3 slots) is its output alone on the same
+// KV cache types; prompts shared across slots copy rows of those types.
+void expect_alone_among_others(LoadedModel& target, LoadedModel& draft, KvTypes kv_types) {
   const std::vector<Request> reqs = requests();
   EngineOptions one = slot_options(1);
   one.n_threads = 2;
-  one.kv_types = {KvType::F16, KvType::F16};
-  Engine alone_engine(*target_, draft_.get(), one);
+  one.kv_types = kv_types;
+  Engine alone_engine(target, &draft, one);
   std::vector<GenerationResult> alone;
   for (const Request& r : reqs) alone.push_back(alone_engine.generate(r.prompt, r.options, {}));
   EngineOptions eo = one;
   eo.n_slots = 3;
   eo.prefill_chunk = 4;
-  Engine engine(*target_, draft_.get(), eo);
+  Engine engine(target, &draft, eo);
   std::atomic<int64_t> shared{0};
-  engine.set_pass_observer([&](bool target, int64_t, int64_t sequences) {
-    if (target && sequences > 1) ++shared;
+  engine.set_pass_observer([&](bool is_target, int64_t, int64_t sequences) {
+    if (is_target && sequences > 1) ++shared;
   });
   for (int round = 0; round < 3 && shared.load() == 0; ++round) {
     std::vector<GenerationResult> got(reqs.size());
@@ -169,6 +169,26 @@ TEST_F(BatchedSlots, F16CachesGiveEachRequestWhatItGetsAlone) {
     for (size_t i = 0; i < reqs.size(); ++i) expect_same(got[i], alone[i], i);
   }
   EXPECT_GT(shared.load(), 0) << "the slots never shared a pass in 3 rounds";
+}
+
+// f16 KV caches keep batching exact, as f32 ones do.
+TEST_F(BatchedSlots, F16CachesGiveEachRequestWhatItGetsAlone) {
+  expect_alone_among_others(*target_, *draft_, {KvType::F16, KvType::F16});
+}
+
+// So do q8_0 caches (on models with 32-wide heads, which q8_0's blocks need): key tiles are
+// copied row by row between slots.
+TEST_F(BatchedSlots, Q8CachesGiveEachRequestWhatItGetsAlone) {
+  testing::TinyModelSpec spec;
+  spec.arch = "qwen2";
+  spec.n_embd = 128;  // 4 heads of 32
+  LoadedModel target =
+      LoadedModel::load(testing::write_tiny_model(spec, testing::temp_path("t32.gguf")));
+  spec.seed = 5;
+  spec.n_layer = 1;
+  LoadedModel draft =
+      LoadedModel::load(testing::write_tiny_model(spec, testing::temp_path("d32.gguf")));
+  expect_alone_among_others(target, draft, {KvType::Q8_0, KvType::Q8_0});
 }
 
 TEST_F(BatchedSlots, AFailingRequestFailsAloneAndOthersFinish) {

@@ -69,7 +69,7 @@ struct EngineOptions {
   // How the target's and the draft's KV caches store K and V (model/kv_cache.h): f32 by default;
   // f16 halves their memory and attention's reads. Speculation stays exact for either: the
   // target that verifies uses the same cache type as target-only decoding would.
-  KvTypes kv_types;
+  KvTypes kv_types = {};
 };
 
 // Where a request's drafts come from. The choice is per request (not per Engine) so that one

@@ -147,14 +147,16 @@ TEST(EngineArchitectures, GreedySpeculationIsTargetOnlyOnEachArchitecture) {
     spec.arch = arch;
     spec.n_layer = spec.arch == "gemma3" ? 6 : 2;
     spec.sliding_window = 8;
+    spec.n_embd = 128;  // heads of 32, which q8_0 caches need
     LoadedModel target = LoadedModel::load(
         testing::write_tiny_model(spec, testing::temp_path(std::string(arch) + "-t.gguf")));
     spec.seed = 7;
     spec.n_layer = 1;
     LoadedModel draft_model = LoadedModel::load(
         testing::write_tiny_model(spec, testing::temp_path(std::string(arch) + "-d.gguf")));
-    // With f32 and with f16 KV caches (the target-only run on the same type).
-    for (const KvTypes kv_types : {KvTypes{}, KvTypes{KvType::F16, KvType::F16}}) {
+    // With f32, f16 and q8_0 KV caches (the target-only run on the same type).
+    for (const KvTypes kv_types :
+         {KvTypes{}, KvTypes{KvType::F16, KvType::F16}, KvTypes{KvType::Q8_0, KvType::Q8_0}}) {
       EngineOptions eo;
       eo.n_ctx = 128;
       eo.kv_types = kv_types;

@@ -31,8 +31,9 @@ void check_arguments(const Model& model, std::span<const int32_t> prefix, int32_
 // A model with the prefix in its cache, timing passes of up to k_max tokens on top of it.
 class TimedPasses {
  public:
-  TimedPasses(Model& model, std::span<const int32_t> prefix, int32_t k_max, ThreadPool& pool)
-      : lm_(model, static_cast<int32_t>(prefix.size()) + k_max, pool),
+  TimedPasses(Model& model, std::span<const int32_t> prefix, int32_t k_max, ThreadPool& pool,
+              KvTypes kv_types)
+      : lm_(model, static_cast<int32_t>(prefix.size()) + k_max, pool, kv_types),
         n_prefix_(static_cast<int32_t>(prefix.size())),
         tokens_(static_cast<size_t>(k_max)) {
     lm_.forward_last(prefix, nullptr);
@@ -81,9 +82,10 @@ void summarize(std::vector<ForwardCost>& costs) {
 }  // namespace
 
 std::vector<ForwardCost> measure_forward_costs(Model& model, std::span<const int32_t> prefix,
-                                               int32_t k_max, int32_t repeats, ThreadPool& pool) {
+                                               int32_t k_max, int32_t repeats, ThreadPool& pool,
+                                               KvTypes kv_types) {
   check_arguments(model, prefix, k_max, repeats);
-  TimedPasses passes(model, prefix, k_max, pool);
+  TimedPasses passes(model, prefix, k_max, pool, kv_types);
   passes.pass(k_max);  // warm-up: sizes every scratch buffer and pages in the weights
 
   std::vector<ForwardCost> costs(static_cast<size_t>(k_max));
@@ -100,13 +102,13 @@ std::vector<ForwardCost> measure_forward_costs(Model& model, std::span<const int
 
 std::vector<ForwardCost> measure_step_costs(std::span<const StepSubject> subjects,
                                             std::span<const int32_t> prefix, int32_t repeats,
-                                            ThreadPool& pool) {
+                                            ThreadPool& pool, KvTypes kv_types) {
   if (subjects.empty()) fail("the step-cost measurement needs at least one model");
   std::vector<std::unique_ptr<TimedPasses>> passes;
   for (const StepSubject& s : subjects) {
     if (s.model == nullptr) fail("the step-cost measurement got no model");
     check_arguments(*s.model, prefix, 1, repeats);
-    passes.push_back(std::make_unique<TimedPasses>(*s.model, prefix, 1, pool));
+    passes.push_back(std::make_unique<TimedPasses>(*s.model, prefix, 1, pool, kv_types));
     passes.back()->set_vocab(s.vocab);
     passes.back()->pass(1);  // warm-up
   }

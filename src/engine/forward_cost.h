@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "model/kv_cache.h"
 #include "model/vocab_subset.h"
 
 namespace specdec {
@@ -33,10 +34,11 @@ struct ForwardCost {
 
 // Runs prefix once, then for each repeat and each k in 1..k_max (rotating the order per repeat
 // so drift touches all k alike) one forward pass of k tokens at positions prefix.size() ..,
-// truncating the cache back after each. Throws specdec::Error for an empty prefix, k_max < 1,
-// repeats < 1 or a prefix + k_max beyond the model's context.
+// truncating the cache back after each, in a KV cache of kv_types. Throws specdec::Error for an
+// empty prefix, k_max < 1, repeats < 1 or a prefix + k_max beyond the model's context.
 std::vector<ForwardCost> measure_forward_costs(Model& model, std::span<const int32_t> prefix,
-                                               int32_t k_max, int32_t repeats, ThreadPool& pool);
+                                               int32_t k_max, int32_t repeats, ThreadPool& pool,
+                                               KvTypes kv_types = {});
 
 // A model whose decode step measure_step_costs times, scoring the whole head or a subset of it
 // (a draft's frequency-ranked rows, engine/draft_vocab.h).
@@ -51,6 +53,6 @@ struct StepSubject {
 // or a prefix beyond a model's context.
 std::vector<ForwardCost> measure_step_costs(std::span<const StepSubject> subjects,
                                             std::span<const int32_t> prefix, int32_t repeats,
-                                            ThreadPool& pool);
+                                            ThreadPool& pool, KvTypes kv_types = {});
 
 }  // namespace specdec

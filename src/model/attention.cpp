@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/ops.h"
+#include "tensor/q8_rows.h"
 #include "tensor/thread_pool.h"
 #include "tensor/vec_ops.h"
 
@@ -56,6 +57,14 @@ struct Block {
   float* out;
   float* scores;    // (token in block, head) rows of score_stride slots, indexed by slot
   float* inv_sums;  // per (token in block, head)
+  // A q8_0 cache's keys are scored against the block's queries quantized once per block:
+  // (token in block, head) rows of q8_query_bytes(head_dim) (unused otherwise).
+  const uint8_t* q8_queries;
+
+  bool q8_keys() const { return cache.types().k == KvType::Q8_0; }
+  const uint8_t* q8_query(int64_t ti, int32_t h) const {
+    return q8_queries + (ti * c.n_head + h) * q8_query_bytes(c.head_dim);
+  }
 
   int32_t last(int64_t ti) const { return static_cast<int32_t>(first_slot + t0 + ti); }
   int32_t first(int64_t ti) const { return window > 0 ? std::max(0, last(ti) - window + 1) : 0; }
@@ -70,7 +79,8 @@ struct Block {
   }
 
   // KV head g's keys (values) of slots [s0, s1) as floats, row s0 first: the cache's own rows
-  // when that part is f32, else the f16 rows converted (at most chunk_rows of them).
+  // when that part is f32, else the f16 or q8_0 rows converted (at most chunk_rows of them).
+  // q8_0 keys are never converted: score_chunk scores them as they are.
   const float* key_rows(int32_t g, int32_t s0, int32_t s1) const {
     if (cache.types().k == KvType::F32) return cache.k(layer, g, s0);
     float* rows = converted_rows(chunk_rows * c.head_dim);
@@ -80,13 +90,28 @@ struct Block {
   const float* value_rows(int32_t g, int32_t s0, int32_t s1) const {
     if (cache.types().v == KvType::F32) return cache.v(layer, g, s0);
     float* rows = converted_rows(chunk_rows * c.head_dim);
-    fp16_to_fp32_row(cache.v16(layer, g, s0), rows, int64_t{s1 - s0} * c.head_dim);
+    if (cache.types().v == KvType::Q8_0) {
+      dequantize_q8_rows(cache.v8(layer, g, s0), s1 - s0, c.head_dim, 0, c.head_dim, rows);
+    } else {
+      fp16_to_fp32_row(cache.v16(layer, g, s0), rows, int64_t{s1 - s0} * c.head_dim);
+    }
     return rows;
   }
 
   // Phase 1: slots [s0, s1) of KV head g (at most chunk_rows), for every token of the block
   // (where causal and the window allow).
   void score_chunk(int32_t g, int32_t s0, int32_t s1) const {
+    if (q8_keys()) {
+      for (int64_t ti = 0; ti < nt; ++ti) {
+        const int32_t a = std::max(s0, first(ti)), b = std::min(s1, last(ti) + 1);
+        if (a >= b) continue;
+        const int32_t h0 = g * group;
+        q8_tile_scores(q8_query(ti, h0), static_cast<int64_t>(q8_query_bytes(c.head_dim)), group,
+                       cache.k8_tiles(layer, g), c.head_dim, a, b - a, score_row(ti, h0) + a,
+                       score_stride);
+      }
+      return;
+    }
     const float* keys = key_rows(g, s0, s1);
     for (int64_t ti = 0; ti < nt; ++ti) {
       const int32_t a = std::max(s0, first(ti)), b = std::min(s1, last(ti) + 1);
@@ -159,8 +184,12 @@ struct Block {
       float* rows = converted_rows(chunk_rows * nd);
       for (int32_t s0 = a; s0 < b; s0 += static_cast<int32_t>(chunk_rows)) {
         const auto s1 = static_cast<int32_t>(std::min<int64_t>(b, s0 + chunk_rows));
-        for (int32_t s = s0; s < s1; ++s) {
-          fp16_to_fp32_row(cache.v16(layer, g, s) + d0, rows + int64_t{s - s0} * nd, nd);
+        if (cache.types().v == KvType::Q8_0) {
+          dequantize_q8_rows(cache.v8(layer, g, s0), s1 - s0, c.head_dim, d0, nd, rows);
+        } else {
+          for (int32_t s = s0; s < s1; ++s) {
+            fp16_to_fp32_row(cache.v16(layer, g, s) + d0, rows + int64_t{s - s0} * nd, nd);
+          }
         }
         weighted_sum_rows_multi_f32(score_row(ti, h0) + s0, score_stride, group, rows, nd, s1 - s0,
                                     nd, out_row(ti, h0) + d0, c.head_dim);
@@ -189,6 +218,11 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
     scratch.scores.assign(n_rows * static_cast<size_t>(cap), 0.0f);
   }
   if (scratch.inv_sums.size() < n_rows) scratch.inv_sums.assign(n_rows, 0.0f);
+  const bool q8_keys = cache.types().k == KvType::Q8_0;
+  const size_t query_bytes = q8_query_bytes(c.head_dim);
+  if (q8_keys && scratch.q8_queries.size() < n_rows * query_bytes) {
+    scratch.q8_queries.assign(n_rows * query_bytes, 0);
+  }
   const int32_t n_kv = c.n_head_kv;
   const int64_t chunk_rows = std::max<int64_t>(4, kChunkBytes / (c.head_dim * 4) / 4 * 4);
   const int64_t col_block = std::min<int64_t>(kColumnBlock, c.head_dim);
@@ -209,7 +243,16 @@ void causal_attention(const ModelConfig& c, const KvCache& cache, int32_t layer,
                     q,
                     out,
                     scratch.scores.data(),
-                    scratch.inv_sums.data()};
+                    scratch.inv_sums.data(),
+                    scratch.q8_queries.data()};
+    if (q8_keys) {
+      for (int64_t ti = 0; ti < blk.nt; ++ti) {
+        for (int32_t h = 0; h < c.n_head; ++h) {
+          quantize_q8_query(blk.q_row(ti, h), c.head_dim,
+                            scratch.q8_queries.data() + (ti * c.n_head + h) * query_bytes);
+        }
+      }
+    }
     // Slots any token of the block attends: [first of its first token, last of its last].
     const int32_t lo = blk.first(0), hi = blk.last(blk.nt - 1) + 1;
     const int64_t n_chunks = (hi - lo + chunk_rows - 1) / chunk_rows;

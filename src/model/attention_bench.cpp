@@ -35,7 +35,10 @@ void BM_Attention(benchmark::State& state) {
   const auto depth = static_cast<int32_t>(state.range(0));
   const auto k = static_cast<int32_t>(state.range(1));
   const ModelConfig c = qwen_1_5b_attention();
-  const KvTypes types = state.range(3) != 0 ? KvTypes{KvType::F16, KvType::F16} : KvTypes{};
+  // The 4th argument: 0 f32, 1 f16, 2 q8_0 (K and V alike), 3 q8_0 keys with f16 values.
+  constexpr KvTypes kTypes[] = {
+      {}, {KvType::F16, KvType::F16}, {KvType::Q8_0, KvType::Q8_0}, {KvType::Q8_0, KvType::F16}};
+  const KvTypes types = kTypes[state.range(3)];
   KvCache cache(c, depth + k, types);
   std::vector<float> kr(static_cast<size_t>(c.head_dim)), vr(kr.size());
   std::mt19937 rng(7);
@@ -69,8 +72,8 @@ void BM_Attention(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Attention)
-    ->ArgNames({"depth", "k", "threads", "f16"})
-    ->ArgsProduct({{128, 512, 1024, 2048}, {1, 5}, {1, 2}, {0, 1}})
+    ->ArgNames({"depth", "k", "threads", "kv"})
+    ->ArgsProduct({{128, 512, 1024, 2048}, {1, 5}, {1, 2}, {0, 1, 2, 3}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

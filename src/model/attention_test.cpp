@@ -16,6 +16,7 @@
 #include "model/model_impl.h"
 #include "support/random_floats.h"
 #include "tensor/cpu_features.h"
+#include "tensor/q8_rows.h"
 #include "tensor/quantize.h"
 #include "tensor/thread_pool.h"
 #include "tensor/vec_ops.h"
@@ -176,6 +177,111 @@ TEST(Attention, F16CachesEqualTheLoopOverTheRoundedValues) {
                   << kv_type_name(types.k) << ", V " << kv_type_name(types.v) << ", k " << k
                   << ", window " << window << ", " << isa_name(isa) << ", " << threads
                   << " threads";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// A q8_0 cache (K, V or both): attention equals a plain loop over what the cache stores (scores by
+// the scalar integer kernel, values dequantized), bit for bit on every path and split, and a token
+// attended alone equals the same token attended in a block of 17; the result stays close to the
+// f32 cache's.
+TEST(Attention, Q8CachesEqualTheLoopOverTheStoredValues) {
+  struct Shape {
+    int32_t n_head, n_head_kv, head_dim;
+  };
+  for (const Shape sh : {Shape{12, 2, 128}, Shape{14, 2, 64}, Shape{4, 4, 32}}) {
+    const ModelConfig c = attention_config(sh.n_head, sh.n_head_kv, sh.head_dim);
+    const int32_t depth = 200, cap = depth + 20;
+    const std::vector<float> kv =
+        testing::random_floats(static_cast<size_t>(2) * c.n_layer * cap * c.kv_dim(), 9);
+    for (const KvTypes types :
+         {KvTypes{KvType::Q8_0, KvType::F32}, KvTypes{KvType::F32, KvType::Q8_0},
+          KvTypes{KvType::Q8_0, KvType::Q8_0}, KvTypes{KvType::Q8_0, KvType::F16}}) {
+      KvCache cache(c, cap, types), exact(c, cap);
+      size_t at = 0;
+      for (int32_t l = 0; l < c.n_layer; ++l) {
+        for (int32_t g = 0; g < c.n_head_kv; ++g) {
+          for (int32_t s = 0; s < cap; ++s) {
+            cache.store(l, g, s, &kv[at], &kv[at + static_cast<size_t>(c.head_dim)]);
+            exact.store(l, g, s, &kv[at], &kv[at + static_cast<size_t>(c.head_dim)]);
+            at += 2 * static_cast<size_t>(c.head_dim);
+          }
+        }
+      }
+      EXPECT_LT(cache.bytes(), exact.bytes());
+      EXPECT_EQ(cache.bytes(), KvCache::bytes_for(c, cap, types));
+      const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+      const int64_t k = 17;
+      const std::vector<float> q = testing::random_floats(static_cast<size_t>(k * c.q_dim()), 40);
+      for (int32_t window : {0, 24}) {
+        // The loop: each token and head on its own, from the stored integers and scales.
+        const int32_t group = c.n_head / c.n_head_kv;
+        std::vector<float> want(q.size(), 0.0f);
+        std::vector<uint8_t> qq(q8_query_bytes(c.head_dim));
+        std::vector<float> vrow(static_cast<size_t>(c.head_dim));
+        for (int64_t i = 0; i < k; ++i) {
+          const auto last = static_cast<int32_t>(depth + i);
+          const int32_t first = window > 0 ? std::max(0, last - window + 1) : 0;
+          for (int32_t h = 0; h < c.n_head; ++h) {
+            const int32_t g = h / group;
+            const float* qh = q.data() + i * c.q_dim() + static_cast<int64_t>(h) * c.head_dim;
+            std::vector<float> p(static_cast<size_t>(last - first + 1));
+            if (types.k == KvType::Q8_0) {
+              quantize_q8_query(qh, c.head_dim, qq.data());
+              q8_tile_scores_scalar(qq.data(), 0, 1, cache.k8_tiles(1, g), c.head_dim, first,
+                                    std::ssize(p), p.data(), 0);
+            } else {
+              for (int32_t s = first; s <= last; ++s) {
+                p[static_cast<size_t>(s - first)] =
+                    dot_f32_scalar(qh, cache.k(1, g, s), c.head_dim);
+              }
+            }
+            const float inv_sum = 1.0f / softmax_exp_f32_scalar(p.data(), std::ssize(p), scale);
+            float* o = want.data() + i * c.q_dim() + static_cast<int64_t>(h) * c.head_dim;
+            for (int32_t s = first; s <= last; ++s) {
+              if (types.v == KvType::Q8_0) {
+                dequantize_q8_rows(cache.v8(1, g, s), 1, c.head_dim, 0, c.head_dim, vrow.data());
+              } else if (types.v == KvType::F16) {
+                fp16_to_fp32_row(cache.v16(1, g, s), vrow.data(), c.head_dim);
+              } else {
+                std::copy_n(cache.v(1, g, s), c.head_dim, vrow.data());
+              }
+              axpy_f32_scalar(p[static_cast<size_t>(s - first)], vrow.data(), o, c.head_dim);
+            }
+            for (int64_t d = 0; d < c.head_dim; ++d) o[d] *= inv_sum;
+          }
+        }
+        const std::vector<float> f32 = reference(c, exact, 1, depth, q, k, scale, window);
+        double err = 0.0, mag = 0.0;
+        for (size_t i = 0; i < f32.size(); ++i) {
+          err = std::max(err, double{std::fabs(want[i] - f32[i])});
+          mag = std::max(mag, double{std::fabs(f32[i])});
+        }
+        EXPECT_LT(err, 0.05 * mag) << "q8_0 attention strays from f32's";
+        for (Isa isa : kAllIsas) {
+          if (!cpu_supports(isa)) continue;
+          for (int threads : {1, 2, 3}) {
+            for (int64_t step : {k, int64_t{1}}) {  // all 17 in one call, or one at a time
+              const Isa saved = active_isa();
+              set_active_isa(isa);
+              ThreadPool pool(threads);
+              Scratch scratch;
+              std::vector<float> out(q.size(), -7.0f);
+              for (int64_t t = 0; t < k; t += step) {
+                causal_attention(c, cache, 1, static_cast<int32_t>(depth + t),
+                                 q.data() + t * c.q_dim(), step, out.data() + t * c.q_dim(),
+                                 scratch, pool, scale, window);
+              }
+              set_active_isa(saved);
+              ASSERT_EQ(std::memcmp(out.data(), want.data(), sizeof(float) * out.size()), 0)
+                  << "heads " << sh.n_head << "/" << sh.n_head_kv << " x " << sh.head_dim << ", K "
+                  << kv_type_name(types.k) << ", V " << kv_type_name(types.v) << ", window "
+                  << window << ", " << isa_name(isa) << ", " << threads << " threads, " << step
+                  << " token(s) per call";
             }
           }
         }

@@ -4,17 +4,47 @@
 
 #include "common/error.h"
 #include "model/model.h"
+#include "tensor/q8_rows.h"
 #include "tensor/vec_ops.h"
 
 namespace specdec {
 
-const char* kv_type_name(KvType type) { return type == KvType::F16 ? "f16" : "f32"; }
+const char* kv_type_name(KvType type) {
+  switch (type) {
+    case KvType::F16:
+      return "f16";
+    case KvType::Q8_0:
+      return "q8_0";
+    case KvType::F32:
+      break;
+  }
+  return "f32";
+}
 
 std::optional<KvType> parse_kv_type(std::string_view name) {
   if (name == "f32") return KvType::F32;
   if (name == "f16") return KvType::F16;
+  if (name == "q8_0") return KvType::Q8_0;
   return std::nullopt;
 }
+
+namespace {
+
+// Bytes per value of a part of that type (q8_0 keys: a tile's 17 bytes per 16 values, its
+// capacity rounded up to whole tiles, is counted by bytes_for).
+size_t part_bytes(KvType type, size_t values) {
+  switch (type) {
+    case KvType::F16:
+      return values * sizeof(uint16_t);
+    case KvType::Q8_0:
+      return values + values / 16;
+    case KvType::F32:
+      break;
+  }
+  return values * sizeof(float);
+}
+
+}  // namespace
 
 KvCache::KvCache(const ModelConfig& config, int32_t capacity, KvTypes types)
     : n_layer_(config.n_layer),
@@ -24,30 +54,61 @@ KvCache::KvCache(const ModelConfig& config, int32_t capacity, KvTypes types)
       types_(types) {
   if (capacity < 1) fail("KV cache capacity must be at least 1, got ", capacity);
   if (n_layer_ < 1 || n_head_kv_ < 1 || head_dim_ < 1) fail("KV cache needs a loaded model config");
-  const size_t n = static_cast<size_t>(n_layer_) * capacity_ * row_size();
-  if (types.k == KvType::F32) {
-    k_.assign(n, 0.0f);
-  } else {
-    k16_.assign(n, 0);
+  if ((types.k == KvType::Q8_0 || types.v == KvType::Q8_0) && head_dim_ % kQ8Block != 0) {
+    fail("a q8_0 KV cache needs a head size that is a multiple of ", kQ8Block, "; this model's is ",
+         head_dim_, " (use f16 or f32)");
   }
-  if (types.v == KvType::F32) {
-    v_.assign(n, 0.0f);
-  } else {
-    v16_.assign(n, 0);
+  const size_t n = static_cast<size_t>(n_layer_) * capacity_ * row_size();
+  switch (types.k) {
+    case KvType::F32:
+      k_.assign(n, 0.0f);
+      break;
+    case KvType::F16:
+      k16_.assign(n, 0);
+      break;
+    case KvType::Q8_0:
+      tile_bytes_ = q8_tile_bytes(head_dim_);
+      k8_.assign(static_cast<size_t>(n_layer_) * n_head_kv_ * n_tiles() * tile_bytes_, 0);
+      break;
+  }
+  switch (types.v) {
+    case KvType::F32:
+      v_.assign(n, 0.0f);
+      break;
+    case KvType::F16:
+      v16_.assign(n, 0);
+      break;
+    case KvType::Q8_0:
+      v8_row_bytes_ = q8_row_bytes(head_dim_);
+      v8_.assign(n / head_dim_ * v8_row_bytes_, 0);
+      break;
   }
 }
 
 void KvCache::store(int32_t layer, int32_t head, int32_t slot, const float* k, const float* v) {
   const size_t at = offset(layer, head, slot);
-  if (types_.k == KvType::F32) {
-    std::copy_n(k, head_dim_, k_.data() + at);
-  } else {
-    fp32_to_fp16_row(k, k16_.data() + at, head_dim_);
+  switch (types_.k) {
+    case KvType::F32:
+      std::copy_n(k, head_dim_, k_.data() + at);
+      break;
+    case KvType::F16:
+      fp32_to_fp16_row(k, k16_.data() + at, head_dim_);
+      break;
+    case KvType::Q8_0:
+      store_q8_tile_row(k, head_dim_, k8_.data() + k8_tile_offset(layer, head, slot),
+                        slot % kQ8TileRows);
+      break;
   }
-  if (types_.v == KvType::F32) {
-    std::copy_n(v, head_dim_, v_.data() + at);
-  } else {
-    fp32_to_fp16_row(v, v16_.data() + at, head_dim_);
+  switch (types_.v) {
+    case KvType::F32:
+      std::copy_n(v, head_dim_, v_.data() + at);
+      break;
+    case KvType::F16:
+      fp32_to_fp16_row(v, v16_.data() + at, head_dim_);
+      break;
+    case KvType::Q8_0:
+      quantize_q8_row(v, head_dim_, v8_.data() + at / head_dim_ * v8_row_bytes_);
+      break;
   }
 }
 
@@ -83,20 +144,42 @@ void KvCache::extend_from(const KvCache& src, int32_t end) {
   copy(src.v_, v_);
   copy(src.k16_, k16_);
   copy(src.v16_, v16_);
+  for (int32_t l = 0; l < n_layer_; ++l) {
+    for (int32_t h = 0; h < n_head_kv_; ++h) {
+      if (!k8_.empty()) {
+        // Row by row: the tiles' other lanes hold this cache's own earlier slots.
+        for (int32_t s = length_; s < end; ++s) {
+          copy_q8_tile_row(src.k8_.data() + src.k8_tile_offset(l, h, s),
+                           k8_.data() + k8_tile_offset(l, h, s), head_dim_, s % kQ8TileRows);
+        }
+      }
+      if (!v8_.empty()) {
+        const size_t row = src.offset(l, h, length_) / head_dim_,
+                     to = offset(l, h, length_) / head_dim_;
+        std::copy_n(src.v8_.data() + row * v8_row_bytes_,
+                    static_cast<size_t>(end - length_) * v8_row_bytes_,
+                    v8_.data() + to * v8_row_bytes_);
+      }
+    }
+  }
   length_ = end;
 }
 
 size_t KvCache::bytes() const {
-  return (k_.size() + v_.size()) * sizeof(float) + (k16_.size() + v16_.size()) * sizeof(uint16_t);
+  return (k_.size() + v_.size()) * sizeof(float) + (k16_.size() + v16_.size()) * sizeof(uint16_t) +
+         k8_.size() + v8_.size();
 }
 
 size_t KvCache::bytes_for(const ModelConfig& config, int32_t capacity, KvTypes types) {
   // K and V: n_layer planes of capacity rows of n_head_kv * head_dim values each.
-  const size_t values = static_cast<size_t>(config.n_layer) * static_cast<size_t>(capacity) *
-                        static_cast<size_t>(config.n_head_kv) *
-                        static_cast<size_t>(config.head_dim);
-  const auto size = [](KvType t) { return t == KvType::F16 ? sizeof(uint16_t) : sizeof(float); };
-  return values * (size(types.k) + size(types.v));
+  const size_t planes = static_cast<size_t>(config.n_layer) * static_cast<size_t>(config.n_head_kv);
+  const size_t head = static_cast<size_t>(config.head_dim);
+  const size_t values = planes * static_cast<size_t>(capacity) * head;
+  // q8_0 keys fill whole tiles of 16 slots.
+  const size_t key_values = types.k == KvType::Q8_0
+                                ? planes * ((static_cast<size_t>(capacity) + 15) / 16 * 16) * head
+                                : values;
+  return part_bytes(types.k, key_values) + part_bytes(types.v, values);
 }
 
 void KvCache::advance(int32_t k) {

@@ -14,22 +14,26 @@ namespace specdec {
 struct ModelConfig;
 
 // How a cache stores K or V (llama.cpp's --cache-type-k / --cache-type-v): f32, the forward
-// pass's own values; or f16, rounded to nearest-even fp16 as they are written, which halves the
-// cache's memory and what attention reads per token (llama.cpp's default). Attention converts
-// f16 rows back to floats before its kernels, so every split of the work sees the same floats
-// and batch invariance holds for either type.
-enum class KvType : uint8_t { F32, F16 };
+// pass's own values; f16, rounded to nearest-even fp16 as they are written, which halves the
+// cache's memory and what attention reads per token (llama.cpp's default); or q8_0, blocks of 32
+// values rounded to 8 bits with one fp16 scale each (tensor/q8_rows.h: 136 bytes per 128 values,
+// a bit over a quarter of f32), for heads whose size is a multiple of 32. Attention converts f16
+// and q8_0 values back to floats before its float kernels, and scores q8_0 keys in exact integer
+// arithmetic, so every split of the work computes the same bits and batch invariance holds for
+// every type.
+enum class KvType : uint8_t { F32, F16, Q8_0 };
 struct KvTypes {
   KvType k = KvType::F32;
   KvType v = KvType::F32;
   bool operator==(const KvTypes&) const = default;
 };
-const char* kv_type_name(KvType type);  // "f32", "f16"
+const char* kv_type_name(KvType type);  // "f32", "f16", "q8_0"
 std::optional<KvType> parse_kv_type(std::string_view name);
 
 class KvCache {
  public:
-  // Allocates capacity slots for every layer up front; throws specdec::Error when capacity < 1.
+  // Allocates capacity slots for every layer up front; throws specdec::Error when capacity < 1,
+  // or when a part is q8_0 and the head size is not a multiple of 32.
   KvCache(const ModelConfig& config, int32_t capacity, KvTypes types = {});
 
   KvTypes types() const { return types_; }
@@ -55,7 +59,9 @@ class KvCache {
   void store(int32_t layer, int32_t head, int32_t slot, const float* k, const float* v);
 
   // K/V of layer l, KV head h, slot s: head_dim values, floats (k(), v(): only when that part's
-  // type is f32) or fp16 bits (k16(), v16(): only when it is f16). Each (layer, head) owns one
+  // type is f32), fp16 bits (k16(), v16(): only when it is f16), or q8_0 (k8_tiles(): head h's
+  // key tiles, slot s in tile s / 16 (q8_tile_bytes apart) at lane s % 16; v8(): one value row
+  // of q8_row_bytes). Each (layer, head) owns one
   // plane of capacity() rows, so one head's slots lie back to back: attention streams a head's
   // keys as one contiguous run (a token-major layout made it read a third of every line at a
   // stride, which at a context of 400 cost a SmolLM2 decode step as much as all its matmuls).
@@ -64,6 +70,12 @@ class KvCache {
   }
   const uint16_t* v16(int32_t layer, int32_t head, int32_t slot) const {
     return v16_.data() + offset(layer, head, slot);
+  }
+  const uint8_t* k8_tiles(int32_t layer, int32_t head) const {
+    return k8_.data() + (static_cast<size_t>(layer) * n_head_kv_ + head) * n_tiles() * tile_bytes_;
+  }
+  const uint8_t* v8(int32_t layer, int32_t head, int32_t slot) const {
+    return v8_.data() + (offset(layer, head, slot) / head_dim_) * v8_row_bytes_;
   }
   float* k(int32_t layer, int32_t head, int32_t slot) {
     return k_.data() + offset(layer, head, slot);
@@ -88,10 +100,16 @@ class KvCache {
   size_t offset(int32_t layer, int32_t head, int32_t slot) const {
     return ((static_cast<size_t>(layer) * n_head_kv_ + head) * capacity_ + slot) * head_dim_;
   }
+  size_t n_tiles() const { return (static_cast<size_t>(capacity_) + 15) / 16; }
+  size_t k8_tile_offset(int32_t layer, int32_t head, int32_t slot) const {
+    return ((static_cast<size_t>(layer) * n_head_kv_ + head) * n_tiles() + slot / 16) * tile_bytes_;
+  }
   int32_t n_layer_, n_head_kv_, head_dim_, capacity_, length_ = 0;
   KvTypes types_;
-  std::vector<float> k_, v_;         // f32 parts (empty when f16)
-  std::vector<uint16_t> k16_, v16_;  // f16 parts (empty when f32)
+  size_t tile_bytes_ = 0, v8_row_bytes_ = 0;  // q8_0 key tile and value row sizes
+  std::vector<float> k_, v_;                  // f32 parts (empty otherwise)
+  std::vector<uint16_t> k16_, v16_;           // f16 parts (empty otherwise)
+  std::vector<uint8_t> k8_, v8_;              // q8_0 parts (empty otherwise)
 };
 
 }  // namespace specdec

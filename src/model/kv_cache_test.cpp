@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "model/model.h"
+#include "tensor/q8_rows.h"
 #include "tensor/quantize.h"
 
 namespace specdec {
@@ -139,7 +140,74 @@ TEST(KvCache, F16PartsStoreRoundedValuesInHalfTheBytes) {
   EXPECT_THROW(KvCache(small_config(), 12, f16).extend_from(full, 8), Error);
   EXPECT_EQ(parse_kv_type("f16"), KvType::F16);
   EXPECT_EQ(parse_kv_type("f32"), KvType::F32);
-  EXPECT_FALSE(parse_kv_type("q8_0").has_value());
+  EXPECT_EQ(parse_kv_type("q8_0"), KvType::Q8_0);
+  EXPECT_FALSE(parse_kv_type("q4_0").has_value());
+  EXPECT_FALSE(parse_kv_type("F16").has_value());
+}
+
+// q8_0 parts: 34 bytes per 32 values (keys in whole tiles of 16 slots), a clear error for heads
+// that blocks of 32 do not divide, and prefix copies that copy exactly the copied slots' rows
+// (a key tile's other lanes belong to the destination's own slots).
+TEST(KvCache, Q8PartsStoreBlocksOf32AndCopyPrefixesRowByRow) {
+  ModelConfig c = small_config();
+  c.head_dim = 64;
+  const KvTypes q8{KvType::Q8_0, KvType::Q8_0};
+  KvCache cache(c, 20, q8), full(c, 20);
+  // Keys: 2 tiles (32 slots) of 17 * 64 bytes per (layer, head); values 20 rows of 68 bytes.
+  EXPECT_EQ(cache.bytes(), 3u * 2 * (2 * 17 * 64 + 20 * 68));
+  EXPECT_EQ(KvCache::bytes_for(c, 20, q8), cache.bytes());
+  EXPECT_EQ(KvCache::bytes_for(c, 20, {KvType::F32, KvType::Q8_0}),
+            3u * 2 * (20 * 64 * 4 + 20 * 68));
+  EXPECT_STREQ(kv_type_name(KvType::Q8_0), "q8_0");
+  EXPECT_THROW(KvCache(small_config(), 10, {KvType::F32, KvType::Q8_0}), Error);  // head 8
+
+  std::vector<float> k(64), v(64);
+  const auto fill = [&](int32_t s) {
+    for (int32_t d = 0; d < 64; ++d) {
+      k[static_cast<size_t>(d)] = std::sin(static_cast<float>(s * 64 + d));
+      v[static_cast<size_t>(d)] = std::cos(static_cast<float>(s * 64 + d)) * 3.0f;
+    }
+  };
+  for (int32_t s = 0; s < 20; ++s) {
+    fill(s);
+    cache.store(2, 1, s, k.data(), v.data());
+  }
+  cache.advance(20);
+  fill(17);
+  std::vector<float> row(64);
+  dequantize_q8_rows(cache.v8(2, 1, 17), 1, 64, 0, 64, row.data());
+  const uint8_t* tile = cache.k8_tiles(2, 1) + q8_tile_bytes(64);  // slots 16..31
+  for (int32_t d = 0; d < 64; ++d) {
+    const float step_k = q8_tile_scale(tile, 64, 1, d / 32);
+    EXPECT_NEAR(step_k * static_cast<float>(q8_tile_value(tile, 64, 1, d)),
+                k[static_cast<size_t>(d)], 0.51f * step_k);
+    EXPECT_NEAR(row[static_cast<size_t>(d)], v[static_cast<size_t>(d)], 3.0f / 127);
+  }
+
+  // A copy of slots 10..17 into a cache that holds its own slots 0..9 (here: other values).
+  KvCache other(c, 24, q8);
+  std::vector<float> zeros(64, 0.5f);
+  for (int32_t s = 0; s < 10; ++s) other.store(2, 1, s, zeros.data(), zeros.data());
+  other.advance(10);
+  other.extend_from(cache, 18);
+  EXPECT_EQ(other.length(), 18);
+  const size_t tb = q8_tile_bytes(64), vb = q8_row_bytes(64);
+  for (int32_t s = 0; s < 18; ++s) {
+    const uint8_t* mine = other.k8_tiles(2, 1) + (s / 16) * tb;
+    const uint8_t* theirs = cache.k8_tiles(2, 1) + (s / 16) * tb;
+    for (int32_t d = 0; d < 64; ++d) {
+      const int32_t want =
+          s < 10 ? q8_tile_value(mine, 64, s % 16, 0) : q8_tile_value(theirs, 64, s % 16, d);
+      EXPECT_EQ(q8_tile_value(mine, 64, s % 16, d), want) << s << " " << d;
+    }
+    if (s >= 10) {
+      EXPECT_EQ(q8_tile_scale(mine, 64, s % 16, 1), q8_tile_scale(theirs, 64, s % 16, 1));
+      EXPECT_EQ(std::memcmp(other.v8(2, 1, s), cache.v8(2, 1, s), vb), 0);
+    } else {
+      EXPECT_EQ(q8_tile_value(mine, 64, s % 16, 3), 127);  // still its own 0.5s
+    }
+  }
+  EXPECT_THROW(KvCache(c, 24).extend_from(cache, 18), Error);  // another type
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ struct Scratch {
   // Attention scores, then probabilities: a row of cache slots per (token, head) of a block of
   // new tokens; and 1 / sum of each row.
   std::vector<float> scores, inv_sums;
+  std::vector<uint8_t> q8_queries;  // a block's queries quantized for q8_0 keys
   // A vocabulary subset's views of the output head, their matmul targets, and (for several
   // logit rows) their products before they are interleaved into logit rows.
   std::vector<WeightMatrix> head_views;
