@@ -122,6 +122,35 @@ TEST_F(RealModelQwenPair, GreedyOutputEqualsTargetOnlyForChatAndRawPromptsAndGam
   EXPECT_GT(rejected_rounds, 0);
 }
 
+// q8_0 KV caches on both models (integer key scores, tensor/q8_rows.h): greedy speculation
+// still equals target-only output on the same cache type, and the 8-bit cache still knows the
+// fact an f32 cache does.
+TEST_F(RealModelQwenPair, GreedyOutputEqualsTargetOnlyOnQ8KvCaches) {
+  EngineOptions eo = engine_options();
+  eo.kv_types = {KvType::Q8_0, KvType::Q8_0};
+  Engine plain(*target_, nullptr, eo);
+  Engine spec(*target_, draft_, eo);
+  int64_t rejected_rounds = 0;
+  for (const std::string& text :
+       {chatml("Write a Python function that reverses a string."),
+        std::string("The capital of France is")}) {
+    const std::vector<int32_t> prompt = plain.tokenize_prompt(text);
+    GenerationOptions go;
+    go.max_tokens = 16;
+    go.sampling.temperature = 0;
+    go.draft_max = 4;
+    const GenerationResult expected = plain.generate(prompt, go, {});
+    const GenerationResult got = spec.generate(prompt, go, {});
+    EXPECT_EQ(got.tokens, expected.tokens) << text;
+    EXPECT_GT(got.stats.spec.accepted, 0) << text;
+    rejected_rounds += got.stats.spec.rounds - got.stats.spec.accepted_hist.back();
+    if (text.starts_with("The capital")) {
+      EXPECT_NE(expected.text.find("Paris"), std::string::npos) << expected.text;
+    }
+  }
+  EXPECT_GT(rejected_rounds, 0);
+}
+
 // The corpus count shipped for this vocabulary (scripts/vocab/gen_token_ranking.py computed its
 // fingerprint in Python from the GGUF's token strings) is recognised for both models.
 TEST_F(RealModelQwenPair, ShippedTokenRankingIsRecognisedForBothModels) {
