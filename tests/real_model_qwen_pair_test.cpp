@@ -131,9 +131,8 @@ TEST_F(RealModelQwenPair, GreedyOutputEqualsTargetOnlyOnQ8KvCaches) {
   Engine plain(*target_, nullptr, eo);
   Engine spec(*target_, draft_, eo);
   int64_t rejected_rounds = 0;
-  for (const std::string& text :
-       {chatml("Write a Python function that reverses a string."),
-        std::string("The capital of France is")}) {
+  for (const std::string& text : {chatml("Write a Python function that reverses a string."),
+                                  std::string("The capital of France is")}) {
     const std::vector<int32_t> prompt = plain.tokenize_prompt(text);
     GenerationOptions go;
     go.max_tokens = 16;

@@ -292,7 +292,9 @@ json output_items(const ResponsesMeta& meta, const GenerationResult& result) {
   const std::string hex = hex_of(meta);
   if (!thought.reasoning.empty())
     items.push_back(reasoning_item_json(meta, thought.reasoning, true));
-  if (!reply.content.empty() || reply.calls.empty()) {
+  // A message item when there is text, or when nothing else would answer (an empty reply); a
+  // reply cut inside its reasoning (max_output_tokens) is the reasoning item alone, as OpenAI's.
+  if (!reply.content.empty() || (reply.calls.empty() && thought.reasoning.empty())) {
     items.push_back({{"id", "msg_" + hex},
                      {"type", "message"},
                      {"status", "completed"},

@@ -207,6 +207,14 @@ TEST(ResponsesApi, AThinkingModelsReasoningIsAReasoningItem) {
   EXPECT_EQ(doc["usage"]["output_tokens_details"]["reasoning_tokens"], 4);
   // No reasoning in the reply: no item.
   EXPECT_EQ(output_items(meta, result_of("Hi", FinishReason::Stop))[0]["type"], "message");
+  // A reply cut inside its reasoning: the reasoning item alone, no empty message after it.
+  const json cut = output_items(meta, result_of("<think>\nStill adding", FinishReason::Length));
+  ASSERT_EQ(cut.size(), 1u);
+  EXPECT_EQ(cut[0]["content"][0]["text"], "Still adding");
+  // An empty reply without reasoning still answers with its (empty) message.
+  const json empty = output_items(meta, result_of("", FinishReason::Length));
+  ASSERT_EQ(empty.size(), 1u);
+  EXPECT_EQ(empty[0]["content"][0]["text"], "");
   const json opening = reasoning_item_json(meta, "", false);
   EXPECT_EQ(opening["status"], "in_progress");
   EXPECT_EQ(opening["content"], json::array());

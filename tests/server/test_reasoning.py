@@ -191,6 +191,21 @@ def test_responses_returns_the_reasoning_as_a_reasoning_item(thinker):
                          ("response.output_item.added", 1)]
     text = "".join(e.delta for e in events if e.type == "response.reasoning_text.delta")
     assert text == "add them"
+    # Cut inside the reasoning (after "<think>\nadd"): the reasoning item alone, whole and
+    # streamed, and the response incomplete.
+    status, head = post_json(thinker.base, "/tokenize", {"content": "<think>\nadd"})
+    n_cut = head["count"]
+    cut = {"input": USER, "max_output_tokens": n_cut, "temperature": 0, "grammar": THINK_GBNF}
+    status, doc = post_json(thinker.base, "/v1/responses", cut)
+    assert status == 200, doc
+    assert doc["status"] == "incomplete", doc
+    assert [i["type"] for i in doc["output"]] == ["reasoning"], doc["output"]
+    assert doc["output"][0]["content"] == [{"type": "reasoning_text", "text": "add"}]
+    events = list(client.responses.create(model="specdec", input=USER, max_output_tokens=n_cut,
+                                          temperature=0, stream=True,
+                                          extra_body={"grammar": THINK_GBNF}))
+    assert [i.type for i in events[-1].response.output] == ["reasoning"]
+    assert not [e for e in events if e.type.startswith("response.output_text")]
     # effort none switches thinking off: the empty block is in the prompt.
     def input_tokens(**extra):
         status, doc = post_json(thinker.base, "/v1/responses",
