@@ -39,7 +39,7 @@ TEST_F(CliMemory, InfoReportsBothModelsAndTheProcess) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* s :
        {"memory:        weights ", "draft memory:  weights ", "of the mapping released",
-        "KV cache ", "(64 tokens)", "process:       resident ", "peak "}) {
+        "KV cache ", "(64 tokens, f32)", "process:       resident ", "peak "}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
 }

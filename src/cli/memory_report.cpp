@@ -10,9 +10,14 @@ namespace {
 std::string hb(size_t bytes) { return human_bytes(static_cast<double>(bytes)); }
 
 nlohmann::json model_json(const ModelMemory& m, int32_t n_ctx) {
-  nlohmann::json j = {{"file_bytes", m.file_bytes},         {"weight_bytes", m.weight_bytes},
-                      {"packed_bytes", m.packed_bytes},     {"released_bytes", m.released_bytes},
-                      {"kv_cache_bytes", m.kv_cache_bytes}, {"kv_cache_tokens", n_ctx},
+  nlohmann::json j = {{"file_bytes", m.file_bytes},
+                      {"weight_bytes", m.weight_bytes},
+                      {"packed_bytes", m.packed_bytes},
+                      {"released_bytes", m.released_bytes},
+                      {"kv_cache_bytes", m.kv_cache_bytes},
+                      {"kv_cache_tokens", n_ctx},
+                      {"kv_cache_type_k", kv_type_name(m.kv_types.k)},
+                      {"kv_cache_type_v", kv_type_name(m.kv_types.v)},
                       {"scratch_bytes", m.scratch_bytes}};
   if (m.mapped_resident) j["mapped_resident_bytes"] = *m.mapped_resident;
   return j;
@@ -29,6 +34,7 @@ ModelMemory model_memory(const LoadedModel& lm, int32_t n_ctx, KvTypes kv_types)
   m.packed_bytes = lm.model->packed_weight_bytes();
   m.released_bytes = lm.model->released_weight_bytes();
   m.kv_cache_bytes = KvCache::bytes_for(lm.model->config(), n_ctx, kv_types);
+  m.kv_types = kv_types;
   m.scratch_bytes = lm.model->scratch_bytes();
   return m;
 }
@@ -39,7 +45,13 @@ std::string describe_memory(const ModelMemory& m, int32_t n_ctx) {
   if (m.mapped_resident) out << " (" << hb(*m.mapped_resident) << " of the file resident)";
   out << ", packed copies " << hb(m.packed_bytes) << " (" << hb(m.released_bytes)
       << " of the mapping released), KV cache " << hb(m.kv_cache_bytes) << " (" << n_ctx
-      << " tokens), scratch " << hb(m.scratch_bytes);
+      << " tokens, ";
+  if (m.kv_types.k == m.kv_types.v) {
+    out << kv_type_name(m.kv_types.k);
+  } else {
+    out << "K " << kv_type_name(m.kv_types.k) << ", V " << kv_type_name(m.kv_types.v);
+  }
+  out << "), scratch " << hb(m.scratch_bytes);
   return out.str();
 }
 

@@ -23,6 +23,7 @@ struct ModelMemory {
   size_t packed_bytes = 0;                // row-interleaved copies (heap)
   size_t released_bytes = 0;              // mapped bytes handed back after packing
   size_t kv_cache_bytes = 0;              // for n_ctx tokens
+  KvTypes kv_types;                       // how that cache stores K and V
   size_t scratch_bytes = 0;               // activation buffers allocated so far
 };
 

@@ -17,7 +17,13 @@ TEST(MemoryReport, DescribesEachPart) {
   m.scratch_bytes = 512;
   EXPECT_EQ(describe_memory(m, 128),
             "weights 3.0 MiB mapped (1.0 MiB of the file resident), packed copies 2.0 MiB "
-            "(1.5 MiB of the mapping released), KV cache 4.0 MiB (128 tokens), scratch 512 B");
+            "(1.5 MiB of the mapping released), KV cache 4.0 MiB (128 tokens, f32), scratch "
+            "512 B");
+  m.kv_types = {KvType::Q8_0, KvType::F16};
+  EXPECT_NE(describe_memory(m, 128).find("KV cache 4.0 MiB (128 tokens, K q8_0, V f16)"),
+            std::string::npos);
+  m.kv_types = {KvType::Q8_0, KvType::Q8_0};
+  EXPECT_NE(describe_memory(m, 128).find("(128 tokens, q8_0)"), std::string::npos);
   m.mapped_resident.reset();  // no pagemap: the residency is left out, not guessed
   EXPECT_EQ(describe_memory(m, 128).find("resident"), std::string::npos);
 
@@ -57,8 +63,9 @@ TEST(MemoryReport, ReportsBothModelsAndTheProcess) {
 
   const nlohmann::json j = memory_to_json(target, &draft, 64, p);
   for (const char* model : {"target", "draft"}) {
-    for (const char* key : {"file_bytes", "weight_bytes", "packed_bytes", "released_bytes",
-                            "kv_cache_bytes", "kv_cache_tokens", "scratch_bytes"}) {
+    for (const char* key :
+         {"file_bytes", "weight_bytes", "packed_bytes", "released_bytes", "kv_cache_bytes",
+          "kv_cache_tokens", "kv_cache_type_k", "kv_cache_type_v", "scratch_bytes"}) {
       EXPECT_TRUE(j[model].contains(key)) << model << "." << key;
     }
   }
@@ -68,6 +75,11 @@ TEST(MemoryReport, ReportsBothModelsAndTheProcess) {
     EXPECT_GE(j["process"]["peak_rss_bytes"].get<size_t>(), p.rss);
   }
   EXPECT_FALSE(memory_to_json(target, nullptr, 64, p).contains("draft"));
+  const nlohmann::json q8 = memory_to_json(target, &draft, 64, p, {KvType::Q8_0, KvType::F16});
+  EXPECT_EQ(q8["draft"]["kv_cache_type_k"], "q8_0");
+  EXPECT_EQ(q8["draft"]["kv_cache_type_v"], "f16");
+  EXPECT_EQ(q8["target"]["kv_cache_bytes"],
+            KvCache(target.model->config(), 64, {KvType::Q8_0, KvType::F16}).bytes());
 }
 
 }  // namespace
