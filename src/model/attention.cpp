@@ -79,8 +79,8 @@ struct Block {
   }
 
   // KV head g's keys (values) of slots [s0, s1) as floats, row s0 first: the cache's own rows
-  // when that part is f32, else the f16 or q8_0 rows converted (at most chunk_rows of them).
-  // q8_0 keys are never converted: score_chunk scores them as they are.
+  // when that part is f32, else its f16 rows (values: f16 or q8_0 rows) converted, at most
+  // chunk_rows of them. q8_0 keys are never converted: score_chunk scores them as they are.
   const float* key_rows(int32_t g, int32_t s0, int32_t s1) const {
     if (cache.types().k == KvType::F32) return cache.k(layer, g, s0);
     float* rows = converted_rows(chunk_rows * c.head_dim);

@@ -61,10 +61,10 @@ class KvCache {
   // K/V of layer l, KV head h, slot s: head_dim values, floats (k(), v(): only when that part's
   // type is f32), fp16 bits (k16(), v16(): only when it is f16), or q8_0 (k8_tiles(): head h's
   // key tiles, slot s in tile s / 16 (q8_tile_bytes apart) at lane s % 16; v8(): one value row
-  // of q8_row_bytes). Each (layer, head) owns one
-  // plane of capacity() rows, so one head's slots lie back to back: attention streams a head's
-  // keys as one contiguous run (a token-major layout made it read a third of every line at a
-  // stride, which at a context of 400 cost a SmolLM2 decode step as much as all its matmuls).
+  // of q8_row_bytes). Each (layer, head) owns one plane of capacity() rows, so one head's slots
+  // lie back to back: attention streams a head's keys as one contiguous run (a token-major layout
+  // made it read a third of every line at a stride, which at a context of 400 cost a SmolLM2 decode
+  // step as much as all its matmuls).
   const uint16_t* k16(int32_t layer, int32_t head, int32_t slot) const {
     return k16_.data() + offset(layer, head, slot);
   }
