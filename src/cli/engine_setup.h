@@ -58,10 +58,11 @@ inline constexpr int32_t kDefaultDraftVocab = 32768;
 inline constexpr int32_t kDefaultDraftContext = 256;
 void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab);
 
-// -ctk/--cache-type-k and -ctv/--cache-type-v f32|f16 (llama.cpp's flags): how the KV caches
-// (target's and draft's) store K and V. f32 by default; f16 halves the cache and attention's
-// reads per token, so long contexts decode faster and fit in less memory; the text may differ
-// from f32's in the last bits, as llama.cpp's does from an f32 cache.
+// -ctk/--cache-type-k and -ctv/--cache-type-v f32|f16|q8_0 (llama.cpp's flags): how the KV
+// caches (target's and draft's) store K and V. f32 by default; f16 halves the cache and
+// attention's reads per token; q8_0 takes 17/64 of f32 and scores keys in integer arithmetic,
+// so long contexts decode faster and fit in less memory; the text may differ from f32's in the
+// last bits, as llama.cpp's does from an f32 cache.
 void add_kv_type_options(ArgParser& p, KvTypes& types);
 
 // --draft-policy fixed|adaptive, --draft-cost C, --draft-verify-cost V: how many tokens a draft
