@@ -90,12 +90,22 @@ struct Block {
   const float* value_rows(int32_t g, int32_t s0, int32_t s1) const {
     if (cache.types().v == KvType::F32) return cache.v(layer, g, s0);
     float* rows = converted_rows(chunk_rows * c.head_dim);
-    if (cache.types().v == KvType::Q8_0) {
-      dequantize_q8_rows(cache.v8(layer, g, s0), s1 - s0, c.head_dim, 0, c.head_dim, rows);
-    } else {
-      fp16_to_fp32_row(cache.v16(layer, g, s0), rows, int64_t{s1 - s0} * c.head_dim);
-    }
+    convert_values(g, s0, s1, 0, c.head_dim, rows);
     return rows;
+  }
+  // Columns [d0, d0 + nd) of KV head g's f16 or q8_0 values in slots [s0, s1) as floats, row s0
+  // first, nd floats apart: the same floats for a column range as for whole rows.
+  void convert_values(int32_t g, int32_t s0, int32_t s1, int64_t d0, int64_t nd,
+                      float* rows) const {
+    if (cache.types().v == KvType::Q8_0) {
+      dequantize_q8_rows(cache.v8(layer, g, s0), s1 - s0, c.head_dim, d0, nd, rows);
+    } else if (nd == c.head_dim) {  // whole rows lie back to back: one run
+      fp16_to_fp32_row(cache.v16(layer, g, s0), rows, int64_t{s1 - s0} * c.head_dim);
+    } else {
+      for (int32_t s = s0; s < s1; ++s) {
+        fp16_to_fp32_row(cache.v16(layer, g, s) + d0, rows + int64_t{s - s0} * nd, nd);
+      }
+    }
   }
 
   // Phase 1: slots [s0, s1) of KV head g (at most chunk_rows), for every token of the block
@@ -184,13 +194,7 @@ struct Block {
       float* rows = converted_rows(chunk_rows * nd);
       for (int32_t s0 = a; s0 < b; s0 += static_cast<int32_t>(chunk_rows)) {
         const auto s1 = static_cast<int32_t>(std::min<int64_t>(b, s0 + chunk_rows));
-        if (cache.types().v == KvType::Q8_0) {
-          dequantize_q8_rows(cache.v8(layer, g, s0), s1 - s0, c.head_dim, d0, nd, rows);
-        } else {
-          for (int32_t s = s0; s < s1; ++s) {
-            fp16_to_fp32_row(cache.v16(layer, g, s) + d0, rows + int64_t{s - s0} * nd, nd);
-          }
-        }
+        convert_values(g, s0, s1, d0, nd, rows);
         weighted_sum_rows_multi_f32(score_row(ti, h0) + s0, score_stride, group, rows, nd, s1 - s0,
                                     nd, out_row(ti, h0) + d0, c.head_dim);
       }
