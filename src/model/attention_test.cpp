@@ -38,6 +38,21 @@ ModelConfig attention_config(int32_t n_head, int32_t n_head_kv, int32_t head_dim
   return c;
 }
 
+// Each cache entry (layer l, KV head g, slot s < cap) in that order with its K and V, read from
+// kv (2 x head_dim floats per entry, K first): f(l, g, s, k, v).
+template <typename F>
+void for_each_entry(const ModelConfig& c, int32_t cap, const std::vector<float>& kv, F f) {
+  size_t at = 0;
+  for (int32_t l = 0; l < c.n_layer; ++l) {
+    for (int32_t g = 0; g < c.n_head_kv; ++g) {
+      for (int32_t s = 0; s < cap; ++s) {
+        f(l, g, s, &kv[at], &kv[at + static_cast<size_t>(c.head_dim)]);
+        at += 2 * static_cast<size_t>(c.head_dim);
+      }
+    }
+  }
+}
+
 // Token i of the k new ones (slot first_slot + i), query head h: the same operations in the same
 // order as the kernels, one value at a time.
 std::vector<float> reference(const ModelConfig& c, const KvCache& cache, int32_t layer,
@@ -79,16 +94,10 @@ TEST(Attention, EqualsThePlainLoopOnEveryPathAndSplit) {
     KvCache cache(c, depth + 40);
     const std::vector<float> kv =
         testing::random_floats(static_cast<size_t>(2) * c.n_layer * (depth + 40) * c.kv_dim(), 5);
-    size_t at = 0;
-    for (int32_t l = 0; l < c.n_layer; ++l) {
-      for (int32_t g = 0; g < c.n_head_kv; ++g) {
-        for (int32_t s = 0; s < depth + 40; ++s) {
-          std::memcpy(cache.k(l, g, s), &kv[at], sizeof(float) * c.head_dim);
-          std::memcpy(cache.v(l, g, s), &kv[at + c.head_dim], sizeof(float) * c.head_dim);
-          at += 2 * static_cast<size_t>(c.head_dim);
-        }
-      }
-    }
+    for_each_entry(c, depth + 40, kv,
+                   [&](int32_t l, int32_t g, int32_t s, const float* k, const float* v) {
+                     cache.store(l, g, s, k, v);
+                   });
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     for (int64_t k : {1, 5, 17}) {
       const std::vector<float> q =
@@ -135,25 +144,18 @@ TEST(Attention, F16CachesEqualTheLoopOverTheRoundedValues) {
          {KvTypes{KvType::F16, KvType::F32}, KvTypes{KvType::F32, KvType::F16},
           KvTypes{KvType::F16, KvType::F16}}) {
       KvCache cache(c, cap, types), rounded(c, cap);
-      size_t at = 0;
       std::vector<float> kr(static_cast<size_t>(c.head_dim)), vr(kr.size());
-      for (int32_t l = 0; l < c.n_layer; ++l) {
-        for (int32_t g = 0; g < c.n_head_kv; ++g) {
-          for (int32_t s = 0; s < cap; ++s) {
-            const float* k = &kv[at];
-            const float* v = &kv[at + static_cast<size_t>(c.head_dim)];
-            cache.store(l, g, s, k, v);
-            for (int32_t d = 0; d < c.head_dim; ++d) {
-              kr[static_cast<size_t>(d)] =
-                  types.k == KvType::F16 ? fp16_to_fp32(fp32_to_fp16(k[d])) : k[d];
-              vr[static_cast<size_t>(d)] =
-                  types.v == KvType::F16 ? fp16_to_fp32(fp32_to_fp16(v[d])) : v[d];
-            }
-            rounded.store(l, g, s, kr.data(), vr.data());
-            at += 2 * static_cast<size_t>(c.head_dim);
-          }
-        }
-      }
+      for_each_entry(c, cap, kv,
+                     [&](int32_t l, int32_t g, int32_t s, const float* k, const float* v) {
+                       cache.store(l, g, s, k, v);
+                       for (int32_t d = 0; d < c.head_dim; ++d) {
+                         kr[static_cast<size_t>(d)] =
+                             types.k == KvType::F16 ? fp16_to_fp32(fp32_to_fp16(k[d])) : k[d];
+                         vr[static_cast<size_t>(d)] =
+                             types.v == KvType::F16 ? fp16_to_fp32(fp32_to_fp16(v[d])) : v[d];
+                       }
+                       rounded.store(l, g, s, kr.data(), vr.data());
+                     });
       EXPECT_LT(cache.bytes(), rounded.bytes());
       const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
       for (int64_t k : {1, 17}) {
@@ -202,16 +204,11 @@ TEST(Attention, Q8CachesEqualTheLoopOverTheStoredValues) {
          {KvTypes{KvType::Q8_0, KvType::F32}, KvTypes{KvType::F32, KvType::Q8_0},
           KvTypes{KvType::Q8_0, KvType::Q8_0}, KvTypes{KvType::Q8_0, KvType::F16}}) {
       KvCache cache(c, cap, types), exact(c, cap);
-      size_t at = 0;
-      for (int32_t l = 0; l < c.n_layer; ++l) {
-        for (int32_t g = 0; g < c.n_head_kv; ++g) {
-          for (int32_t s = 0; s < cap; ++s) {
-            cache.store(l, g, s, &kv[at], &kv[at + static_cast<size_t>(c.head_dim)]);
-            exact.store(l, g, s, &kv[at], &kv[at + static_cast<size_t>(c.head_dim)]);
-            at += 2 * static_cast<size_t>(c.head_dim);
-          }
-        }
-      }
+      for_each_entry(c, cap, kv,
+                     [&](int32_t l, int32_t g, int32_t s, const float* k, const float* v) {
+                       cache.store(l, g, s, k, v);
+                       exact.store(l, g, s, k, v);
+                     });
       EXPECT_LT(cache.bytes(), exact.bytes());
       EXPECT_EQ(cache.bytes(), KvCache::bytes_for(c, cap, types));
       const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
