@@ -45,13 +45,7 @@ std::string describe_memory(const ModelMemory& m, int32_t n_ctx) {
   if (m.mapped_resident) out << " (" << hb(*m.mapped_resident) << " of the file resident)";
   out << ", packed copies " << hb(m.packed_bytes) << " (" << hb(m.released_bytes)
       << " of the mapping released), KV cache " << hb(m.kv_cache_bytes) << " (" << n_ctx
-      << " tokens, ";
-  if (m.kv_types.k == m.kv_types.v) {
-    out << kv_type_name(m.kv_types.k);
-  } else {
-    out << "K " << kv_type_name(m.kv_types.k) << ", V " << kv_type_name(m.kv_types.v);
-  }
-  out << "), scratch " << hb(m.scratch_bytes);
+      << " tokens, " << kv_types_name(m.kv_types) << "), scratch " << hb(m.scratch_bytes);
   return out.str();
 }
 

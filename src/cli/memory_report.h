@@ -31,7 +31,7 @@ struct ModelMemory {
 ModelMemory model_memory(const LoadedModel& m, int32_t n_ctx, KvTypes kv_types = {});
 
 // "weights 463.0 MiB mapped (150.1 MiB of the file resident), packed copies 304.5 MiB
-// (301.2 MiB of the mapping released), KV cache 96.0 MiB (4096 tokens), scratch 0 B"
+// (301.2 MiB of the mapping released), KV cache 96.0 MiB (4096 tokens, f32), scratch 0 B"
 std::string describe_memory(const ModelMemory& m, int32_t n_ctx);
 // "resident 1.1 GiB (700.0 MiB file pages, 420.0 MiB anonymous), peak 1.4 GiB (VmRSS, ...)";
 // "unknown" where /proc could not be read.

@@ -201,8 +201,7 @@ int verify_cost_command(const std::vector<std::string>& args) {
 
   std::cout << "model: " << model_path << "\n"
             << "threads " << n_threads << ", prefix " << prefix_len << " tokens, " << repeats
-            << " repeats per k (medians), KV cache K " << kv_type_name(kv_types.k) << ", V "
-            << kv_type_name(kv_types.v) << "\n\n";
+            << " repeats per k (medians), KV cache " << kv_types_name(kv_types) << "\n\n";
   std::cout << "| k (gamma + 1) | gamma | pass ms | pass / decode step | CPU ms (caller) | CPU "
                "ratio |\n|---|---|---:|---:|---:|---:|\n";
   for (const ForwardCost& c : costs) {

@@ -21,6 +21,11 @@ const char* kv_type_name(KvType type) {
   return "f32";
 }
 
+std::string kv_types_name(KvTypes types) {
+  if (types.k == types.v) return kv_type_name(types.k);
+  return std::string("K ") + kv_type_name(types.k) + ", V " + kv_type_name(types.v);
+}
+
 std::optional<KvType> parse_kv_type(std::string_view name) {
   if (name == "f32") return KvType::F32;
   if (name == "f16") return KvType::F16;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct KvTypes {
   bool operator==(const KvTypes&) const = default;
 };
 const char* kv_type_name(KvType type);  // "f32", "f16", "q8_0"
+// Both parts for reports: the one name when K and V agree ("q8_0"), else "K q8_0, V f16".
+std::string kv_types_name(KvTypes types);
 std::optional<KvType> parse_kv_type(std::string_view name);
 
 class KvCache {

@@ -159,6 +159,9 @@ TEST(KvCache, Q8PartsStoreBlocksOf32AndCopyPrefixesRowByRow) {
   EXPECT_EQ(KvCache::bytes_for(c, 20, {KvType::F32, KvType::Q8_0}),
             3u * 2 * (20 * 64 * 4 + 20 * 68));
   EXPECT_STREQ(kv_type_name(KvType::Q8_0), "q8_0");
+  EXPECT_EQ(kv_types_name(q8), "q8_0");
+  EXPECT_EQ(kv_types_name({}), "f32");
+  EXPECT_EQ(kv_types_name({KvType::Q8_0, KvType::F16}), "K q8_0, V f16");
   EXPECT_THROW(KvCache(small_config(), 10, {KvType::F32, KvType::Q8_0}), Error);  // head 8
 
   std::vector<float> k(64), v(64);
