@@ -2,7 +2,8 @@
 // Qwen2.5-Coder-1.5B's shape (12 query heads of 128 sharing 2 KV heads), all 28 layers one after
 // another so that the cache streams from memory as in a real step (28 x 2 x depth x 1 KiB).
 //   bench_model --benchmark_filter=Attention
-// Args: depth (cached slots), new tokens k, threads, f16 (1: K and V stored as f16).
+// Args: depth (cached slots), new tokens k, threads, kv (how K and V are stored: 0 f32, 1 f16,
+// 2 q8_0, 3 q8_0 keys with f16 values).
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -35,7 +36,6 @@ void BM_Attention(benchmark::State& state) {
   const auto depth = static_cast<int32_t>(state.range(0));
   const auto k = static_cast<int32_t>(state.range(1));
   const ModelConfig c = qwen_1_5b_attention();
-  // The 4th argument: 0 f32, 1 f16, 2 q8_0 (K and V alike), 3 q8_0 keys with f16 values.
   constexpr KvTypes kTypes[] = {
       {}, {KvType::F16, KvType::F16}, {KvType::Q8_0, KvType::Q8_0}, {KvType::Q8_0, KvType::F16}};
   const KvTypes types = kTypes[state.range(3)];
