@@ -258,6 +258,45 @@ TEST_F(Cli, Q8KvCachesKeepSpeculationExactAndNeedHeadsOf32) {
                      "is 16 (use f16 or f32)");
 }
 
+// -ctkd/-ctvd: the draft's caches in q8_0 (its heads 32 wide) beside the suite's f32 target
+// (16-wide heads, which q8_0 refuses): the text stays target-only text, the memory report shows
+// the draft's cache at 17/64 of f32 and the target's unchanged, a bad type names its flag.
+TEST_F(Cli, DraftCacheTypesAreTheDraftsOwn) {
+  testing::TinyModelSpec spec;
+  spec.n_ctx = 128;
+  spec.n_embd = 128;
+  spec.seed = 2;
+  spec.n_layer = 1;
+  const std::string draft = testing::write_tiny_model(spec, testing::temp_path("dq8.gguf"));
+  const std::string f32_stats = testing::temp_path("dq8-f32.json"),
+                    q8_stats = testing::temp_path("dq8-q8.json");
+  const std::vector<std::string> base = {"run", "-m", *target_, "-p",  "hello hello",
+                                         "-n",  "24", "--temp", "0",   "--ignore-eos",
+                                         "-t",  "2",  "-c",     "128", "-q"};
+  const CliResult plain = run_cli(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  std::vector<std::string> q8 = base;
+  q8.insert(q8.end(), {"-md", draft, "--draft-max", "4", "-ctkd", "q8_0", "--cache-type-v-draft",
+                       "q8_0", "--stats-json", q8_stats});
+  const CliResult spec_run = run_cli(q8);
+  ASSERT_EQ(spec_run.exit_code, 0) << spec_run.err;
+  EXPECT_EQ(spec_run.out, plain.out);
+  std::vector<std::string> f32 = base;
+  f32.insert(f32.end(), {"-md", draft, "--stats-json", f32_stats});
+  ASSERT_EQ(run_cli(f32).exit_code, 0);
+  const auto memory = [](const std::string& path, const char* model) {
+    return nlohmann::json::parse(testing::read_file(path))["memory"][model];
+  };
+  EXPECT_EQ(memory(q8_stats, "draft")["kv_cache_bytes"].get<int64_t>() * 64,
+            memory(f32_stats, "draft")["kv_cache_bytes"].get<int64_t>() * 17);
+  EXPECT_EQ(memory(q8_stats, "draft")["kv_cache_type_k"], "q8_0");
+  EXPECT_EQ(memory(q8_stats, "target")["kv_cache_bytes"],
+            memory(f32_stats, "target")["kv_cache_bytes"]);
+  EXPECT_EQ(memory(q8_stats, "target")["kv_cache_type_k"], "f32");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-md", draft, "-p", "x", "-ctvd", "q4"}),
+                     "--cache-type-v-draft must be f32, f16 or q8_0, got 'q4'");
+}
+
 TEST_F(Cli, SampledRunsRepeatWithTheSameSeed) {
   std::vector<std::string> args = {"run",    "-m",  *target_, "-p", "abc",          "-n",  "16",
                                    "--temp", "1.0", "-s",     "7",  "--ignore-eos", "-md", *draft_};

@@ -42,6 +42,7 @@ struct BenchOptions {
   int32_t n_predict = 200, repeats = 3, threads = 0, n_ctx = 2048, cache_tokens = 32;
   DraftModelOptions drafting;
   KvTypes kv_types;
+  DraftKvTypeFlags draft_kv_types;
   uint64_t seed = 1;
 };
 
@@ -104,6 +105,7 @@ void add_options(ArgParser& p, BenchOptions& o) {
   add_ngram_options(p, o.ngram, o.ngram_given);
   add_draft_model_options(p, o.drafting);
   add_kv_type_options(p, o.kv_types);
+  add_draft_kv_type_options(p, o.draft_kv_types);
   p.add_value({"--gammas"}, "LIST", "comma-separated gammas, 1..64 (default 1,2,3,4,5,6,7,8)",
               [&o](const std::string& v) {
                 o.gammas.clear();
@@ -208,6 +210,7 @@ int bench_command(const std::vector<std::string>& args) {
   EngineOptions eo;
   eo.n_ctx = o.n_ctx;
   eo.kv_types = o.kv_types;
+  eo.draft_kv_types = o.draft_kv_types.resolve(o.kv_types);
   eo.n_threads = thread_count(o.threads);
   eo.draft_vocab = o.drafting.vocab;
   auto engine = std::make_unique<Engine>(target, draft.get(), eo);

@@ -66,8 +66,10 @@ int chat_command(const std::vector<std::string>& args) {
                        "tokens drafted per round (gamma; with the adaptive policy the most)");
   DraftModelOptions drafting;
   KvTypes kv_types;
+  DraftKvTypeFlags draft_kv_types;
   add_draft_model_options(p, drafting);
   add_kv_type_options(p, kv_types);
+  add_draft_kv_type_options(p, draft_kv_types);
   p.add_string({"-sys", "--system-prompt"}, "TEXT", "system message", system_prompt);
   p.add_int({"-n", "--n-predict"}, "N", "most tokens per reply (-1: until the turn ends)",
             n_predict, -1, 1 << 20);
@@ -99,6 +101,7 @@ int chat_command(const std::vector<std::string>& args) {
   EngineOptions eo;
   eo.n_ctx = n_ctx;
   eo.kv_types = kv_types;
+  eo.draft_kv_types = draft_kv_types.resolve(kv_types);
   eo.n_threads = thread_count(threads);
   eo.draft_vocab = drafting.vocab;
   Engine engine(target, draft.get(), eo);

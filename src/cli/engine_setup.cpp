@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <thread>
@@ -112,22 +113,50 @@ const char* draft_policy_name(const DraftLengthParams& params) {
   return params.calibrate ? "adaptive" : "confidence";
 }
 
+namespace {
+
+// One cache-type flag: parses f32|f16|q8_0 into `set`, refusing anything else by its flag's name.
+void add_kv_type_option(ArgParser& p, std::vector<std::string> names, std::string help,
+                        std::function<void(KvType)> set) {
+  const std::string flag = names.back();
+  p.add_value(std::move(names), "f32|f16|q8_0", std::move(help),
+              [flag, set = std::move(set)](const std::string& v) {
+                const std::optional<KvType> t = parse_kv_type(v);
+                if (!t) fail(flag, " must be f32, f16 or q8_0, got '", v, "'");
+                set(*t);
+              });
+}
+
+}  // namespace
+
 void add_kv_type_options(ArgParser& p, KvTypes& types) {
-  const auto option = [&p](std::vector<std::string> names, KvType& type, const char* what) {
-    const std::string flag = names.back();
-    p.add_value(std::move(names), "f32|f16|q8_0",
-                str_cat("how the KV caches store ", what,
-                        ": f32, f16 (half the memory and attention reads) or q8_0 (8-bit blocks "
-                        "of 32 with an fp16 scale, about a quarter; keys scored in integer "
-                        "arithmetic; needs a head size divisible by 32); default f32"),
-                [&type, flag](const std::string& v) {
-                  const std::optional<KvType> t = parse_kv_type(v);
-                  if (!t) fail(flag, " must be f32, f16 or q8_0, got '", v, "'");
-                  type = *t;
-                });
+  const auto help = [](const char* what) {
+    return str_cat("how the KV caches store ", what,
+                   ": f32, f16 (half the memory and attention reads) or q8_0 (8-bit blocks of 32 "
+                   "with an fp16 scale, about a quarter; keys scored in integer arithmetic; needs "
+                   "a head size divisible by 32); default f32");
   };
-  option({"-ctk", "--cache-type-k"}, types.k, "keys");
-  option({"-ctv", "--cache-type-v"}, types.v, "values");
+  add_kv_type_option(p, {"-ctk", "--cache-type-k"}, help("keys"),
+                     [&types](KvType t) { types.k = t; });
+  add_kv_type_option(p, {"-ctv", "--cache-type-v"}, help("values"),
+                     [&types](KvType t) { types.v = t; });
+}
+
+std::optional<KvTypes> DraftKvTypeFlags::resolve(KvTypes target) const {
+  if (!k && !v) return std::nullopt;
+  return KvTypes{k.value_or(target.k), v.value_or(target.v)};
+}
+
+void add_draft_kv_type_options(ArgParser& p, DraftKvTypeFlags& types) {
+  const auto help = [](const char* what) {
+    return str_cat("how the draft's KV caches store ", what,
+                   " (f32, f16 or q8_0; the output stays exact whatever the draft stores); "
+                   "default: as the target's");
+  };
+  add_kv_type_option(p, {"-ctkd", "--cache-type-k-draft"}, help("keys"),
+                     [&types](KvType t) { types.k = t; });
+  add_kv_type_option(p, {"-ctvd", "--cache-type-v-draft"}, help("values"),
+                     [&types](KvType t) { types.v = t; });
 }
 
 void add_draft_length_options(ArgParser& p, DraftLengthParams& params) {

@@ -59,11 +59,21 @@ inline constexpr int32_t kDefaultDraftContext = 256;
 void add_draft_vocab_option(ArgParser& p, int32_t& draft_vocab);
 
 // -ctk/--cache-type-k and -ctv/--cache-type-v f32|f16|q8_0 (llama.cpp's flags): how the KV
-// caches (target's and draft's) store K and V. f32 by default; f16 halves the cache and
-// attention's reads per token; q8_0 takes 17/64 of f32 and scores keys in integer arithmetic,
-// so long contexts decode faster and fit in less memory; the text may differ from f32's in the
-// last bits, as llama.cpp's does from an f32 cache.
+// caches (the target's, and the draft's unless -ctkd/-ctvd say otherwise) store K and V. f32 by
+// default; f16 halves the cache and attention's reads per token; q8_0 takes 17/64 of f32 and scores
+// keys in integer arithmetic, so long contexts decode faster and fit in less memory; the text may
+// differ from f32's in the last bits, as llama.cpp's does from an f32 cache.
 void add_kv_type_options(ArgParser& p, KvTypes& types);
+
+// -ctkd/--cache-type-k-draft and -ctvd/--cache-type-v-draft (llama.cpp's flags): the draft's
+// cache types; a part not given follows the target's. Any type keeps the output exact (it only
+// changes the draft's q), so a draft can take q8_0 while the target keeps f32.
+struct DraftKvTypeFlags {
+  std::optional<KvType> k, v;
+  // EngineOptions::draft_kv_types: nullopt when neither flag was given.
+  std::optional<KvTypes> resolve(KvTypes target) const;
+};
+void add_draft_kv_type_options(ArgParser& p, DraftKvTypeFlags& types);
 
 // --draft-policy fixed|adaptive, --draft-cost C, --draft-verify-cost V: how many tokens a draft
 // model proposes per round (speculative/drafter.h, DraftLengthParams); --draft-max is the cap.

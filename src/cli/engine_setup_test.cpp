@@ -1,9 +1,11 @@
-// --draft-max and the default gamma (cli/engine_setup.h).
+// --draft-max and the default gamma, the KV cache type flags (cli/engine_setup.h).
 #include "cli/engine_setup.h"
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/arg_parser.h"
@@ -41,6 +43,31 @@ TEST(DraftMaxOption, HelpNamesBothDefaults) {
   EXPECT_NE(help.find("default: 4 at temperature 0 with a draft model, 8 otherwise"),
             std::string::npos)
       << help;
+}
+
+// -ctk/-ctv set the target's types; -ctkd/-ctvd the draft's, a part not given following the
+// target's, and nothing given leaves the draft on the target's types.
+TEST(KvTypeOptions, TheDraftFollowsTheTargetPartByPartUnlessToldOtherwise) {
+  const auto parse = [](const std::vector<std::string>& args) {
+    KvTypes target;
+    DraftKvTypeFlags draft;
+    ArgParser p("test", "");
+    add_kv_type_options(p, target);
+    add_draft_kv_type_options(p, draft);
+    p.parse(args);
+    return std::pair{target, draft.resolve(target)};
+  };
+  const KvTypes q8{KvType::Q8_0, KvType::Q8_0};
+  EXPECT_EQ(parse({}).second, std::nullopt);
+  EXPECT_EQ(parse({"-ctk", "q8_0", "-ctv", "q8_0"}), std::pair(q8, std::optional<KvTypes>()));
+  EXPECT_EQ(parse({"-ctkd", "q8_0", "-ctvd", "q8_0"}), std::pair(KvTypes{}, std::optional(q8)));
+  EXPECT_EQ(parse({"-ctv", "f16", "--cache-type-k-draft", "q8_0"}).second,
+            (KvTypes{KvType::Q8_0, KvType::F16}));
+  EXPECT_EQ(parse({"-ctk", "f16", "--cache-type-v-draft", "f32"}).second,
+            (KvTypes{KvType::F16, KvType::F32}));
+  for (const char* flag : {"-ctkd", "-ctvd"}) {
+    EXPECT_THROW(parse({flag, "q4_0"}), Error) << flag;
+  }
 }
 
 TEST(DraftMaxFor, GreedyModelDraftsStopEarlierUnlessToldOtherwise) {

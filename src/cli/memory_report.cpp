@@ -58,21 +58,26 @@ std::string describe_process(const ProcessMemory& p) {
 }
 
 std::string format_memory(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx,
-                          const ProcessMemory& process, KvTypes kv_types) {
+                          const ProcessMemory& process, KvTypes kv_types,
+                          std::optional<KvTypes> draft_kv_types) {
   std::string out =
       "memory:    target " + describe_memory(model_memory(target, n_ctx, kv_types), n_ctx) + "\n";
   if (draft != nullptr) {
-    out +=
-        "           draft  " + describe_memory(model_memory(*draft, n_ctx, kv_types), n_ctx) + "\n";
+    out += "           draft  " +
+           describe_memory(model_memory(*draft, n_ctx, draft_kv_types.value_or(kv_types)), n_ctx) +
+           "\n";
   }
   return out + "process:   " + describe_process(process) + "\n";
 }
 
 nlohmann::json memory_to_json(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx,
-                              const ProcessMemory& process, KvTypes kv_types) {
+                              const ProcessMemory& process, KvTypes kv_types,
+                              std::optional<KvTypes> draft_kv_types) {
   nlohmann::json j;
   j["target"] = model_json(model_memory(target, n_ctx, kv_types), n_ctx);
-  if (draft != nullptr) j["draft"] = model_json(model_memory(*draft, n_ctx, kv_types), n_ctx);
+  if (draft != nullptr) {
+    j["draft"] = model_json(model_memory(*draft, n_ctx, draft_kv_types.value_or(kv_types)), n_ctx);
+  }
   if (process.ok) {
     j["process"] = {{"rss_bytes", process.rss},
                     {"peak_rss_bytes", process.peak_rss},

@@ -37,11 +37,14 @@ std::string describe_memory(const ModelMemory& m, int32_t n_ctx);
 // "unknown" where /proc could not be read.
 std::string describe_process(const ProcessMemory& p);
 
-// One line per model, then one for the process.
+// One line per model, then one for the process. kv_types: the target's cache types;
+// draft_kv_types: the draft's (nullopt: the target's, as EngineOptions::draft_kv_types).
 std::string format_memory(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx,
-                          const ProcessMemory& process, KvTypes kv_types = {});
+                          const ProcessMemory& process, KvTypes kv_types = {},
+                          std::optional<KvTypes> draft_kv_types = std::nullopt);
 // {"target": {...}, "draft": {...} (with a draft), "process": {...} (where /proc has it)}.
 nlohmann::json memory_to_json(const LoadedModel& target, const LoadedModel* draft, int32_t n_ctx,
-                              const ProcessMemory& process, KvTypes kv_types = {});
+                              const ProcessMemory& process, KvTypes kv_types = {},
+                              std::optional<KvTypes> draft_kv_types = std::nullopt);
 
 }  // namespace specdec::cli

@@ -27,6 +27,7 @@ struct RunOptions {
   int32_t n_predict = 128, n_ctx = 4096, threads = 0, draft_max = 0;
   DraftModelOptions drafting;
   KvTypes kv_types;
+  DraftKvTypeFlags draft_kv_types;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int32_t top_k = 40;
   PenaltyParams penalties;
@@ -58,6 +59,7 @@ int run_command(const std::vector<std::string>& args) {
   add_ngram_options(p, o.ngram, o.ngram_given);
   add_draft_model_options(p, o.drafting);
   add_kv_type_options(p, o.kv_types);
+  add_draft_kv_type_options(p, o.draft_kv_types);
   add_draft_max_option(p, o.draft_max,
                        "tokens drafted per round (gamma; with the adaptive policies the most)");
   p.add_string({"-p", "--prompt"}, "TEXT", "prompt", o.prompt);
@@ -130,6 +132,7 @@ int run_command(const std::vector<std::string>& args) {
   EngineOptions eo;
   eo.n_ctx = o.n_ctx;
   eo.kv_types = o.kv_types;
+  eo.draft_kv_types = o.draft_kv_types.resolve(o.kv_types);
   eo.n_threads = thread_count(o.threads);
   eo.draft_vocab = o.drafting.vocab;
   Engine engine(target, draft.get(), eo);
@@ -189,7 +192,8 @@ int run_command(const std::vector<std::string>& args) {
 
   if (!o.quiet) {
     std::cerr << format_summary(result, load_ms, go.sampling.seed, eo.n_threads);
-    std::cerr << format_memory(target, draft.get(), eo.n_ctx, read_process_memory(), eo.kv_types);
+    std::cerr << format_memory(target, draft.get(), eo.n_ctx, read_process_memory(), eo.kv_types,
+                               eo.draft_kv_types);
   }
   if (!o.stats_json.empty()) {
     std::ofstream out(o.stats_json);
@@ -199,7 +203,8 @@ int run_command(const std::vector<std::string>& args) {
     // not depend on the drafter, so any prompt-lookup policy can be simulated on it exactly.
     j["prompt_token_ids"] = tokens;
     j["token_ids"] = result.tokens;
-    j["memory"] = memory_to_json(target, draft.get(), eo.n_ctx, read_process_memory(), eo.kv_types);
+    j["memory"] = memory_to_json(target, draft.get(), eo.n_ctx, read_process_memory(), eo.kv_types,
+                                 eo.draft_kv_types);
     out << j.dump(2) << "\n";
   }
   return 0;

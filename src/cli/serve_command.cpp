@@ -110,8 +110,10 @@ int serve_command(const std::vector<std::string>& args) {
                        "tokens drafted per round (gamma) when a request does not send draft_max");
   DraftModelOptions drafting;
   KvTypes kv_types;
+  DraftKvTypeFlags draft_kv_types;
   add_draft_model_options(p, drafting);
   add_kv_type_options(p, kv_types);
+  add_draft_kv_type_options(p, draft_kv_types);
   p.add_string({"--host"}, "ADDR", "address to listen on (0.0.0.0: every interface)", config.host);
   p.add_int({"--port"}, "N", "port to listen on (0: any free port, printed at start)", port, 0,
             65535);
@@ -192,6 +194,7 @@ int serve_command(const std::vector<std::string>& args) {
   EngineOptions eo;
   eo.n_ctx = n_ctx;
   eo.kv_types = kv_types;
+  eo.draft_kv_types = draft_kv_types.resolve(kv_types);
   eo.n_threads = thread_count(threads);
   eo.draft_vocab = drafting.vocab;
   eo.n_slots = parallel;

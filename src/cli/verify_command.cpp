@@ -34,8 +34,10 @@ int verify_command(const std::vector<std::string>& args) {
   p.add_int({"--draft-max", "--draft"}, "N", "tokens drafted per round (gamma)", draft_max, 1, 64);
   DraftModelOptions drafting;
   KvTypes kv_types;
+  DraftKvTypeFlags draft_kv_types;
   add_draft_model_options(p, drafting);
   add_kv_type_options(p, kv_types);
+  add_draft_kv_type_options(p, draft_kv_types);
   p.add_float({"--temp"}, "T", "temperature (> 0: the check is about sampling)", temp, 0.01, 100.0);
   p.add_int({"--top-k"}, "K", "top-k filter (0: off)", top_k, 0, 1 << 24);
   p.add_float({"--top-p"}, "P", "top-p filter (1: off)", top_p, 0.0, 1.0);
@@ -58,6 +60,7 @@ int verify_command(const std::vector<std::string>& args) {
   EngineOptions eo;
   eo.n_ctx = n_ctx;
   eo.kv_types = kv_types;
+  eo.draft_kv_types = draft_kv_types.resolve(kv_types);
   eo.n_threads = thread_count(threads);
   eo.draft_vocab = drafting.vocab;
   Engine engine(target, draft.get(), eo);

@@ -143,6 +143,7 @@ int verify_cost_command(const std::vector<std::string>& args) {
   DraftModelOptions draft_options;
   int32_t threads = 0, k_max = 9, prefix_len = 128, repeats = 15;
   KvTypes kv_types;
+  DraftKvTypeFlags draft_kv_types;
   ArgParser p("specdec verify-cost -m MODEL [options]",
               "Measures the cost of one target forward pass over k = gamma + 1 tokens (all rows'\n"
               "logits, as a verify pass computes them) divided by one decode step, on top of a\n"
@@ -160,6 +161,7 @@ int verify_cost_command(const std::vector<std::string>& args) {
   p.add_int({"--prefix"}, "N", "cached tokens the passes run on top of", prefix_len, 1, 1 << 16);
   p.add_int({"--repeats"}, "N", "timed passes per k", repeats, 1, 10000);
   add_kv_type_options(p, kv_types);
+  add_draft_kv_type_options(p, draft_kv_types);
   p.add_string({"--json"}, "FILE", "also write every timing as JSON", json_path);
   if (!p.parse(args)) {
     std::cout << p.help();
@@ -188,12 +190,16 @@ int verify_cost_command(const std::vector<std::string>& args) {
       measure_forward_costs(*m.model, prefix, k_max, repeats, pool, kv_types);
   std::vector<DraftLayout> layouts;
   std::vector<ForwardCost> steps;  // the target's decode step, then each draft layout's
+  const KvTypes draft_types = draft_kv_types.resolve(kv_types).value_or(kv_types);
   if (!draft_path.empty()) {
     layouts = draft_layouts(draft_path, draft_options, *m.tokenizer, prefix);
     std::vector<StepSubject> subjects(1);
     subjects[0].model = m.model.get();
-    for (const DraftLayout& l : layouts) subjects.push_back({l.model->model.get(), l.vocab});
-    steps = measure_step_costs(subjects, prefix, repeats, pool, kv_types);
+    subjects[0].kv_types = kv_types;
+    for (const DraftLayout& l : layouts) {
+      subjects.push_back({l.model->model.get(), l.vocab, draft_types});
+    }
+    steps = measure_step_costs(subjects, prefix, repeats, pool);
   }
   const double stream = best_stream_read_gbs(pool, 5);
   const double step_s = costs[0].median_ms / 1e3;
@@ -228,7 +234,8 @@ int verify_cost_command(const std::vector<std::string>& args) {
           : 0.0;
   if (!steps.empty()) {
     std::cout << "\ndraft: " << draft_path << " (one decode step per layout, rotated with the "
-              << "target's; medians of " << repeats << ")\n\n"
+              << "target's; medians of " << repeats << "; KV cache " << kv_types_name(draft_types)
+              << ")\n\n"
               << "| model, layout | head rows scored | step ms | c = step / target step |\n"
               << "|---|---:|---:|---:|\n";
     for (size_t i = 0; i < steps.size(); ++i) {
@@ -259,6 +266,10 @@ int verify_cost_command(const std::vector<std::string>& args) {
     j["repeats"] = repeats;
     j["cache_type_k"] = kv_type_name(kv_types.k);
     j["cache_type_v"] = kv_type_name(kv_types.v);
+    if (!steps.empty()) {
+      j["draft_cache_type_k"] = kv_type_name(draft_types.k);
+      j["draft_cache_type_v"] = kv_type_name(draft_types.v);
+    }
     j["weight_bytes"] = m.model->weight_bytes();
     j["packed_weight_bytes"] = m.model->packed_weight_bytes();
     j["stream_read_gbs"] = stream;

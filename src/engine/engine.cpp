@@ -78,9 +78,10 @@ struct Engine::Sequences {
   // (ModelDrafter::base); its rows then hold history[draft_base..). Kept for the slot's next
   // request, whose draft keeps the rows its prompt still shares.
   int32_t draft_base = 0;
-  Sequences(Model& t, Model* d, int32_t n_ctx, ThreadPool& pool, KvTypes kv_types)
-      : target(t, n_ctx, pool, kv_types),
-        draft(d ? std::make_unique<ModelLM>(*d, n_ctx, pool, kv_types) : nullptr) {}
+  Sequences(Model& t, Model* d, int32_t n_ctx, ThreadPool& pool, KvTypes target_types,
+            KvTypes draft_types)
+      : target(t, n_ctx, pool, target_types),
+        draft(d ? std::make_unique<ModelLM>(*d, n_ctx, pool, draft_types) : nullptr) {}
 };
 
 Engine::Engine(LoadedModel& target, LoadedModel* draft, const EngineOptions& options)
@@ -99,7 +100,8 @@ Engine::Engine(LoadedModel& target, LoadedModel* draft, const EngineOptions& opt
   }
   for (int32_t i = 0; i < options_.n_slots; ++i) {
     auto s = std::make_unique<Sequences>(*target_.model, draft_ ? draft_->model.get() : nullptr,
-                                         options_.n_ctx, *pool_, options_.kv_types);
+                                         options_.n_ctx, *pool_, options_.kv_types,
+                                         options_.draft_kv_types.value_or(options_.kv_types));
     if (coordinator_) {
       s->target.set_coordinator(coordinator_.get(), options_.prefill_chunk);
       if (s->draft) s->draft->set_coordinator(coordinator_.get(), options_.prefill_chunk);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -66,11 +67,14 @@ struct EngineOptions {
   // entries instead of recomputing them. They are the same bits (same tokens, same positions,
   // a batch-invariant forward pass), so only the time to first token changes.
   bool share_prefixes = true;
-  // How the target's and the draft's KV caches store K and V (model/kv_cache.h): f32 by default;
-  // f16 halves their memory and attention's reads, q8_0 takes 17/64 of f32. Speculation stays
-  // exact for each: the target that verifies uses the same cache type as target-only decoding
-  // would.
+  // How the target's KV caches store K and V (model/kv_cache.h): f32 by default; f16 halves their
+  // memory and attention's reads, q8_0 takes 17/64 of f32. Speculation stays exact for each: the
+  // target that verifies uses the same cache type as target-only decoding would.
   KvTypes kv_types = {};
+  // The draft's caches, when they differ from the target's (nullopt: the same types). Any type
+  // keeps the output exact: the draft's cache only changes q, and the accept/reject rule is
+  // exact for any q; a cheaper cache changes speed and acceptance, never the text at T = 0.
+  std::optional<KvTypes> draft_kv_types = std::nullopt;
 };
 
 // Where a request's drafts come from. The choice is per request (not per Engine) so that one

@@ -176,6 +176,54 @@ TEST(EngineArchitectures, GreedySpeculationIsTargetOnlyOnEachArchitecture) {
   }
 }
 
+// The draft's caches take their own types (EngineOptions::draft_kv_types): a q8_0 draft beside
+// an f32 or f16 target keeps greedy text target-only text. The types reach the draft's cache and
+// only it: the target here has 16-wide heads, which q8_0 refuses, and the draft 32-wide ones, so
+// a q8_0 draft works while a q8_0 target, or a q8_0 draft of 16-wide heads, is refused.
+TEST(EngineDraftCaches, TheDraftKeepsItsOwnCacheTypesAndTheTextStaysExact) {
+  testing::TinyModelSpec spec;  // 64 wide, 4 heads: 16-wide heads
+  LoadedModel target =
+      LoadedModel::load(testing::write_tiny_model(spec, testing::temp_path("dc-t.gguf")));
+  spec.seed = 7;
+  spec.n_layer = 1;
+  LoadedModel narrow_draft =
+      LoadedModel::load(testing::write_tiny_model(spec, testing::temp_path("dc-d16.gguf")));
+  spec.n_embd = 128;  // 32-wide heads
+  LoadedModel draft =
+      LoadedModel::load(testing::write_tiny_model(spec, testing::temp_path("dc-d32.gguf")));
+  GenerationOptions go;
+  go.max_tokens = 32;
+  go.sampling.temperature = 0;
+  go.ignore_eos = true;
+  go.draft_max = 4;
+  const std::vector<int32_t> prompt = {72, 101, 108, 108, 111, 32, 119};
+  for (const KvTypes target_types : {KvTypes{}, KvTypes{KvType::F16, KvType::F16}}) {
+    for (const KvTypes draft_types :
+         {KvTypes{KvType::Q8_0, KvType::Q8_0}, KvTypes{KvType::Q8_0, KvType::F16}}) {
+      EngineOptions eo;
+      eo.n_ctx = 128;
+      eo.kv_types = target_types;
+      Engine plain(target, nullptr, eo);
+      eo.draft_kv_types = draft_types;
+      Engine spec_engine(target, &draft, eo);
+      const GenerationResult with_draft = spec_engine.generate(prompt, go, {});
+      EXPECT_EQ(with_draft.tokens, plain.generate(prompt, go, {}).tokens)
+          << "target " << kv_types_name(target_types) << ", draft " << kv_types_name(draft_types);
+      EXPECT_GT(with_draft.stats.spec.drafted, with_draft.stats.spec.accepted);  // rolled back
+    }
+  }
+  EngineOptions q8_target;
+  q8_target.n_ctx = 128;
+  q8_target.kv_types = {KvType::Q8_0, KvType::Q8_0};
+  q8_target.draft_kv_types = KvTypes{};
+  EXPECT_THROW(Engine(target, &draft, q8_target), Error);
+  EngineOptions q8_draft;
+  q8_draft.n_ctx = 128;
+  q8_draft.draft_kv_types = KvTypes{KvType::F32, KvType::Q8_0};
+  EXPECT_THROW(Engine(target, &narrow_draft, q8_draft), Error);
+  EXPECT_NO_THROW(Engine(target, &draft, q8_draft));
+}
+
 // Logprobs come from the verify pass's rows when speculating and from single steps otherwise;
 // batch-invariant kernels make them the same numbers, bit for bit, and the top list's first
 // entry is the greedy token itself.

@@ -102,13 +102,13 @@ std::vector<ForwardCost> measure_forward_costs(Model& model, std::span<const int
 
 std::vector<ForwardCost> measure_step_costs(std::span<const StepSubject> subjects,
                                             std::span<const int32_t> prefix, int32_t repeats,
-                                            ThreadPool& pool, KvTypes kv_types) {
+                                            ThreadPool& pool) {
   if (subjects.empty()) fail("the step-cost measurement needs at least one model");
   std::vector<std::unique_ptr<TimedPasses>> passes;
   for (const StepSubject& s : subjects) {
     if (s.model == nullptr) fail("the step-cost measurement got no model");
     check_arguments(*s.model, prefix, 1, repeats);
-    passes.push_back(std::make_unique<TimedPasses>(*s.model, prefix, 1, pool, kv_types));
+    passes.push_back(std::make_unique<TimedPasses>(*s.model, prefix, 1, pool, s.kv_types));
     passes.back()->set_vocab(s.vocab);
     passes.back()->pass(1);  // warm-up
   }

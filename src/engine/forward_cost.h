@@ -45,6 +45,7 @@ std::vector<ForwardCost> measure_forward_costs(Model& model, std::span<const int
 struct StepSubject {
   Model* model = nullptr;
   std::optional<VocabSubset> vocab;
+  KvTypes kv_types = {};  // how this model's cache stores K and V
 };
 
 // One decode step (a one-token pass after the prefix, in each model's own cache) per subject and
@@ -53,6 +54,6 @@ struct StepSubject {
 // or a prefix beyond a model's context.
 std::vector<ForwardCost> measure_step_costs(std::span<const StepSubject> subjects,
                                             std::span<const int32_t> prefix, int32_t repeats,
-                                            ThreadPool& pool, KvTypes kv_types = {});
+                                            ThreadPool& pool);
 
 }  // namespace specdec
