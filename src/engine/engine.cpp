@@ -465,6 +465,10 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
     for (; seen < generated.size() && !stopped() && !cancelled; ++seen) {
       const int32_t id = generated[seen];
       result.tokens.push_back(id);
+      if (opts.decoded_counter) {
+        opts.decoded_counter->store(static_cast<int32_t>(result.tokens.size()),
+                                    std::memory_order_relaxed);
+      }
       result.origins.push_back(origins[seen]);
       if (opts.logprobs >= 0) result.logprobs.push_back(decoder.logprobs()[seen]);
       if (is_end(id)) break;  // the end token is not text

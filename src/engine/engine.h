@@ -4,6 +4,7 @@
 // UTF-8 text.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -144,6 +145,9 @@ struct GenerationOptions {
   // request's γ must not follow the batch (EngineOptions::batch_row_cost). false (a server
   // request that gave no seed): the text is a fresh draw either way and γ may follow the batch.
   bool fixed_seed = true;
+  // Where the engine counts the tokens this generation has committed so far, as they come (a
+  // server's GET /slots reads it from another thread while the request runs). null: nowhere.
+  std::shared_ptr<std::atomic<int32_t>> decoded_counter;
 };
 
 enum class FinishReason { Length, Stop, EndOfGeneration, ContextFull, Cancelled };

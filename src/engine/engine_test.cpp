@@ -176,6 +176,32 @@ TEST(EngineArchitectures, GreedySpeculationIsTargetOnlyOnEachArchitecture) {
   }
 }
 
+// GenerationOptions::decoded_counter follows the committed tokens as they come: at least the
+// tokens behind the text streamed so far, rising, and all of them once generate returns.
+TEST_F(EngineTest, TheDecodedCounterFollowsTheCommittedTokens) {
+  GenerationOptions go;
+  go.max_tokens = 24;
+  go.sampling.temperature = 0;
+  go.ignore_eos = true;
+  go.draft_max = 4;
+  go.decoded_counter = std::make_shared<std::atomic<int32_t>>(0);
+  std::vector<int32_t> seen;
+  EngineOptions eo;
+  eo.n_ctx = 128;
+  Engine e(*model_, model_.get(), eo);  // its own draft: rounds of 4 accepted drafts and a bonus
+  const GenerationResult r =
+      e.generate(std::vector<int32_t>{72, 101, 108, 108, 111}, go, [&](std::string_view) {
+        seen.push_back(go.decoded_counter->load());
+        return true;
+      });
+  ASSERT_FALSE(seen.empty());
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_GE(seen.front(), 1);
+  EXPECT_GT(seen.back(), seen.front());
+  EXPECT_EQ(go.decoded_counter->load(), static_cast<int32_t>(r.tokens.size()));
+  EXPECT_EQ(r.tokens.size(), 24u);
+}
+
 // The draft's caches take their own types (EngineOptions::draft_kv_types): a q8_0 draft beside
 // an f32 or f16 target keeps greedy text target-only text. The types reach the draft's cache and
 // only it: the target here has 16-wide heads, which q8_0 refuses, and the draft 32-wide ones, so

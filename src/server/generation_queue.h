@@ -12,6 +12,7 @@
 // threw). A job cancelled while still queued is skipped without running.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -31,8 +32,9 @@ namespace specdec::server {
 
 class Job {
  public:
+  // The job's options count its tokens into decoded_ (GET /slots' n_decoded).
   Job(std::vector<int32_t> prompt, GenerationOptions options)
-      : prompt_(std::move(prompt)), options_(std::move(options)) {}
+      : prompt_(std::move(prompt)), options_(with_counter(std::move(options), decoded_)) {}
 
   // Asks the worker to stop this job (or skip it if it has not started). Idempotent.
   void cancel();
@@ -56,6 +58,14 @@ class Job {
   void push_logprobs(std::span<const TokenLogprob> entries);
   void finish(GenerationResult result, std::string error);
 
+  static GenerationOptions with_counter(GenerationOptions options,
+                                        const std::shared_ptr<std::atomic<int32_t>>& counter) {
+    options.decoded_counter = counter;
+    return options;
+  }
+
+  // Declared before options_, which holds a copy of it.
+  const std::shared_ptr<std::atomic<int32_t>> decoded_ = std::make_shared<std::atomic<int32_t>>(0);
   const std::vector<int32_t> prompt_;
   const GenerationOptions options_;
   std::chrono::steady_clock::time_point admitted_at_ = std::chrono::steady_clock::now();
@@ -104,6 +114,7 @@ class GenerationQueue {
     uint64_t task = 0;  // 0: the slot has not run a job
     size_t prompt_tokens = 0;
     GenerationOptions options;  // the running job's
+    int32_t decoded = 0;        // the tokens it has committed so far
   };
   std::vector<SlotState> slot_states() const;
 

@@ -284,13 +284,15 @@ TEST(GenerationQueue, SeveralSlotsRunAtOnceAndJobsGoToTheSlotWithTheirPrefix) {
   EXPECT_NE(metrics.render().find("specdec_generation_finished_total 6\n"), std::string::npos);
 }
 
-TEST(GenerationQueue, SlotStatesShowTheRunningJobsPromptAndLimit) {
+TEST(GenerationQueue, SlotStatesShowTheRunningJobsPromptLimitAndTokens) {
   Metrics metrics;
   std::atomic<bool> release{false};
   std::atomic<int> started{0};
   GenerationQueue queue(
-      [&](std::span<const int32_t>, const GenerationOptions&, const TextCallback&,
+      [&](std::span<const int32_t>, const GenerationOptions& options, const TextCallback&,
           const LogprobCallback&, int32_t) {
+        // As the engine does: the job's counter holds its committed tokens.
+        if (options.decoded_counter) options.decoded_counter->store(5);
         ++started;
         const auto deadline = std::chrono::steady_clock::now() + 5s;
         while (!release.load() && std::chrono::steady_clock::now() < deadline) {
@@ -318,6 +320,7 @@ TEST(GenerationQueue, SlotStatesShowTheRunningJobsPromptAndLimit) {
   EXPECT_EQ(busy->task, 1u);
   EXPECT_EQ(busy->prompt_tokens, 3u);
   EXPECT_EQ(busy->options.max_tokens, 33);
+  EXPECT_EQ(busy->decoded, 5);
   EXPECT_EQ(std::count_if(states.begin(), states.end(), [](const auto& s) { return s.processing; }),
             1);
   release = true;

@@ -549,7 +549,15 @@ json slots_json(const ServerProps& p, std::span<const GenerationQueue::SlotState
     json slot =
         slot_json(p, static_cast<int32_t>(i), s.processing ? static_cast<int64_t>(s.task) : -1,
                   s.processing, std::move(params));
-    if (s.processing) slot["n_prompt_tokens"] = s.prompt_tokens;
+    if (s.processing) {
+      slot["n_prompt_tokens"] = s.prompt_tokens;
+      // As llama-server writes it: an array of one entry. n_remain -1: no token budget.
+      const int32_t budget = s.options.max_tokens;
+      slot["next_token"] =
+          json::array({{{"has_next_token", true},
+                        {"n_remain", budget < 0 ? -1 : std::max(0, budget - s.decoded)},
+                        {"n_decoded", s.decoded}}});
+    }
     out.push_back(std::move(slot));
   }
   return out;

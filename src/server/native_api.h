@@ -108,7 +108,7 @@ nlohmann::json props_json(const ServerProps& props);
 
 // GET /slots: one entry per slot (id, id_task, n_ctx, speculative, is_processing, params: a busy
 // slot's request's settings and n_predict, an idle one's the defaults; a busy slot's
-// n_prompt_tokens).
+// n_prompt_tokens and next_token: [{has_next_token, n_remain, n_decoded}], its tokens so far).
 nlohmann::json slots_json(const ServerProps& props,
                           std::span<const GenerationQueue::SlotState> states);
 

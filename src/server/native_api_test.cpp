@@ -194,6 +194,7 @@ TEST(NativeApi, PropsAndSlotsInLlamaServersShape) {
   busy.options.max_tokens = 64;
   busy.options.sampling.temperature = 0;
   busy.options.ignore_eos = true;
+  busy.decoded = 5;
   GenerationQueue::SlotState idle;
   idle.task = 3;  // ran task 3 last
   const std::vector<GenerationQueue::SlotState> states = {idle, busy};
@@ -212,6 +213,11 @@ TEST(NativeApi, PropsAndSlotsInLlamaServersShape) {
   EXPECT_EQ(slots[1]["params"]["temperature"], 0.0);  // the request's, not the defaults
   EXPECT_EQ(slots[1]["params"]["ignore_eos"], true);
   EXPECT_EQ(slots[1]["n_ctx"], 2048);
+  EXPECT_EQ(slots[1]["next_token"],
+            json::parse(R"([{"has_next_token": true, "n_remain": 59, "n_decoded": 5}])"));
+  EXPECT_FALSE(slots[0].contains("next_token"));
+  busy.options.max_tokens = -1;  // no budget: nothing remains to count
+  EXPECT_EQ(slots_json(p, std::vector{busy})[0]["next_token"][0]["n_remain"], -1);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@ introspection endpoints (/props, /slots, /apply-template)."""
 
 import json
 import threading
+import time
 import urllib.error
 
 import pytest
@@ -283,19 +284,27 @@ def test_slots_show_the_running_request_and_fail_on_no_slot(cli, models):
                                           "temperature": 0})))
             worker.start()
             seen = None
-            while worker.is_alive() and seen is None:
+            decoded = []  # next_token's counts while it runs: from the prompt's 0 upwards
+            while worker.is_alive():
                 slot = json.loads(one.get("/slots"))[0]
                 if slot["is_processing"]:
+                    nt = slot["next_token"][0]
+                    assert nt["has_next_token"] is True
+                    assert nt["n_remain"] + nt["n_decoded"] == 400, nt
+                    decoded.append(nt["n_decoded"])
+                if slot["is_processing"] and seen is None:
                     seen = slot
                     try:
                         one.get("/slots?fail_on_no_slot=1")
                         busy_status = 200
                     except urllib.error.HTTPError as e:
                         busy_status = e.code
+                time.sleep(0.02)
             worker.join()
-            if seen is not None:
+            if seen is not None and decoded[-1] > 0:
                 break
         assert seen is not None, "the request never showed on /slots"
+        assert decoded == sorted(decoded) and 0 < decoded[-1] <= 400, decoded
         assert seen["n_prompt_tokens"] == len(prompt)
         assert seen["params"]["n_predict"] == 400 and seen["id_task"] >= 1
         assert seen["params"]["temperature"] == 0 and seen["params"]["ignore_eos"] is True
