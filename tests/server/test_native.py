@@ -6,7 +6,6 @@ introspection endpoints (/props, /slots, /apply-template)."""
 
 import json
 import threading
-import time
 import urllib.error
 
 import pytest
@@ -299,7 +298,6 @@ def test_slots_show_the_running_request_and_fail_on_no_slot(cli, models):
                         busy_status = 200
                     except urllib.error.HTTPError as e:
                         busy_status = e.code
-                time.sleep(0.02)
             worker.join()
             if seen is not None and decoded[-1] > 0:
                 break
