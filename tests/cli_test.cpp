@@ -194,6 +194,12 @@ TEST_F(Cli, DraftLeversKeepTheGreedyText) {
   }
 }
 
+// A model's KV cache size in a run's --stats-json ("target" or "draft").
+int64_t kv_cache_bytes(const std::string& stats_path, const char* model) {
+  const nlohmann::json j = nlohmann::json::parse(testing::read_file(stats_path));
+  return j["memory"][model]["kv_cache_bytes"].get<int64_t>();
+}
+
 // f16 KV caches: speculation keeps the text of a target-only run on the same cache type, the
 // memory report shows the cache at half its f32 size, and a bad type is a one-line error.
 TEST_F(Cli, F16KvCachesKeepSpeculationExactAndHalveTheCache) {
@@ -213,11 +219,7 @@ TEST_F(Cli, F16KvCachesKeepSpeculationExactAndHalveTheCache) {
   std::vector<std::string> f32 = base;
   f32.insert(f32.end(), {"-md", *draft_, "--stats-json", f32_stats});
   ASSERT_EQ(run_cli(f32).exit_code, 0);
-  const auto kv_bytes = [](const std::string& path) {
-    const nlohmann::json j = nlohmann::json::parse(testing::read_file(path));
-    return j["memory"]["target"]["kv_cache_bytes"].get<int64_t>();
-  };
-  EXPECT_EQ(kv_bytes(f16_stats) * 2, kv_bytes(f32_stats));
+  EXPECT_EQ(kv_cache_bytes(f16_stats, "target") * 2, kv_cache_bytes(f32_stats, "target"));
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "-ctk", "q4_0"}),
                      "--cache-type-k must be f32, f16 or q8_0, got 'q4_0'");
 }
@@ -248,11 +250,7 @@ TEST_F(Cli, Q8KvCachesKeepSpeculationExactAndNeedHeadsOf32) {
   std::vector<std::string> f32 = base;
   f32.insert(f32.end(), {"-md", draft, "--stats-json", f32_stats});
   ASSERT_EQ(run_cli(f32).exit_code, 0);
-  const auto kv_bytes = [](const std::string& path) {
-    const nlohmann::json j = nlohmann::json::parse(testing::read_file(path));
-    return j["memory"]["target"]["kv_cache_bytes"].get<int64_t>();
-  };
-  EXPECT_EQ(kv_bytes(q8_stats) * 64, kv_bytes(f32_stats) * 17);
+  EXPECT_EQ(kv_cache_bytes(q8_stats, "target") * 64, kv_cache_bytes(f32_stats, "target") * 17);
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "-ctv", "q8_0"}),
                      "a q8_0 KV cache needs a head size that is a multiple of 32; this model's "
                      "is 16 (use f16 or f32)");
@@ -284,15 +282,14 @@ TEST_F(Cli, DraftCacheTypesAreTheDraftsOwn) {
   std::vector<std::string> f32 = base;
   f32.insert(f32.end(), {"-md", draft, "--stats-json", f32_stats});
   ASSERT_EQ(run_cli(f32).exit_code, 0);
-  const auto memory = [](const std::string& path, const char* model) {
-    return nlohmann::json::parse(testing::read_file(path))["memory"][model];
+  EXPECT_EQ(kv_cache_bytes(q8_stats, "draft") * 64, kv_cache_bytes(f32_stats, "draft") * 17);
+  EXPECT_EQ(kv_cache_bytes(q8_stats, "target"), kv_cache_bytes(f32_stats, "target"));
+  const auto memory = [&q8_stats](const char* model) {
+    return nlohmann::json::parse(testing::read_file(q8_stats))["memory"][model];
   };
-  EXPECT_EQ(memory(q8_stats, "draft")["kv_cache_bytes"].get<int64_t>() * 64,
-            memory(f32_stats, "draft")["kv_cache_bytes"].get<int64_t>() * 17);
-  EXPECT_EQ(memory(q8_stats, "draft")["kv_cache_type_k"], "q8_0");
-  EXPECT_EQ(memory(q8_stats, "target")["kv_cache_bytes"],
-            memory(f32_stats, "target")["kv_cache_bytes"]);
-  EXPECT_EQ(memory(q8_stats, "target")["kv_cache_type_k"], "f32");
+  EXPECT_EQ(memory("draft")["kv_cache_type_k"], "q8_0");
+  EXPECT_EQ(memory("draft")["kv_cache_type_v"], "q8_0");
+  EXPECT_EQ(memory("target")["kv_cache_type_k"], "f32");
   expect_clean_error(run_cli({"run", "-m", *target_, "-md", draft, "-p", "x", "-ctvd", "q4"}),
                      "--cache-type-v-draft must be f32, f16 or q8_0, got 'q4'");
 }

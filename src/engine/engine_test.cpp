@@ -11,6 +11,16 @@
 namespace specdec {
 namespace {
 
+// Greedy generation of max_tokens tokens past any end token, drafting up to 4 tokens a round.
+GenerationOptions greedy_drafting(int32_t max_tokens) {
+  GenerationOptions go;
+  go.max_tokens = max_tokens;
+  go.sampling.temperature = 0;
+  go.ignore_eos = true;
+  go.draft_max = 4;
+  return go;
+}
+
 class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -118,11 +128,7 @@ TEST_F(EngineTest, AWindowedDraftKeepsTheGreedyTextAndIsNotReusedAsAPrefix) {
   std::vector<int32_t> turn;
   for (int i = 0; i < 40; ++i) turn.push_back(65 + (i * 7) % 26);
   for (int32_t context : {1, 0, 1, 1, 0}) {
-    GenerationOptions go;
-    go.max_tokens = 16;
-    go.sampling.temperature = 0;
-    go.ignore_eos = true;
-    go.draft_max = 4;
+    GenerationOptions go = greedy_drafting(16);
     go.draft_context = context;
     const GenerationResult spec = engine.generate(turn, go, {});
     const GenerationResult plain = plain_engine.generate(turn, go, {});
@@ -162,11 +168,7 @@ TEST(EngineArchitectures, GreedySpeculationIsTargetOnlyOnEachArchitecture) {
       eo.kv_types = kv_types;
       Engine spec_engine(target, &draft_model, eo);
       Engine plain(target, nullptr, eo);
-      GenerationOptions go;
-      go.max_tokens = 32;
-      go.sampling.temperature = 0;
-      go.ignore_eos = true;
-      go.draft_max = 4;
+      GenerationOptions go = greedy_drafting(32);
       const std::vector<int32_t> prompt = {72, 101, 108, 108, 111, 32, 119};
       const GenerationResult with_draft = spec_engine.generate(prompt, go, {});
       EXPECT_EQ(with_draft.tokens, plain.generate(prompt, go, {}).tokens)
@@ -179,11 +181,7 @@ TEST(EngineArchitectures, GreedySpeculationIsTargetOnlyOnEachArchitecture) {
 // GenerationOptions::decoded_counter follows the committed tokens as they come: at least the
 // tokens behind the text streamed so far, rising, and all of them once generate returns.
 TEST_F(EngineTest, TheDecodedCounterFollowsTheCommittedTokens) {
-  GenerationOptions go;
-  go.max_tokens = 24;
-  go.sampling.temperature = 0;
-  go.ignore_eos = true;
-  go.draft_max = 4;
+  GenerationOptions go = greedy_drafting(24);
   go.decoded_counter = std::make_shared<std::atomic<int32_t>>(0);
   std::vector<int32_t> seen;
   EngineOptions eo;
@@ -217,11 +215,7 @@ TEST(EngineDraftCaches, TheDraftKeepsItsOwnCacheTypesAndTheTextStaysExact) {
   spec.n_embd = 128;  // 32-wide heads
   LoadedModel draft =
       LoadedModel::load(testing::write_tiny_model(spec, testing::temp_path("dc-d32.gguf")));
-  GenerationOptions go;
-  go.max_tokens = 32;
-  go.sampling.temperature = 0;
-  go.ignore_eos = true;
-  go.draft_max = 4;
+  GenerationOptions go = greedy_drafting(32);
   const std::vector<int32_t> prompt = {72, 101, 108, 108, 111, 32, 119};
   for (const KvTypes target_types : {KvTypes{}, KvTypes{KvType::F16, KvType::F16}}) {
     for (const KvTypes draft_types :
