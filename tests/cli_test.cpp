@@ -481,6 +481,13 @@ TEST_F(Cli, VerifyCostTimesEveryPassWidthAndReportsBandwidth) {
   EXPECT_NE(j.find("\"passes\""), std::string::npos) << j;
   EXPECT_NE(j.find("\"stream_read_gbs\""), std::string::npos) << j;
   EXPECT_NE(j.find("\"cpu_ratio\""), std::string::npos) << j;
+  // The bandwidth is what a step streams over its time: every weight but the embedding table.
+  const nlohmann::json doc = nlohmann::json::parse(j);
+  const auto step_bytes = doc["decode_weight_bytes"].get<double>();
+  EXPECT_EQ(doc["weight_bytes"].get<double>() - step_bytes, 300.0 * 64 * sizeof(float));
+  EXPECT_NEAR(doc["decode_weight_gbs"].get<double>(),
+              step_bytes / (doc["passes"][0]["median_ms"].get<double>() / 1e3) / 1e9,
+              1e-6 * doc["decode_weight_gbs"].get<double>());
 
   expect_clean_error(run_cli({"verify-cost", "-m", *target_}),  // 128 + 9 > the 128-token context
                      "exceeds the model's context of 128 tokens");

@@ -97,7 +97,12 @@ class Model {
   int32_t head_rows() const {
     return output_ids_.empty() ? config_.n_vocab : static_cast<int32_t>(output_ids_.size());
   }
+  // Every tensor bound from the file, in the file's types (a tied head counted once).
   size_t weight_bytes() const { return weight_bytes_; }
+  // What a one-token decode step streams of them: every matrix but the token embedding table, of
+  // which a step reads one row (unless the output head is that table), and of the head the rows
+  // it scores (head_rows()). The bandwidth a decode step achieves is this over its time.
+  size_t decode_weight_bytes() const { return decode_weight_bytes_; }
   // Memory held by the row-interleaved copies of the matrices (model/weight_packing.h).
   size_t packed_weight_bytes() const { return packed_weight_bytes_; }
   // Mapped bytes handed back to the kernel after packing because only their packed copies are
@@ -147,6 +152,7 @@ class Model {
   Model() = default;
   ModelConfig config_;
   size_t weight_bytes_ = 0;
+  size_t decode_weight_bytes_ = 0;
   size_t packed_weight_bytes_ = 0;
   size_t released_weight_bytes_ = 0;
   std::vector<int32_t> output_ids_;  // ModelLoadOptions::output_ids

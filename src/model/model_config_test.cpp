@@ -293,5 +293,23 @@ TEST(ModelLoad, WeightBytesCountsTiedOnce) {
   EXPECT_EQ(a.model->weight_bytes() - b.model->weight_bytes(), 300u * 64 * sizeof(float));
 }
 
+// A decode step streams every matrix but the embedding table (one row of it is looked up); a tied
+// head is that table and is streamed whole; a cut head only its rows.
+TEST(ModelLoad, DecodeWeightBytesLeaveOutTheEmbeddingTableAndUnscoredHeadRows) {
+  TinyModelSpec untied, tied;
+  tied.tied = true;
+  testing::TinyModel a(untied), b(tied);
+  const size_t table = 300u * 64 * sizeof(float);  // the tiny models' f32 vocabulary x embedding
+  EXPECT_EQ(a.model->decode_weight_bytes(), a.model->weight_bytes() - table);
+  EXPECT_EQ(b.model->decode_weight_bytes(), b.model->weight_bytes());
+  ModelLoadOptions cut;
+  cut.output_ids = {5, 1, 2, 9};
+  auto f = open_tiny(untied);
+  const std::unique_ptr<Model> c = Model::load(*f, cut);
+  EXPECT_EQ(c->weight_bytes(), a.model->weight_bytes());
+  EXPECT_EQ(c->decode_weight_bytes(),
+            a.model->weight_bytes() - 2 * table + 4u * 64 * sizeof(float));
+}
+
 }  // namespace
 }  // namespace specdec

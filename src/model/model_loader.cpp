@@ -158,6 +158,12 @@ std::unique_ptr<Model> Model::load(const gguf::GgufFile& file, const ModelLoadOp
   layout.output_ids = model->output_ids_;  // every id in id order is the plain head
 
   model->weight_bytes_ = b.bytes();
+  const auto table_bytes = [](const WeightMatrix& m) {
+    return m.row_stride * static_cast<size_t>(m.rows);
+  };
+  model->decode_weight_bytes_ = b.bytes() - table_bytes(w.token_embd) -
+                                (c.tied_output ? 0 : table_bytes(w.output)) +
+                                w.output.row_stride * static_cast<size_t>(model->head_rows());
   // Each matrix's mapped pages go as soon as its copy is made (model/source_pages.h).
   size_t released = 0;
   model->packed_weight_bytes_ = pack_model_weights(
