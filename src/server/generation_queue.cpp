@@ -230,7 +230,7 @@ std::vector<GenerationQueue::SlotState> GenerationQueue::slot_states() const {
     out[slot].processing = true;
     out[slot].prompt_tokens = job->prompt_.size();
     out[slot].options = job->options_;
-    out[slot].decoded = job->decoded_->load(std::memory_order_relaxed);
+    out[slot].decoded = job->options_.decoded_counter->load(std::memory_order_relaxed);
   }
   return out;
 }

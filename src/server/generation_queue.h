@@ -32,9 +32,10 @@ namespace specdec::server {
 
 class Job {
  public:
-  // The job's options count its tokens into decoded_ (GET /slots' n_decoded).
+  // The job's options get a counter of their own, which the engine counts the job's tokens into
+  // (GET /slots' n_decoded).
   Job(std::vector<int32_t> prompt, GenerationOptions options)
-      : prompt_(std::move(prompt)), options_(with_counter(std::move(options), decoded_)) {}
+      : prompt_(std::move(prompt)), options_(with_own_counter(std::move(options))) {}
 
   // Asks the worker to stop this job (or skip it if it has not started). Idempotent.
   void cancel();
@@ -58,14 +59,11 @@ class Job {
   void push_logprobs(std::span<const TokenLogprob> entries);
   void finish(GenerationResult result, std::string error);
 
-  static GenerationOptions with_counter(GenerationOptions options,
-                                        const std::shared_ptr<std::atomic<int32_t>>& counter) {
-    options.decoded_counter = counter;
+  static GenerationOptions with_own_counter(GenerationOptions options) {
+    options.decoded_counter = std::make_shared<std::atomic<int32_t>>(0);
     return options;
   }
 
-  // Declared before options_, which holds a copy of it.
-  const std::shared_ptr<std::atomic<int32_t>> decoded_ = std::make_shared<std::atomic<int32_t>>(0);
   const std::vector<int32_t> prompt_;
   const GenerationOptions options_;
   std::chrono::steady_clock::time_point admitted_at_ = std::chrono::steady_clock::now();
