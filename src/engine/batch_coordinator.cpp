@@ -33,17 +33,16 @@ void BatchCoordinator::set_pass_observer(PassObserver observer) {
   observer_ = std::move(observer);
 }
 
-void BatchCoordinator::forward(Model& model, KvCache& cache, std::span<const int32_t> tokens,
-                               std::span<const int32_t> positions,
-                               std::span<const int32_t> logit_rows, float* logits_out,
-                               const VocabSubset* vocab) {
+void BatchCoordinator::forward(Model& model, const Model::SequenceRows& rows) {
   // The cheap checks forward_batch would make, here, so that one slot's bad call (a full
   // context) throws on its own thread instead of failing everyone's pass.
-  if (static_cast<int64_t>(tokens.size()) > cache.capacity() - cache.length()) {
-    fail("KV cache overflow: ", cache.length(), " + ", tokens.size(), " tokens exceed capacity ",
-         cache.capacity());
+  if (rows.cache == nullptr) fail("BatchCoordinator::forward: no KV cache");
+  const KvCache& cache = *rows.cache;
+  if (static_cast<int64_t>(rows.tokens.size()) > cache.capacity() - cache.length()) {
+    fail("KV cache overflow: ", cache.length(), " + ", rows.tokens.size(),
+         " tokens exceed capacity ", cache.capacity());
   }
-  Call c{&model, {tokens, positions, &cache, logit_rows, logits_out, vocab}, false, nullptr};
+  Call c{&model, rows, false, nullptr};
   std::unique_lock lock(mu_);
   if (active_ == 0) fail("BatchCoordinator::forward from a slot that has not joined");
   pending_.push_back(&c);

@@ -39,12 +39,10 @@ class BatchCoordinator {
   // The model whose calls wait for everyone else's (the target). Call before any slot runs.
   void set_primary(const Model* model);
 
-  // Runs Model::forward(tokens, positions, cache, logit_rows, logits_out, pool, vocab) as part
-  // of the next batched pass; returns when it ran. Throws what that call would throw (checked
-  // on the caller's thread first, so a bad call fails alone and never its batch).
-  void forward(Model& model, KvCache& cache, std::span<const int32_t> tokens,
-               std::span<const int32_t> positions, std::span<const int32_t> logit_rows,
-               float* logits_out, const VocabSubset* vocab);
+  // Runs one sequence's rows (logits or hidden states; rows.cache set) as part of the next
+  // batched pass; returns when it ran. Throws what Model::forward_batch would throw for them
+  // (checked on the caller's thread first, so a bad call fails alone and never its batch).
+  void forward(Model& model, const Model::SequenceRows& rows);
 
   // Called after every batched pass with the model and the rows it ran (for metrics).
   using PassObserver = std::function<void(const Model& model, int64_t rows, int64_t sequences)>;

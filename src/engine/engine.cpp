@@ -51,6 +51,23 @@ namespace {
 int32_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b, int32_t n) {
   return static_cast<int32_t>(std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin());
 }
+
+// With several slots a request's passes join the batch until it returns, however it returns
+// (the coordinator would otherwise wait for it forever).
+class BatchMembership {
+ public:
+  explicit BatchMembership(BatchCoordinator* coordinator) : c_(coordinator) {
+    if (c_) c_->join();
+  }
+  ~BatchMembership() {
+    if (c_) c_->leave();
+  }
+  BatchMembership(const BatchMembership&) = delete;
+  BatchMembership& operator=(const BatchMembership&) = delete;
+
+ private:
+  BatchCoordinator* c_;
+};
 }  // namespace
 
 // The KV caches of one sequence, plus the tokens they were filled from, so that a following
@@ -161,6 +178,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   using Clock = std::chrono::steady_clock;
   const auto n_prompt = static_cast<int32_t>(prompt.size());
   if (n_prompt == 0) fail("the prompt is empty after tokenization");
+  if (opts.embedding) return embed(prompt, *opts.embedding, slot);
   if (n_prompt >= options_.n_ctx) {
     fail("the prompt has ", n_prompt, " tokens but the context holds ", options_.n_ctx,
          " (raise -c or shorten the prompt)");
@@ -257,17 +275,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
           [this, &s, prompt] { offer_read_rows(s, prompt); });
     }
   }
-  // With several slots this generation's passes join the batch until it returns, however it
-  // returns (the coordinator would otherwise wait for it forever).
-  struct Membership {
-    BatchCoordinator* c;
-    explicit Membership(BatchCoordinator* coordinator) : c(coordinator) {
-      if (c) c->join();
-    }
-    ~Membership() {
-      if (c) c->leave();
-    }
-  } membership(coordinator_.get());
+  const BatchMembership membership(coordinator_.get());
 
   // The draft scores the most frequent tokens, this prompt's own and, as the answer goes on,
   // the answer's own (changing which rows of its head it computes never touches its cache).
@@ -509,6 +517,59 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
     // the history (the target's one token short of it: the last token is still pending).
     const int32_t n_target = std::min(static_cast<int32_t>(s.history.size()), s.target.length());
     offer_prefix(s, s.history, n_target, s.draft ? std::min(n_target, s.draft->length()) : 0);
+  }
+  return result;
+}
+
+GenerationResult Engine::embed(std::span<const int32_t> prompt, const EmbeddingParams& params,
+                               int32_t slot) {
+  const auto n_prompt = static_cast<int32_t>(prompt.size());
+  // Nothing is generated, so the input may fill the whole context.
+  if (n_prompt > options_.n_ctx) {
+    fail("the input has ", n_prompt, " tokens but the context holds ", options_.n_ctx,
+         " (raise -c or shorten the input)");
+  }
+  for (int32_t id : prompt) {
+    if (id < 0 || id >= target_.model->config().n_vocab) {
+      fail("prompt token id ", id, " is out of range");
+    }
+  }
+  if (params.normalize < -1) {
+    fail("embedding normalization must be -1 or more, got ", params.normalize);
+  }
+  Sequences& s = *slots_[static_cast<size_t>(slot)];
+  // Only the last row's state is pooled by Last, and it depends on the rows before it through
+  // their K/V alone: a cached prefix serves. The other poolings need every row's state.
+  const bool last = params.pooling == Pooling::Last;
+  const int32_t limit =
+      std::min({static_cast<int32_t>(s.history.size()), s.target.length(), n_prompt - 1});
+  const int32_t n_cached = last ? common_prefix(s.history, prompt, limit) : 0;
+  const bool sharing = coordinator_ && options_.share_prefixes;
+  if (sharing) withdraw_offer(s, n_cached);
+  s.history.resize(static_cast<size_t>(n_cached));
+  s.target.truncate(n_cached);
+  // The draft's cache must still hold only a prefix of the history recorded below.
+  if (s.draft && s.draft_base > 0) {
+    s.draft->truncate(0);
+    s.draft_base = 0;
+  }
+  if (s.draft) s.draft->truncate(std::min(s.draft->length(), n_cached));
+
+  GenerationResult result;
+  result.stats.prompt_tokens = n_prompt;
+  result.stats.cached_tokens = n_cached;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    const BatchMembership membership(coordinator_.get());
+    result.embedding = embed_tokens(s.target, prompt, params);
+  }
+  result.stats.prefill_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  result.finish = FinishReason::Stop;
+  // The target's cache now holds the whole input: a later request on it reuses the prefix.
+  s.history.assign(prompt.begin(), prompt.end());
+  if (sharing) {
+    offer_prefix(s, s.history, s.target.length(), s.draft ? s.draft->length() : 0);
   }
   return result;
 }

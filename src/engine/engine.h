@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/embedding.h"
 #include "engine/loaded_model.h"
 #include "grammar/grammar.h"
 #include "sampling/distribution.h"
@@ -148,6 +149,10 @@ struct GenerationOptions {
   // Where the engine counts the tokens this generation has committed so far, as they come (a
   // server's GET /slots reads it from another thread while the request runs). null: nowhere.
   std::shared_ptr<std::atomic<int32_t>> decoded_counter;
+  // Set: the request is an embedding, not a generation. The target reads the prompt (which may
+  // then fill the whole context) and GenerationResult::embedding gets its pooled vector (or,
+  // with Pooling::None, one per token); nothing is generated and no other option applies.
+  std::optional<EmbeddingParams> embedding;
 };
 
 enum class FinishReason { Length, Stop, EndOfGeneration, ContextFull, Cancelled };
@@ -179,6 +184,8 @@ struct GenerationResult {
   // With GenerationOptions::prompt_logprobs: one per prompt token after the first (entry i is
   // prompt[i + 1]'s; prompt_scoring.h).
   std::vector<TokenLogprob> prompt_logprobs;
+  // With GenerationOptions::embedding: the prompt's embedding (embed_tokens).
+  std::vector<std::vector<float>> embedding;
   FinishReason finish = FinishReason::Length;
   // With finish Stop: the stop string that ended the text ("" when min_indent did).
   std::string stop_text;
@@ -239,6 +246,10 @@ class Engine {
   GenerationResult run(std::span<const int32_t> prompt, const GenerationOptions& options,
                        const TextCallback& on_text, const PieceCallback& on_piece,
                        const LogprobCallback& on_logprobs, int32_t slot);
+
+  // run() for an embedding request (GenerationOptions::embedding) on slot s.
+  GenerationResult embed(std::span<const int32_t> prompt, const EmbeddingParams& params,
+                         int32_t slot);
 
   LoadedModel& target_;
   LoadedModel* draft_;

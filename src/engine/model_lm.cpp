@@ -21,12 +21,38 @@ void ModelLM::forward(std::span<const int32_t> tokens, std::vector<float>& logit
   run(tokens, logits.data());
 }
 
-void ModelLM::run(std::span<const int32_t> tokens, float* logits) {
+void ModelLM::run(std::span<const int32_t> tokens, float* logits, float* hidden) {
   const VocabSubset* vocab = vocab_ ? &*vocab_ : nullptr;
+  const Model::SequenceRows rows{tokens, positions_, &cache_, rows_, logits, vocab, hidden};
   if (coordinator_ != nullptr) {
-    coordinator_->forward(model_, cache_, tokens, positions_, rows_, logits, vocab);
+    coordinator_->forward(model_, rows);
   } else {
-    model_.forward(tokens, positions_, cache_, rows_, logits, pool_, vocab);
+    model_.forward_batch(std::span<const Model::SequenceRows>(&rows, 1), pool_);
+  }
+}
+
+void ModelLM::forward_hidden(std::span<const int32_t> tokens, bool every_row,
+                             std::vector<float>& hidden) {
+  if (tokens.empty()) fail("forward_hidden: no tokens");
+  const auto n = static_cast<int32_t>(tokens.size());
+  const auto width = static_cast<size_t>(model_.config().n_embd);
+  hidden.resize((every_row ? static_cast<size_t>(n) : 1) * width);
+  for (size_t begin = 0; begin < tokens.size();) {
+    const size_t end = std::min(tokens.size(), begin + prefill_chunk_);
+    const auto k = static_cast<int32_t>(end - begin);
+    positions_.resize(k);
+    std::iota(positions_.begin(), positions_.end(), cache_.length());
+    float* out = nullptr;
+    if (every_row) {
+      rows_.resize(k);
+      std::iota(rows_.begin(), rows_.end(), 0);
+      out = hidden.data() + begin * width;
+    } else {
+      rows_.assign(end == tokens.size() ? 1 : 0, k - 1);
+      if (end == tokens.size()) out = hidden.data();
+    }
+    run(tokens.subspan(begin, end - begin), nullptr, out);
+    begin = end;
   }
 }
 

@@ -21,6 +21,7 @@ class ModelLM final : public CausalLM {
   ModelLM(Model& model, int32_t n_ctx, ThreadPool& pool, KvTypes kv_types = {});
 
   int32_t n_vocab() const override { return model_.config().n_vocab; }
+  int32_t hidden_width() const { return model_.config().n_embd; }  // of forward_hidden's rows
   int32_t length() const override { return cache_.length(); }
   int32_t capacity() const override { return cache_.capacity(); }
   void truncate(int32_t n) override { cache_.truncate(n); }
@@ -34,6 +35,11 @@ class ModelLM final : public CausalLM {
   void set_vocab_subset(std::optional<VocabSubset> subset);
   // Appends tokens but computes logits only for the last one (or none), in bounded chunks.
   void forward_last(std::span<const int32_t> tokens, std::vector<float>* last_logits) override;
+
+  // Appends tokens, in chunks as forward_last does, and writes hidden states (Model::
+  // SequenceRows::hidden_out: after the final norm, n_embd floats a row) to hidden: of every
+  // new row, or of the last one only. No logits are computed. Throws for an empty span.
+  void forward_hidden(std::span<const int32_t> tokens, bool every_row, std::vector<float>& hidden);
 
   const KvCache& cache() const { return cache_; }
   // Takes src's K/V for positions length()..end-1 instead of computing them: src (another
@@ -64,7 +70,7 @@ class ModelLM final : public CausalLM {
   std::function<void(int32_t)> copy_rows_;
   std::function<void()> chunk_read_;
 
-  void run(std::span<const int32_t> tokens, float* logits);
+  void run(std::span<const int32_t> tokens, float* logits, float* hidden = nullptr);
 };
 
 }  // namespace specdec

@@ -78,7 +78,8 @@ void matmul_same_input(std::initializer_list<MatmulTarget> targets, const float*
 
 void check_arguments(const ModelConfig& c, std::span<const int32_t> tokens,
                      std::span<const int32_t> positions, const KvCache& cache,
-                     std::span<const int32_t> logit_rows, const float* logits_out) {
+                     std::span<const int32_t> logit_rows, const float* logits_out,
+                     const float* hidden_out) {
   const auto k = static_cast<int64_t>(tokens.size());
   if (positions.size() != tokens.size()) {
     fail("forward: ", tokens.size(), " tokens but ", positions.size(), " positions");
@@ -102,7 +103,9 @@ void check_arguments(const ModelConfig& c, std::span<const int32_t> tokens,
       fail("forward: logit_rows must be ascending indices into the ", k, " tokens");
     }
   }
-  if (!logit_rows.empty() && logits_out == nullptr) fail("forward: logits_out is null");
+  if (!logit_rows.empty() && logits_out == nullptr && hidden_out == nullptr) {
+    fail("forward: logits_out is null");
+  }
 }
 
 // The output head for n_out normalized rows in s.xn: the whole vocabulary, or only a subset's
@@ -198,7 +201,8 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
   for (size_t q = 0; q < sequences.size(); ++q) {
     const SequenceRows& sq = sequences[q];
     if (sq.cache == nullptr) fail("forward: sequence ", q, " has no KV cache");
-    check_arguments(c, sq.tokens, sq.positions, *sq.cache, sq.logit_rows, sq.logits_out);
+    check_arguments(c, sq.tokens, sq.positions, *sq.cache, sq.logit_rows, sq.logits_out,
+                    sq.hidden_out);
     for (size_t r = 0; r < q; ++r) {
       if (sequences[r].cache == sq.cache) fail("forward: two sequences share one KV cache");
     }
@@ -369,10 +373,26 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
   // rows of the sequences that use it. A group of one sequence writes straight to its
   // logits_out; a larger group shares one product, then each sequence gets its rows.
   if (s.logit_rows.empty()) return;
+  // Sequences that asked for hidden states get their normalized rows and leave the head out.
+  {
+    size_t first = 0;  // where sequence q's rows start in s.logit_rows
+    for (const SequenceRows& sq : sequences) {
+      const size_t n_q = sq.logit_rows.size();
+      if (sq.hidden_out != nullptr) {
+        per_token(pool, static_cast<int64_t>(n_q), [&](int64_t j) {
+          ops::rms_norm(&s.x[s.logit_rows[first + static_cast<size_t>(j)] * E],
+                        w.output_norm.data(), E, c.rms_eps, sq.hidden_out + j * E);
+        });
+      }
+      first += n_q;
+    }
+  }
+  const auto heads = [&](size_t r) { return sequences[r].hidden_out == nullptr; };
   for (size_t q = 0; q < sequences.size(); ++q) {
+    if (!heads(q)) continue;
     const VocabSubset* vocab = sequences[q].vocab;
     bool earlier = false;  // this subset's group ran with an earlier sequence
-    for (size_t r = 0; r < q && !earlier; ++r) earlier = sequences[r].vocab == vocab;
+    for (size_t r = 0; r < q && !earlier; ++r) earlier = heads(r) && sequences[r].vocab == vocab;
     if (earlier) continue;
     // The group's logit rows (as rows of the whole pass), in sequence order.
     s.group_rows.clear();
@@ -380,7 +400,7 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
     size_t first = 0;                // where sequence r's rows start in s.logit_rows
     for (size_t r = 0; r < sequences.size(); ++r) {
       const size_t n_r = sequences[r].logit_rows.size();
-      if (r >= q && sequences[r].vocab == vocab && n_r > 0) {
+      if (r >= q && heads(r) && sequences[r].vocab == vocab && n_r > 0) {
         const auto from = s.logit_rows.begin() + static_cast<std::ptrdiff_t>(first);
         s.group_rows.insert(s.group_rows.end(), from, from + static_cast<std::ptrdiff_t>(n_r));
         ++members;
@@ -402,7 +422,7 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
     output_head(w.output, vocab, n_out, s.logits.data(), s, pool);
     int64_t j = 0;
     for (size_t r = q; r < sequences.size(); ++r) {
-      if (sequences[r].vocab != vocab) continue;
+      if (!heads(r) || sequences[r].vocab != vocab) continue;
       const auto rows = static_cast<int64_t>(sequences[r].logit_rows.size());
       std::copy_n(s.logits.data() + j * width, rows * width, sequences[r].logits_out);
       j += rows;

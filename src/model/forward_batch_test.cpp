@@ -156,6 +156,53 @@ TEST(ForwardBatch, EachSequenceScoresItsOwnVocabulary) {
   EXPECT_EQ(k5.length(), 0);
 }
 
+TEST(ForwardBatch, HiddenStatesShareAPassWithLogitsAndSubsets) {
+  // An embedding request's rows (hidden states, no head) in a pass between sequences that want
+  // logits over the same subset: each gets bitwise what it gets alone, and the logit sequences
+  // around it still share their head product.
+  TinyModelSpec spec;
+  TinyModel m(spec, "batch-hidden.gguf");
+  const ModelConfig& c = m.model->config();
+  ThreadPool pool(2);
+  std::vector<int32_t> ids(80);
+  std::iota(ids.begin(), ids.end(), 20);
+  const VocabSubset sub = VocabSubset::from_ids(ids, c.n_vocab);
+  const auto w = static_cast<size_t>(sub.width()), e = static_cast<size_t>(c.n_embd);
+  const std::vector<int32_t> t1 = {3, 4, 5}, t2 = {9, 8, 7, 6}, t3 = {2, 6}, p3 = {0, 1, 2},
+                             p4 = {0, 1, 2, 3}, p2 = {0, 1}, r1 = {2}, r_all = {0, 1, 2, 3},
+                             r3 = {0, 1};
+  std::vector<float> e1(w), e2(4 * e), e3(2 * w), last(e);
+  {
+    KvCache k1(c, 16), k2(c, 16), k3(c, 16);
+    m.model->forward(t1, p3, k1, r1, e1.data(), pool, &sub);
+    const Model::SequenceRows alone{t2, p4, &k2, r_all, nullptr, nullptr, e2.data()};
+    m.model->forward_batch(std::span<const Model::SequenceRows>(&alone, 1), pool);
+    m.model->forward(t3, p2, k3, r3, e3.data(), pool, &sub);
+    // Only the last row asked for: the state is the same bits as with every row.
+    KvCache k4(c, 16);
+    const std::vector<int32_t> r_last = {3};
+    const Model::SequenceRows one{t2, p4, &k4, r_last, nullptr, nullptr, last.data()};
+    m.model->forward_batch(std::span<const Model::SequenceRows>(&one, 1), pool);
+  }
+  EXPECT_TRUE(bitwise_equal(last, std::vector<float>(e2.end() - static_cast<long>(e), e2.end())));
+  KvCache k1(c, 16), k2(c, 16), k3(c, 16);
+  std::vector<float> l1(w), h2(4 * e), l3(2 * w);
+  const std::vector<Model::SequenceRows> batch = {{t1, p3, &k1, r1, l1.data(), &sub},
+                                                  {t2, p4, &k2, r_all, nullptr, &sub, h2.data()},
+                                                  {t3, p2, &k3, r3, l3.data(), &sub}};
+  m.model->forward_batch(batch, pool);
+  EXPECT_TRUE(bitwise_equal(l1, e1));
+  EXPECT_TRUE(bitwise_equal(h2, e2));
+  EXPECT_TRUE(bitwise_equal(l3, e3));
+  EXPECT_EQ(k2.length(), 4);
+  // Rows asked for with neither output are refused.
+  KvCache k5(c, 16);
+  const Model::SequenceRows neither{t3, p2, &k5, r3, nullptr, nullptr, nullptr};
+  EXPECT_THROW(m.model->forward_batch(std::span<const Model::SequenceRows>(&neither, 1), pool),
+               Error);
+  EXPECT_EQ(k5.length(), 0);
+}
+
 TEST(ForwardBatch, BadArgumentsLeaveEveryCacheUnchanged) {
   TinyModelSpec spec;
   TinyModel m(spec, "batch-bad.gguf");

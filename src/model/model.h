@@ -54,6 +54,10 @@ struct ModelConfig {
     return sliding_window > 0 && swa_period > 0 && l % swa_period < swa_period - 1;
   }
 
+  // How the file says its hidden states make one embedding ({arch}.pooling_type, llama.cpp's
+  // numbering: 0 none, 1 mean, 2 cls, 3 last, 4 rank); -1 when it does not say (a chat model).
+  int32_t pooling_type = -1;
+
   int32_t q_dim() const { return n_head * head_dim; }      // width of Q and attention output
   int32_t kv_dim() const { return n_head_kv * head_dim; }  // width of K and V (one cache row)
 
@@ -129,6 +133,10 @@ class Model {
   // cache, which of its rows want logits (ascending indices into its tokens), written to
   // logits_out like forward() writes them, and the vocabulary subset its logits are over
   // (nullptr: the whole vocabulary).
+  // With hidden_out set, those rows give their hidden states instead of logits: the residual
+  // stream after the final RMSNorm (what the output head multiplies, and what llama.cpp returns
+  // as a token's embedding), n_embd floats per row at hidden_out[j * n_embd]; the output head
+  // does not run for them and logits_out is not used.
   struct SequenceRows {
     std::span<const int32_t> tokens;
     std::span<const int32_t> positions;
@@ -136,6 +144,7 @@ class Model {
     std::span<const int32_t> logit_rows;
     float* logits_out = nullptr;
     const VocabSubset* vocab = nullptr;
+    float* hidden_out = nullptr;
   };
   // forward() for several sequences in one pass: every matmul runs once over all of their rows
   // (the weights are read once), attention runs per sequence over its own cache, and the output

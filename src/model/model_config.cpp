@@ -121,6 +121,7 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
   }
   c.n_vocab = static_cast<int32_t>(vocab);
 
+  if (f.has(r.key("pooling_type"))) c.pooling_type = r.required_int("pooling_type", 0, 4);
   c.rms_eps = r.positive_float("attention.layer_norm_rms_epsilon", 1e-5, 1.0);
   c.rope_theta = r.positive_float("rope.freq_base", 10000.0, 1e12);
   c.rope_dim = r.optional_int("rope.dimension_count", c.head_dim, 2, c.head_dim);
