@@ -88,14 +88,16 @@ int serve_command(const std::vector<std::string>& args) {
   uint64_t max_body = config.max_body_bytes;
   int32_t max_connections = static_cast<int32_t>(config.max_connections);
   int32_t parallel = kDefaultParallel, prefill_chunk = 32;
-  bool no_prefix_sharing = false;
+  bool no_prefix_sharing = false, embeddings_flag = false;
+  std::string pooling;
   float request_timeout_s = 20, shutdown_grace_s = 30;
   ArgParser p("specdec serve -m MODEL [-md DRAFT] [--host ADDR] [--port N] [options]",
               "Serves the model over an OpenAI-compatible HTTP API: POST /v1/completions and\n"
               "/v1/chat/completions (streaming or not), POST /tokenize, /detokenize, GET\n"
               "/v1/models, /health, /metrics; also Anthropic's /v1/messages, OpenAI's\n"
               "/v1/responses, Ollama's /api/chat, /api/generate, /api/tags, /api/show, and\n"
-              "llama-server's /completion and /infill.\n"
+              "llama-server's /completion and /infill. Embeddings (the target's hidden states,\n"
+              "pooled): POST /v1/embeddings, /embedding, Ollama's /api/embed.\n"
               "With -md, requests decode speculatively (lossless) unless they send\n"
               "\"speculative\": false. --parallel N requests generate at once, their forward\n"
               "passes batched (continuous batching); more wait in arrival order, and a full\n"
@@ -136,6 +138,14 @@ int serve_command(const std::vector<std::string>& args) {
              "with --parallel > 1: recompute a prompt prefix that another slot's cache holds "
              "instead of copying its K/V (the output is the same bits either way)",
              no_prefix_sharing);
+  p.add_string({"--pooling"}, "none|mean|cls|last",
+               "how the embedding endpoints pool a text's token states (default: as the model's "
+               "file says; last when it says nothing, as for a chat model)",
+               pooling);
+  p.add_flag({"--embedding", "--embeddings"},
+             "accepted for llama-server's command lines: the embedding endpoints are always "
+             "served",
+             embeddings_flag);
   p.add_int({"--queue-size"}, "N", "requests that may wait for a free slot", queue_size, 1, 4096);
   p.add_u64({"--max-body-bytes"}, "N", "largest request body accepted (413 above)", max_body);
   p.add_int({"--max-connections"}, "N", "connections served at once (more get 503)",
@@ -156,6 +166,12 @@ int serve_command(const std::vector<std::string>& args) {
   config.draft_length = drafting.length;
   config.draft_context = drafting.context;
   if (max_body == 0) fail("--max-body-bytes must be at least 1");
+  if (!pooling.empty()) {
+    config.pooling = parse_pooling(pooling);
+    if (!config.pooling) {
+      fail("--pooling must be none, mean, cls or last, got '", pooling, "'");
+    }
+  }
   config.port = port;
   config.queue_size = static_cast<size_t>(queue_size);
   config.max_body_bytes = static_cast<size_t>(max_body);

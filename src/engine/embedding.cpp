@@ -97,7 +97,8 @@ std::vector<std::vector<float>> pool_rows(std::span<const float> rows, int32_t w
 }
 
 std::vector<std::vector<float>> embed_tokens(ModelLM& lm, std::span<const int32_t> tokens,
-                                             const EmbeddingParams& params) {
+                                             const EmbeddingParams& params,
+                                             const std::function<bool()>& go_on) {
   const auto n = static_cast<int32_t>(tokens.size());
   if (n == 0) fail("the input to embed is empty");
   const int32_t cached = lm.length();
@@ -107,7 +108,9 @@ std::vector<std::vector<float>> embed_tokens(ModelLM& lm, std::span<const int32_
          last ? "at most all but the last" : "none", " may be cached)");
   }
   std::vector<float> hidden;
-  lm.forward_hidden(tokens.subspan(static_cast<size_t>(cached)), !last, hidden);
+  if (!lm.forward_hidden(tokens.subspan(static_cast<size_t>(cached)), !last, hidden, go_on)) {
+    return {};
+  }
   return pool_rows(hidden, lm.hidden_width(), params);
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -49,8 +50,10 @@ std::vector<std::vector<float>> pool_rows(std::span<const float> rows, int32_t w
 // Reads tokens[lm.length()..) into lm (whose cache must hold tokens' first lm.length(), fewer
 // than all of them) and returns the input's embedding(s). Pooling Last needs only the last
 // row's state, so a cached prefix is reused; the others need every row's, so lm must start
-// empty (throws otherwise).
+// empty (throws otherwise). go_on may stop a long read between its chunks (ModelLM::
+// forward_hidden): nothing is returned then.
 std::vector<std::vector<float>> embed_tokens(ModelLM& lm, std::span<const int32_t> tokens,
-                                             const EmbeddingParams& params);
+                                             const EmbeddingParams& params,
+                                             const std::function<bool()>& go_on = {});
 
 }  // namespace specdec

@@ -219,6 +219,24 @@ TEST_F(EmbeddingModel, TheEngineEmbedsInAnySlotAndBatchAndKeepsGenerationExact) 
   EXPECT_EQ(results[1].embedding, one.embedding);
   EXPECT_EQ(results[2].embedding, embed(tokens_, Pooling::Mean, 2));
 
+  // A client that leaves stops a long input between its chunks (32 rows each here); what was
+  // read stays cached, and the next request on the slot reuses it.
+  std::vector<int32_t> long_input;
+  for (int i = 0; i < 50; ++i) long_input.push_back(65 + (i * 7) % 26);
+  int asked = 0;
+  const GenerationResult stopped =
+      batched.generate(long_input, embed_opts, [&](std::string_view t) {
+        EXPECT_TRUE(t.empty());
+        ++asked;
+        return false;
+      });
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(stopped.finish, FinishReason::Cancelled);
+  EXPECT_TRUE(stopped.embedding.empty());
+  const GenerationResult resumed = batched.generate(long_input, embed_opts, {});
+  EXPECT_EQ(resumed.stats.cached_tokens, 32);
+  EXPECT_EQ(resumed.embedding, embed(long_input, Pooling::Last, 2));
+
   // An input may fill the context (nothing is generated after it), not more.
   std::vector<int32_t> full(64, 80);
   EXPECT_EQ(alone.generate(full, embed_opts, {}).embedding.size(), 1u);

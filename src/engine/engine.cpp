@@ -178,7 +178,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   using Clock = std::chrono::steady_clock;
   const auto n_prompt = static_cast<int32_t>(prompt.size());
   if (n_prompt == 0) fail("the prompt is empty after tokenization");
-  if (opts.embedding) return embed(prompt, *opts.embedding, slot);
+  if (opts.embedding) return embed(prompt, *opts.embedding, on_text, slot);
   if (n_prompt >= options_.n_ctx) {
     fail("the prompt has ", n_prompt, " tokens but the context holds ", options_.n_ctx,
          " (raise -c or shorten the prompt)");
@@ -522,7 +522,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
 }
 
 GenerationResult Engine::embed(std::span<const int32_t> prompt, const EmbeddingParams& params,
-                               int32_t slot) {
+                               const TextCallback& on_text, int32_t slot) {
   const auto n_prompt = static_cast<int32_t>(prompt.size());
   // Nothing is generated, so the input may fill the whole context.
   if (n_prompt > options_.n_ctx) {
@@ -561,13 +561,15 @@ GenerationResult Engine::embed(std::span<const int32_t> prompt, const EmbeddingP
   const auto t0 = std::chrono::steady_clock::now();
   {
     const BatchMembership membership(coordinator_.get());
-    result.embedding = embed_tokens(s.target, prompt, params);
+    result.embedding =
+        embed_tokens(s.target, prompt, params, [&on_text] { return !on_text || on_text(""); });
   }
   result.stats.prefill_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  result.finish = FinishReason::Stop;
-  // The target's cache now holds the whole input: a later request on it reuses the prefix.
-  s.history.assign(prompt.begin(), prompt.end());
+  result.finish = result.embedding.empty() ? FinishReason::Cancelled : FinishReason::Stop;
+  // The target's cache now holds the input (up to where a cancel stopped it): a later request
+  // on the slot reuses that prefix.
+  s.history.assign(prompt.begin(), prompt.begin() + s.target.length());
   if (sharing) {
     offer_prefix(s, s.history, s.target.length(), s.draft ? s.draft->length() : 0);
   }

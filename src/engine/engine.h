@@ -151,7 +151,8 @@ struct GenerationOptions {
   std::shared_ptr<std::atomic<int32_t>> decoded_counter;
   // Set: the request is an embedding, not a generation. The target reads the prompt (which may
   // then fill the whole context) and GenerationResult::embedding gets its pooled vector (or,
-  // with Pooling::None, one per token); nothing is generated and no other option applies.
+  // with Pooling::None, one per token); nothing is generated and no other option applies. The
+  // text callback gets empty text between the read's chunks; returning false cancels.
   std::optional<EmbeddingParams> embedding;
 };
 
@@ -211,6 +212,7 @@ class Engine {
   ~Engine();
 
   const Tokenizer& tokenizer() const { return *target_.tokenizer; }
+  const ModelConfig& target_config() const { return target_.model->config(); }
   const ChatTemplate& chat_template() const { return *target_.chat_template; }
   int32_t n_ctx() const { return options_.n_ctx; }
   bool has_draft() const { return draft_ != nullptr; }  // a draft *model* was given
@@ -247,9 +249,11 @@ class Engine {
                        const TextCallback& on_text, const PieceCallback& on_piece,
                        const LogprobCallback& on_logprobs, int32_t slot);
 
-  // run() for an embedding request (GenerationOptions::embedding) on slot s.
+  // run() for an embedding request (GenerationOptions::embedding) on slot s. Between the
+  // chunks of a long input it calls on_text with no text: false (the client left) stops it,
+  // finish Cancelled.
   GenerationResult embed(std::span<const int32_t> prompt, const EmbeddingParams& params,
-                         int32_t slot);
+                         const TextCallback& on_text, int32_t slot);
 
   LoadedModel& target_;
   LoadedModel* draft_;

@@ -31,13 +31,14 @@ void ModelLM::run(std::span<const int32_t> tokens, float* logits, float* hidden)
   }
 }
 
-void ModelLM::forward_hidden(std::span<const int32_t> tokens, bool every_row,
-                             std::vector<float>& hidden) {
+bool ModelLM::forward_hidden(std::span<const int32_t> tokens, bool every_row,
+                             std::vector<float>& hidden, const std::function<bool()>& go_on) {
   if (tokens.empty()) fail("forward_hidden: no tokens");
   const auto n = static_cast<int32_t>(tokens.size());
   const auto width = static_cast<size_t>(model_.config().n_embd);
   hidden.resize((every_row ? static_cast<size_t>(n) : 1) * width);
   for (size_t begin = 0; begin < tokens.size();) {
+    if (begin > 0 && go_on && !go_on()) return false;
     const size_t end = std::min(tokens.size(), begin + prefill_chunk_);
     const auto k = static_cast<int32_t>(end - begin);
     positions_.resize(k);
@@ -54,6 +55,7 @@ void ModelLM::forward_hidden(std::span<const int32_t> tokens, bool every_row,
     run(tokens.subspan(begin, end - begin), nullptr, out);
     begin = end;
   }
+  return true;
 }
 
 void ModelLM::set_coordinator(BatchCoordinator* coordinator, int32_t prefill_chunk) {

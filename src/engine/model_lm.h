@@ -38,8 +38,11 @@ class ModelLM final : public CausalLM {
 
   // Appends tokens, in chunks as forward_last does, and writes hidden states (Model::
   // SequenceRows::hidden_out: after the final norm, n_embd floats a row) to hidden: of every
-  // new row, or of the last one only. No logits are computed. Throws for an empty span.
-  void forward_hidden(std::span<const int32_t> tokens, bool every_row, std::vector<float>& hidden);
+  // new row, or of the last one only. No logits are computed. Before each chunk after the
+  // first, go_on (if set) may stop the read: false is then returned, the cache holding the
+  // chunks read. Throws for an empty span.
+  bool forward_hidden(std::span<const int32_t> tokens, bool every_row, std::vector<float>& hidden,
+                      const std::function<bool()>& go_on = {});
 
   const KvCache& cache() const { return cache_; }
   // Takes src's K/V for positions length()..end-1 instead of computing them: src (another

@@ -191,7 +191,8 @@ void GenerationQueue::work(int32_t slot) {
         result = runner_(
             job->prompt_, job->options_,
             [&](std::string_view text) {
-              if (first_text) {
+              // (An embedding's read asks with empty text whether to go on: no token yet.)
+              if (first_text && !text.empty()) {
                 first_text = false;
                 metrics_.first_token(since_admission());
               }

@@ -23,15 +23,17 @@ const std::vector<std::string> kGenerationPaths = {"/v1/completions", "/v1/chat/
                                                    "/detokenize",     "/apply-template",
                                                    "/v1/messages",    "/v1/messages/count_tokens",
                                                    "/v1/responses",   "/api/chat",
-                                                   "/api/generate",   "/api/show"};
+                                                   "/api/generate",   "/api/show",
+                                                   "/v1/embeddings",  "/embedding",
+                                                   "/embeddings",     "/api/embed",
+                                                   "/api/embeddings"};
 const std::vector<std::string> kGetPaths = {"/v1/models", "/health", "/metrics",     "/",
                                             "/api/tags",  "/api/ps", "/api/version", "/props",
                                             "/slots"};
-// Ollama's endpoints this server does not serve: it serves one model, loaded at start, and
-// generates text (no embeddings, no model management).
-const std::vector<std::string> kOllamaUnserved = {"/api/embed", "/api/embeddings", "/api/pull",
-                                                  "/api/push",  "/api/create",     "/api/copy",
-                                                  "/api/delete"};
+// Ollama's endpoints this server does not serve: it serves one model, loaded at start (no
+// model management).
+const std::vector<std::string> kOllamaUnserved = {"/api/pull", "/api/push", "/api/create",
+                                                  "/api/copy", "/api/delete"};
 
 // Anthropic's endpoints answer errors in Anthropic's shape, Ollama's in Ollama's, the others in
 // OpenAI's.
@@ -262,6 +264,12 @@ void HttpServer::Impl::route(const HttpRequest& req, HttpResponder& res) {
   if (post && path == "/v1/messages/count_tokens") return count_tokens(req, res);
   if (post && path == "/api/chat") return ollama_generation(/*chat=*/true, req, res);
   if (post && path == "/api/generate") return ollama_generation(/*chat=*/false, req, res);
+  if (post && path == "/v1/embeddings") return embeddings(EmbeddingApi::OpenAI, req, res);
+  if (post && (path == "/embedding" || path == "/embeddings")) {
+    return embeddings(EmbeddingApi::Native, req, res);
+  }
+  if (post && path == "/api/embed") return embeddings(EmbeddingApi::Ollama, req, res);
+  if (post && path == "/api/embeddings") return embeddings(EmbeddingApi::OllamaLegacy, req, res);
   if ((get && (path == "/api/tags" || path == "/api/ps" || path == "/api/version")) ||
       (post && path == "/api/show")) {
     return ollama_info(req, res);
@@ -274,8 +282,8 @@ void HttpServer::Impl::route(const HttpRequest& req, HttpResponder& res) {
   if (std::find(kOllamaUnserved.begin(), kOllamaUnserved.end(), path) != kOllamaUnserved.end() ||
       path.starts_with("/api/blobs/")) {
     throw ApiError(501,
-                   str_cat(path, " is not served: this server generates text with the one model ",
-                           "it was started with (no embeddings, no model management)"),
+                   str_cat(path, " is not served: this server runs the one model it was ",
+                           "started with (no model management)"),
                    "server_error", "", "not_implemented");
   }
   if (post && path == "/tokenize") return tokenize(req, res);

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ struct ServerConfig {
   DraftLengthParams draft_length;  // fixed γ or the adaptive rule (engine.h)
   int32_t draft_context = 0;       // GenerationOptions::draft_context
   bool hybrid = false;             // prompt lookup first, the draft model otherwise (engine.h)
+  // How the embedding endpoints pool a text's token states (engine/embedding.h); nullopt: as the
+  // model's file says (last when it says nothing).
+  std::optional<Pooling> pooling;
 };
 
 class HttpServer {

@@ -1,8 +1,9 @@
 // The HTTP server's shared state and the handlers' declarations, for the files that implement
 // them: http_server.cpp (routing, authentication, errors, the queue, /tokenize), openai_routes.cpp
 // (/v1/completions, /v1/chat/completions), native_routes.cpp (llama-server's /completion and
-// /infill), anthropic_routes.cpp (/v1/messages), responses_routes.cpp (/v1/responses) and
-// ollama_routes.cpp (/api/*). Not part of the server's interface.
+// /infill), anthropic_routes.cpp (/v1/messages), responses_routes.cpp (/v1/responses),
+// ollama_routes.cpp (/api/*) and embeddings_routes.cpp (/v1/embeddings, /embedding, /api/embed).
+// Not part of the server's interface.
 #pragma once
 
 #include <atomic>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "server/anthropic_api.h"
+#include "server/embeddings_api.h"
 #include "server/generation_queue.h"
 #include "server/http_listener.h"
 #include "server/http_server.h"
@@ -180,6 +182,9 @@ struct HttpServer::Impl {
                      bool with_context, std::chrono::steady_clock::time_point start,
                      HttpResponder& res);
   void ollama_info(const HttpRequest& req, HttpResponder& res);
+  // Embeddings in OpenAI's, llama-server's and Ollama's shapes (server/embeddings_api.h;
+  // embeddings_routes.cpp).
+  void embeddings(EmbeddingApi api, const HttpRequest& req, HttpResponder& res);
   // 404 in Ollama's wording unless `sent` (with or without ":latest") names the served model.
   void check_ollama_model(const std::string& sent) const;
 };

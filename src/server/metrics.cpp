@@ -10,7 +10,7 @@ namespace specdec::server {
 namespace {
 
 // Each a label of its own; any other path counts as "other" (the label set stays bounded).
-constexpr std::array<std::string_view, 20> kKnownPaths = {"/v1/completions",
+constexpr std::array<std::string_view, 25> kKnownPaths = {"/v1/completions",
                                                           "/v1/chat/completions",
                                                           "/v1/responses",
                                                           "/v1/messages",
@@ -29,7 +29,12 @@ constexpr std::array<std::string_view, 20> kKnownPaths = {"/v1/completions",
                                                           "/api/show",
                                                           "/api/tags",
                                                           "/api/ps",
-                                                          "/api/version"};
+                                                          "/api/version",
+                                                          "/v1/embeddings",
+                                                          "/embedding",
+                                                          "/embeddings",
+                                                          "/api/embed",
+                                                          "/api/embeddings"};
 
 void header(std::ostream& out, const char* name, const char* type, const char* help) {
   out << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";

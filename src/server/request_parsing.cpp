@@ -224,7 +224,8 @@ std::shared_ptr<const Grammar> get_grammar(const json& j, std::string_view body)
   }
 }
 
-// A request body: JSON no deeper than kMaxJsonDepth, an object.
+}  // namespace
+
 json parse_body(std::string_view body) {
   if (json_nesting_depth(body) > kMaxJsonDepth) {
     throw invalid_request(
@@ -245,6 +246,8 @@ std::string get_model(const json& j) {
   if (!m->is_string()) wrong_type("model", "a string", *m);
   return m->get<std::string>();
 }
+
+namespace {
 
 std::vector<std::string> get_stop(const json& body) {
   const json* v = field(body, "stop");
@@ -270,8 +273,8 @@ std::vector<std::string> get_stop(const json& body) {
   return out;
 }
 
-// A token id array (non-empty, every element an integer in [0, INT32_MAX]), or nullopt when v is
-// not an array of numbers.
+}  // namespace
+
 std::optional<std::vector<int32_t>> get_token_ids(const json& v, const std::string& param) {
   if (!v.is_array() || v.empty() || !v[0].is_number()) return std::nullopt;
   std::vector<int32_t> ids;
@@ -286,6 +289,8 @@ std::optional<std::vector<int32_t>> get_token_ids(const json& v, const std::stri
   }
   return ids;
 }
+
+namespace {
 
 // OpenAI's four prompt forms: a string, an array of strings, an array of token ids, an array of
 // token id arrays.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -99,6 +100,14 @@ inline constexpr size_t kMaxJsonDepth = 64;
 
 // How deeply arrays and objects nest in JSON text (strings skipped), without parsing it.
 size_t json_nesting_depth(std::string_view text);
+// A request body: JSON no deeper than kMaxJsonDepth, an object; a 400 otherwise.
+nlohmann::json parse_body(std::string_view body);
+// The body's "model" ("" when absent or null); a 400 when it is no string.
+std::string get_model(const nlohmann::json& body);
+// A token id array (non-empty, every element an integer in [0, INT32_MAX]), or nullopt when v is
+// not an array of numbers; a 400 naming param for an array of numbers that are no token ids.
+std::optional<std::vector<int32_t>> get_token_ids(const nlohmann::json& v,
+                                                  const std::string& param);
 
 // Parses and validates a request body (JSON text). Throws ApiError.
 CompletionRequest parse_request(Endpoint endpoint, std::string_view body);

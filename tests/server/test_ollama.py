@@ -306,7 +306,7 @@ def test_refusals_unknown_models_and_unserved_endpoints(server):
     assert status == 400 and "'template'" in doc["error"]
     status, doc = post_json(server.base, GENERATE, {"model": "specdec", "prompt": "x " * 600})
     assert status == 400 and "does not fit" in doc["error"]
-    for path in ["/api/embed", "/api/embeddings", "/api/pull", "/api/delete"]:
+    for path in ["/api/pull", "/api/delete", "/api/create"]:
         status, doc = post_json(server.base, path, {"model": "specdec"})
         assert status == 501 and "not served" in doc["error"], (path, doc)
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=TIMEOUT)
