@@ -539,6 +539,61 @@ TEST_F(Cli, PerplexityScoresATextInWindows) {
                      "fewer than one window of 64");
 }
 
+// embed: a unit vector per line of the input, the same bits however many texts come along and
+// whatever the threads; per-token vectors with --pooling none, whose last is the last pooling's
+// before normalization; OpenAI's shape with --embd-output-format json.
+TEST_F(Cli, EmbedPrintsAVectorPerText) {
+  using nlohmann::json;
+  CliResult two = run_cli({"embed", "-m", *target_, "-p", "first text\nsecond one", "-t", "2"});
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  const json vectors = json::parse(two.out);
+  ASSERT_EQ(vectors.size(), 2u);
+  ASSERT_EQ(vectors[0].size(), 64u);  // the tiny model's n_embd
+  double norm = 0;
+  for (double x : vectors[1]) norm += x * x;
+  EXPECT_NEAR(norm, 1.0, 1e-5);
+  EXPECT_NE(vectors[0], vectors[1]);
+  CliResult one = run_cli({"embed", "-m", *target_, "-p", "second one", "-t", "1"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(json::parse(one.out)[0], vectors[1]);
+  EXPECT_NE(two.err.find("embed: 2 text(s)"), std::string::npos) << two.err;
+
+  CliResult rows = run_cli({"embed", "-m", *target_, "-p", "second one", "--pooling", "none"});
+  ASSERT_EQ(rows.exit_code, 0) << rows.err;
+  // The summary line names the token count: "embed: 1 text(s), N tokens, ...".
+  const auto tokens_of = [](const std::string& err) {
+    const size_t at = err.find("text(s), ");
+    return at == std::string::npos ? -1 : std::stoi(err.substr(at + 9));
+  };
+  const json per_token = json::parse(rows.out);
+  EXPECT_EQ(static_cast<int>(per_token.size()), tokens_of(rows.err));  // one per token
+  EXPECT_GT(per_token.size(), 1u);
+  CliResult raw = run_cli(
+      {"embed", "-m", *target_, "-p", "second one", "--pooling", "last", "--embd-normalize", "-1"});
+  ASSERT_EQ(raw.exit_code, 0) << raw.err;
+  EXPECT_EQ(json::parse(raw.out)[0], per_token.back());
+
+  const std::string text_file = testing::temp_path("embed.txt");
+  std::ofstream(text_file) << "first text|second one";
+  CliResult doc = run_cli({"embed", "-m", *target_, "-f", text_file, "--embd-separator", "|",
+                           "--embd-output-format", "json"});
+  ASSERT_EQ(doc.exit_code, 0) << doc.err;
+  const json j = json::parse(doc.out);
+  EXPECT_EQ(j["object"], "list");
+  ASSERT_EQ(j["data"].size(), 2u);
+  EXPECT_EQ(j["data"][1]["embedding"], vectors[1]);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], tokens_of(two.err));
+
+  expect_clean_error(run_cli({"embed", "-m", *target_}), "one of -p TEXT and -f FILE");
+  expect_clean_error(run_cli({"embed", "-m", *target_, "-p", "x", "--pooling", "rank"}),
+                     "--pooling must be none, mean, cls or last");
+  expect_clean_error(run_cli({"embed", "-m", *target_, "-p", "x", "--embd-output-format", "csv"}),
+                     "--embd-output-format must be array or json");
+  expect_clean_error(run_cli({"embed", "-m", *target_, "-p", std::string(200, 'x')}),
+                     "more than the model's context of 128");
+  expect_clean_error(run_cli({"embed", "-m", *target_, "-p", "\n\n"}), "no text to embed");
+}
+
 TEST_F(Cli, VerifyCostTimesTheDraftInEveryLayoutItsFlagsLeadTo) {
   const std::string json = testing::temp_path("verify_cost_draft.json");
   CliResult r = run_cli({"verify-cost", "-m", *target_, "-md", *draft_, "--draft-vocab", "64",

@@ -17,6 +17,7 @@ int chat_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 int verify_cost_command(const std::vector<std::string>& args);
 int perplexity_command(const std::vector<std::string>& args);
+int embed_command(const std::vector<std::string>& args);
 
 // Dispatches argv to a subcommand; prints errors and usage.
 int main_entry(int argc, char** argv);

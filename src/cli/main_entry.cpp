@@ -24,6 +24,7 @@ constexpr const char* kUsage =
     "  bench   speculative vs target-only speed and acceptance over gammas, prompts, temperatures\n"
     "  verify-cost  cost of a verify pass over k tokens vs one decode step; decode bandwidth\n"
     "  perplexity  a model's perplexity over a text file, computed as llama-perplexity does\n"
+    "  embed   text embeddings (the model's pooled hidden states), as llama-embedding prints\n"
     "\n"
     "'specdec <command> --help' documents every option of a command.\n";
 
@@ -48,6 +49,7 @@ int main_entry(int argc, char** argv) {
     if (command == "bench") return bench_command(args);
     if (command == "verify-cost") return verify_cost_command(args);
     if (command == "perplexity") return perplexity_command(args);
+    if (command == "embed") return embed_command(args);
     std::cerr << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 1;
   } catch (const Error& e) {
