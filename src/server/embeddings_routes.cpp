@@ -83,6 +83,14 @@ void HttpServer::Impl::embeddings(EmbeddingApi api, const HttpRequest& req, Http
     inputs.push_back(std::move(tokens));
   }
 
+  // A vector per token is n_embd floats a token: one request returns at most a context's worth.
+  if (pooling == Pooling::None && prompt_tokens > e.n_ctx()) {
+    bad_field(param,
+              str_cat("holds ", prompt_tokens, " tokens in all; with pooling none a request ",
+                      "returns at most ", e.n_ctx(), " token vectors (the context)"),
+              "context_length_exceeded");
+  }
+
   GenerationOptions o;
   o.embedding = EmbeddingParams{pooling, r.normalize};
   // At most one job per slot in flight: a request with many inputs takes no more than its turn

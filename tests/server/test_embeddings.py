@@ -163,6 +163,9 @@ def test_pooling_none_gives_token_vectors_only_to_llama_servers_endpoint(cli, mo
         assert legacy[0]["embedding"] == rows  # deterministic
         doc = embed(s, 400, input=TEXTS[0])
         assert "Pooling type 'none'" in doc["error"]["message"]
+        # At most a context's worth of token vectors per request (256 here).
+        status, doc = post_json(s.base, "/embedding", {"content": [[120] * 150, [121] * 150]})
+        assert status == 400 and "300 tokens in all" in doc["error"]["message"], doc
     finally:
         assert s.stop() == 0
     s = Server(cli, ["-m", models["target"], "-t", "1", "-c", "256", "--pooling", "last"])
