@@ -2,6 +2,8 @@
 //   bit 0     the endpoint: 0 /v1/completions, 1 /v1/chat/completions (and /completion or
 //             /infill, /v1/messages or /v1/messages/count_tokens, /api/generate or /api/chat
 //             for the same body, which /v1/responses also parses)
+//   bits 0-1  also the embedding endpoint the body goes to: /v1/embeddings, /embedding,
+//             /api/embed, /api/embeddings
 //   bits 1-3  the context size resolve_max_tokens checks against (kContexts)
 //   bit 4     the chat template: ChatML or Llama 3
 //   bits 5-7  how the stop matcher is fed the prompt text (kChunks, bytes per push); the body is
@@ -28,6 +30,7 @@
 #include "sampling/logprobs.h"
 #include "sampling/rng.h"
 #include "server/anthropic_api.h"
+#include "server/embeddings_api.h"
 #include "server/native_api.h"
 #include "server/ollama_api.h"
 #include "server/openai_format.h"
@@ -381,6 +384,41 @@ void check_ollama(uint8_t flags, std::string_view body) {
   FUZZ_CHECK(!doc.is_discarded() && doc["done"] == true);
 }
 
+// The same body on the embedding endpoints (OpenAI's, llama-server's, Ollama's two; bits 0-1
+// pick one): a 400 whose error document serializes, or a request in range whose response, made
+// of a vector per input, serializes in that client's shape.
+void check_embeddings(uint8_t flags, std::string_view body) {
+  const auto api = static_cast<server::EmbeddingApi>(flags & 3);
+  server::EmbeddingRequest r;
+  try {
+    r = server::parse_embedding_request(api, body);
+  } catch (const ApiError& e) {
+    FUZZ_CHECK(e.status() == 400 && *e.what() != '\0');
+    check_error_document(e);
+    return;
+  }
+  FUZZ_CHECK(r.api == api && r.inputs.size() <= server::kMaxEmbeddingInputs);
+  const bool ollama =
+      api == server::EmbeddingApi::Ollama || api == server::EmbeddingApi::OllamaLegacy;
+  FUZZ_CHECK(ollama || !r.inputs.empty());
+  FUZZ_CHECK(r.normalize >= -1);
+  FUZZ_CHECK(!r.dimensions || *r.dimensions >= 1);
+  std::vector<std::vector<std::vector<float>>> vectors;
+  for (const server::PromptInput& in : r.inputs) {
+    FUZZ_CHECK(ollama ? !in.tokens : (in.tokens ? !in.tokens->empty() : !in.text.empty()));
+    if (in.tokens) {
+      for (int32_t id : *in.tokens) FUZZ_CHECK(id >= 0);
+    }
+    std::vector<float> v = {0.5f, -1.0f, static_cast<float>(in.text.size())};
+    if (r.dimensions) server::shorten_embedding(v, *r.dimensions, r.normalize);
+    vectors.push_back({std::move(v)});
+  }
+  const json doc =
+      json::parse(server::to_wire(server::embeddings_json(r, "m", vectors, 3, 1.0)), nullptr,
+                  /*allow_exceptions=*/false);
+  FUZZ_CHECK(!doc.is_discarded());
+}
+
 }  // namespace
 
 int fuzz_one_request(const uint8_t* data, size_t size) {
@@ -393,6 +431,7 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
   check_messages(flags, body);
   check_responses(body);
   check_ollama(flags, body);
+  check_embeddings(flags, body);
   check_reasoning(body, kChunks[flags >> 5], flags & 16);
 
   CompletionRequest r;

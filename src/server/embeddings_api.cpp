@@ -11,6 +11,14 @@ using nlohmann::json;
 
 namespace {
 
+void check_input_count(const json& list, const std::string& param) {
+  if (list.size() > kMaxEmbeddingInputs) {
+    throw invalid_request(
+        str_cat("at most ", kMaxEmbeddingInputs, " inputs per request, got ", list.size()), param,
+        "invalid_value");
+  }
+}
+
 // OpenAI's input forms, which llama-server's "content" shares: a string, an array of strings, an
 // array of token ids, an array of token id arrays.
 std::vector<PromptInput> get_inputs(const json& v, const std::string& param) {
@@ -18,11 +26,7 @@ std::vector<PromptInput> get_inputs(const json& v, const std::string& param) {
   if (!v.is_array()) wrong_type(param, "a string, an array of strings or of token ids", v);
   if (v.empty()) return {};
   if (auto ids = get_token_ids(v, param)) return {PromptInput{"", std::move(ids)}};
-  if (v.size() > kMaxEmbeddingInputs) {
-    throw invalid_request(
-        str_cat("at most ", kMaxEmbeddingInputs, " inputs per request, got ", v.size()), param,
-        "invalid_value");
-  }
+  check_input_count(v, param);
   std::vector<PromptInput> out;
   for (size_t i = 0; i < v.size(); ++i) {
     const json& p = v[i];
@@ -45,11 +49,7 @@ std::vector<PromptInput> get_ollama_inputs(const json& v, const std::string& par
     return {PromptInput{v.get<std::string>(), std::nullopt}};
   }
   if (!v.is_array()) wrong_type(param, "a string or an array of strings", v);
-  if (v.size() > kMaxEmbeddingInputs) {
-    throw invalid_request(
-        str_cat("at most ", kMaxEmbeddingInputs, " inputs per request, got ", v.size()), param,
-        "invalid_value");
-  }
+  check_input_count(v, param);
   std::vector<PromptInput> out;
   for (size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_string()) wrong_type(str_cat(param, "[", i, "]"), "a string", v[i]);
