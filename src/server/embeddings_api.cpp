@@ -68,9 +68,10 @@ EmbeddingRequest parse_embedding_request(EmbeddingApi api, std::string_view body
   const bool ollama = api == EmbeddingApi::Ollama || api == EmbeddingApi::OllamaLegacy;
   if (ollama) {
     const char* name = api == EmbeddingApi::Ollama ? "input" : "prompt";
-    if (const json* v = field(j, name)) r.inputs = get_ollama_inputs(*v, name);
-    if (api == EmbeddingApi::OllamaLegacy && r.inputs.size() > 1) {
-      wrong_type(std::string(name), "a string", *field(j, name));
+    if (const json* v = field(j, name)) {
+      // The older endpoint embeds one text.
+      if (api == EmbeddingApi::OllamaLegacy && !v->is_string()) wrong_type(name, "a string", *v);
+      r.inputs = get_ollama_inputs(*v, name);
     }
     r.normalize = api == EmbeddingApi::Ollama ? 2 : -1;
     r.truncate = get_bool(j, "truncate", true);

@@ -95,6 +95,8 @@ TEST(EmbeddingsApi, OllamasForms) {
              "invalid_type");
   expect_400(EmbeddingApi::OllamaLegacy, R"({"model":"m","prompt":["a","b"]})", "prompt",
              "invalid_type");
+  expect_400(EmbeddingApi::OllamaLegacy, R"({"model":"m","prompt":["a"]})", "prompt",
+             "invalid_type");
 }
 
 TEST(EmbeddingsApi, Base64IsTheFloatsLittleEndianBytes) {
