@@ -398,9 +398,8 @@ void check_embeddings(uint8_t flags, std::string_view body) {
     return;
   }
   FUZZ_CHECK(r.api == api && r.inputs.size() <= server::kMaxEmbeddingInputs);
-  const bool ollama =
-      api == server::EmbeddingApi::Ollama || api == server::EmbeddingApi::OllamaLegacy;
-  FUZZ_CHECK(ollama || !r.inputs.empty());
+  const bool ollama = server::is_ollama(api);
+  FUZZ_CHECK(ollama ? !r.model.empty() : !r.inputs.empty());
   FUZZ_CHECK(r.normalize >= -1);
   FUZZ_CHECK(!r.dimensions || *r.dimensions >= 1);
   std::vector<std::vector<std::vector<float>>> vectors;

@@ -583,6 +583,7 @@ TEST_F(Cli, EmbedPrintsAVectorPerText) {
   ASSERT_EQ(j["data"].size(), 2u);
   EXPECT_EQ(j["data"][1]["embedding"], vectors[1]);
   EXPECT_EQ(j["usage"]["prompt_tokens"], tokens_of(two.err));
+  EXPECT_NE(doc.err.find("64 dimensions"), std::string::npos) << doc.err;
 
   expect_clean_error(run_cli({"embed", "-m", *target_}), "one of -p TEXT and -f FILE");
   expect_clean_error(run_cli({"embed", "-m", *target_, "-p", "x", "--pooling", "rank"}),

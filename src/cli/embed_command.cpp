@@ -12,6 +12,7 @@
 #include "engine/embedding.h"
 #include "engine/loaded_model.h"
 #include "engine/model_lm.h"
+#include "server/embeddings_api.h"
 #include "tensor/thread_pool.h"
 
 namespace specdec::cli {
@@ -98,24 +99,22 @@ int embed_command(const std::vector<std::string>& args) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const size_t dimensions = vectors.front().size();
   if (format == "array") {
     std::cout << nlohmann::json(vectors).dump() << "\n";
   } else {
-    nlohmann::json data = nlohmann::json::array();
-    for (size_t i = 0; i < vectors.size(); ++i) {
-      data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", vectors[i]}});
-    }
-    std::cout << nlohmann::json{{"object", "list"},
-                                {"data", std::move(data)},
-                                {"model", model},
-                                {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}}
-                     .dump(2)
+    // The server's /v1/embeddings shape, every vector (each token's, with pooling none) its own
+    // entry.
+    std::vector<std::vector<std::vector<float>>> entries;
+    for (std::vector<float>& v : vectors) entries.push_back({std::move(v)});
+    const server::EmbeddingRequest shape;  // OpenAI's, floats
+    std::cout << server::embeddings_json(shape, model, entries, tokens, seconds * 1e3).dump(2)
               << "\n";
   }
   std::cerr << "embed: " << texts.size() << " text(s), " << tokens << " tokens, pooling "
-            << pooling_name(params.pooling) << ", " << vectors.front().size() << " dimensions, "
-            << seconds << " s (" << static_cast<double>(tokens) / seconds << " tokens/s, "
-            << n_threads << " threads)\n";
+            << pooling_name(params.pooling) << ", " << dimensions << " dimensions, " << seconds
+            << " s (" << static_cast<double>(tokens) / seconds << " tokens/s, " << n_threads
+            << " threads)\n";
   return 0;
 }
 

@@ -48,8 +48,12 @@ Pooling default_pooling(const ModelConfig& config) {
   }
 }
 
-void normalize_embedding(std::span<float> v, int32_t normalize) {
+void check_normalization(int32_t normalize) {
   if (normalize < -1) fail("embedding normalization must be -1 or more, got ", normalize);
+}
+
+void normalize_embedding(std::span<float> v, int32_t normalize) {
+  check_normalization(normalize);
   if (normalize == -1) return;
   double norm = 0;
   if (normalize == 0) {

@@ -38,8 +38,11 @@ struct EmbeddingParams {
   int32_t normalize = 2;
 };
 
+// Throws specdec::Error unless normalize is one EmbeddingParams::normalize allows (>= -1).
+void check_normalization(int32_t normalize);
+
 // Divides v by its norm (EmbeddingParams::normalize); a zero vector stays zero. Throws
-// specdec::Error for normalize < -1.
+// specdec::Error for normalize < -1 (check_normalization).
 void normalize_embedding(std::span<float> v, int32_t normalize);
 
 // Pools rows (n_rows x width, row-major hidden states) into one vector (Mean: their average,

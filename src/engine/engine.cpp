@@ -178,14 +178,14 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   using Clock = std::chrono::steady_clock;
   const auto n_prompt = static_cast<int32_t>(prompt.size());
   if (n_prompt == 0) fail("the prompt is empty after tokenization");
+  for (int32_t id : prompt) {
+    if (id < 0 || id >= target_.model->config().n_vocab)
+      fail("prompt token id ", id, " is out of range");
+  }
   if (opts.embedding) return embed(prompt, *opts.embedding, on_text, slot);
   if (n_prompt >= options_.n_ctx) {
     fail("the prompt has ", n_prompt, " tokens but the context holds ", options_.n_ctx,
          " (raise -c or shorten the prompt)");
-  }
-  for (int32_t id : prompt) {
-    if (id < 0 || id >= target_.model->config().n_vocab)
-      fail("prompt token id ", id, " is out of range");
   }
   const int32_t n_vocab = target_.model->config().n_vocab;
   check_penalty_params(opts.penalties, n_vocab);
@@ -529,14 +529,7 @@ GenerationResult Engine::embed(std::span<const int32_t> prompt, const EmbeddingP
     fail("the input has ", n_prompt, " tokens but the context holds ", options_.n_ctx,
          " (raise -c or shorten the input)");
   }
-  for (int32_t id : prompt) {
-    if (id < 0 || id >= target_.model->config().n_vocab) {
-      fail("prompt token id ", id, " is out of range");
-    }
-  }
-  if (params.normalize < -1) {
-    fail("embedding normalization must be -1 or more, got ", params.normalize);
-  }
+  check_normalization(params.normalize);  // before the read, not after it
   Sequences& s = *slots_[static_cast<size_t>(slot)];
   // Only the last row's state is pooled by Last, and it depends on the rows before it through
   // their K/V alone: a cached prefix serves. The other poolings need every row's state.

@@ -249,7 +249,8 @@ class Engine {
                        const TextCallback& on_text, const PieceCallback& on_piece,
                        const LogprobCallback& on_logprobs, int32_t slot);
 
-  // run() for an embedding request (GenerationOptions::embedding) on slot s. Between the
+  // run() for an embedding request (GenerationOptions::embedding) on slot s, its tokens
+  // checked against the vocabulary by run(). Between the
   // chunks of a long input it calls on_text with no text: false (the client left) stops it,
   // finish Cancelled.
   GenerationResult embed(std::span<const int32_t> prompt, const EmbeddingParams& params,

@@ -11,37 +11,6 @@ using nlohmann::json;
 
 namespace {
 
-void check_input_count(const json& list, const std::string& param) {
-  if (list.size() > kMaxEmbeddingInputs) {
-    throw invalid_request(
-        str_cat("at most ", kMaxEmbeddingInputs, " inputs per request, got ", list.size()), param,
-        "invalid_value");
-  }
-}
-
-// OpenAI's input forms, which llama-server's "content" shares: a string, an array of strings, an
-// array of token ids, an array of token id arrays.
-std::vector<PromptInput> get_inputs(const json& v, const std::string& param) {
-  if (v.is_string()) return {PromptInput{v.get<std::string>(), std::nullopt}};
-  if (!v.is_array()) wrong_type(param, "a string, an array of strings or of token ids", v);
-  if (v.empty()) return {};
-  if (auto ids = get_token_ids(v, param)) return {PromptInput{"", std::move(ids)}};
-  check_input_count(v, param);
-  std::vector<PromptInput> out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const json& p = v[i];
-    const std::string name = str_cat(param, "[", i, "]");
-    if (p.is_string()) {
-      out.push_back({p.get<std::string>(), std::nullopt});
-    } else if (auto ids = get_token_ids(p, name)) {
-      out.push_back({"", std::move(ids)});
-    } else {
-      wrong_type(name, "a string or a non-empty array of token ids", p);
-    }
-  }
-  return out;
-}
-
 // Ollama's: a string or an array of strings; "" or [] embeds nothing.
 std::vector<PromptInput> get_ollama_inputs(const json& v, const std::string& param) {
   if (v.is_string()) {
@@ -49,7 +18,11 @@ std::vector<PromptInput> get_ollama_inputs(const json& v, const std::string& par
     return {PromptInput{v.get<std::string>(), std::nullopt}};
   }
   if (!v.is_array()) wrong_type(param, "a string or an array of strings", v);
-  check_input_count(v, param);
+  if (v.size() > kMaxEmbeddingInputs) {
+    throw invalid_request(
+        str_cat("at most ", kMaxEmbeddingInputs, " inputs per request, got ", v.size()), param,
+        "invalid_value");
+  }
   std::vector<PromptInput> out;
   for (size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_string()) wrong_type(str_cat(param, "[", i, "]"), "a string", v[i]);
@@ -65,8 +38,9 @@ EmbeddingRequest parse_embedding_request(EmbeddingApi api, std::string_view body
   EmbeddingRequest r;
   r.api = api;
   r.model = get_model(j);
-  const bool ollama = api == EmbeddingApi::Ollama || api == EmbeddingApi::OllamaLegacy;
-  if (ollama) {
+  if (is_ollama(api)) {
+    // Ollama requires the model's name.
+    if (r.model.empty()) bad_field("model", "is required", "missing_required");
     const char* name = api == EmbeddingApi::Ollama ? "input" : "prompt";
     if (const json* v = field(j, name)) {
       // The older endpoint embeds one text.
@@ -82,10 +56,7 @@ EmbeddingRequest parse_embedding_request(EmbeddingApi api, std::string_view body
     if (v == nullptr) {
       throw invalid_request("'input' is required", "input", "missing_required");
     }
-    r.inputs = get_inputs(*v, name);
-    if (r.inputs.empty()) {
-      throw invalid_request(str_cat("'", name, "' is an empty array"), name, "invalid_value");
-    }
+    r.inputs = get_prompt_forms(*v, name, kMaxEmbeddingInputs, "inputs");
     for (size_t i = 0; i < r.inputs.size(); ++i) {
       if (!r.inputs[i].tokens && r.inputs[i].text.empty()) {
         throw invalid_request(r.inputs.size() == 1

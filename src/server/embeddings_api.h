@@ -16,6 +16,9 @@
 namespace specdec::server {
 
 enum class EmbeddingApi { OpenAI, Native, Ollama, OllamaLegacy };
+inline bool is_ollama(EmbeddingApi api) {
+  return api == EmbeddingApi::Ollama || api == EmbeddingApi::OllamaLegacy;
+}
 
 // OpenAI's limit on inputs per request.
 inline constexpr size_t kMaxEmbeddingInputs = 2048;
@@ -38,7 +41,7 @@ struct EmbeddingRequest {
 // A 400 (ApiError) for anything malformed: no input where one is required, an input of another
 // type, an empty text (OpenAI's and llama-server's endpoints; Ollama's take no input as a
 // request that loads the model and embeds nothing), more than kMaxEmbeddingInputs inputs, an
-// unknown encoding_format, dimensions below 1.
+// unknown encoding_format, dimensions below 1, no model named (Ollama's endpoints).
 EmbeddingRequest parse_embedding_request(EmbeddingApi api, std::string_view body);
 
 // Keeps the first `dimensions` components of v and normalizes it again (`normalize` as

@@ -90,6 +90,9 @@ TEST(EmbeddingsApi, OllamasForms) {
   r = parse_embedding_request(EmbeddingApi::OllamaLegacy, R"({"model":"m","prompt":"a"})");
   ASSERT_EQ(r.inputs.size(), 1u);
   EXPECT_EQ(r.normalize, -1);
+  expect_400(EmbeddingApi::Ollama, R"({"input":"a"})", "model", "missing_required");
+  expect_400(EmbeddingApi::OllamaLegacy, R"({"model":"","prompt":"a"})", "model",
+             "missing_required");
   expect_400(EmbeddingApi::Ollama, R"({"model":"m","input":[1,2]})", "input[0]", "invalid_type");
   expect_400(EmbeddingApi::Ollama, R"({"model":"m","input":"a","truncate":"no"})", "truncate",
              "invalid_type");

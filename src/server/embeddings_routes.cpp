@@ -10,21 +10,12 @@
 
 namespace specdec::server {
 
-namespace {
-
-bool is_ollama(EmbeddingApi api) {
-  return api == EmbeddingApi::Ollama || api == EmbeddingApi::OllamaLegacy;
-}
-
-}  // namespace
-
 void HttpServer::Impl::embeddings(EmbeddingApi api, const HttpRequest& req, HttpResponder& res) {
   const auto start = std::chrono::steady_clock::now();
   Engine& e = ready_engine();
   if (draining.load()) throw shutting_down_error();
   const EmbeddingRequest r = parse_embedding_request(api, req.body);
   if (is_ollama(api)) {
-    if (r.model.empty()) bad_field("model", "is required", "missing_required");
     check_ollama_model(r.model);
   } else {
     check_model(r.model, model_ids);

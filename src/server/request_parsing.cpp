@@ -290,35 +290,41 @@ std::optional<std::vector<int32_t>> get_token_ids(const json& v, const std::stri
   return ids;
 }
 
-namespace {
-
-// OpenAI's four prompt forms: a string, an array of strings, an array of token ids, an array of
-// token id arrays.
-std::vector<PromptInput> get_prompts(const json& body) {
-  const json* v = field(body, "prompt");
-  if (v == nullptr) throw invalid_request("'prompt' is required", "prompt", "missing_required");
-  if (v->is_string()) return {PromptInput{v->get<std::string>(), std::nullopt}};
-  if (!v->is_array()) wrong_type("prompt", "a string, an array of strings or of token ids", *v);
-  if (v->empty()) throw invalid_request("'prompt' is an empty array", "prompt", "invalid_value");
-  if (auto ids = get_token_ids(*v, "prompt")) return {PromptInput{"", std::move(ids)}};
-  if (v->size() > static_cast<size_t>(kMaxChoicesPerRequest)) {
+std::vector<PromptInput> get_prompt_forms(const json& v, const std::string& param, size_t max_items,
+                                          const char* items) {
+  if (v.is_string()) return {PromptInput{v.get<std::string>(), std::nullopt}};
+  if (!v.is_array()) wrong_type(param, "a string, an array of strings or of token ids", v);
+  if (v.empty()) {
+    throw invalid_request(str_cat("'", param, "' is an empty array"), param, "invalid_value");
+  }
+  if (auto ids = get_token_ids(v, param)) return {PromptInput{"", std::move(ids)}};
+  if (v.size() > max_items) {
     throw invalid_request(
-        str_cat("at most ", kMaxChoicesPerRequest, " prompts per request, got ", v->size()),
-        "prompt", "invalid_value");
+        str_cat("at most ", max_items, " ", items, " per request, got ", v.size()), param,
+        "invalid_value");
   }
   std::vector<PromptInput> out;
-  for (size_t i = 0; i < v->size(); ++i) {
-    const json& p = (*v)[i];
-    const std::string param = str_cat("prompt[", i, "]");
+  for (size_t i = 0; i < v.size(); ++i) {
+    const json& p = v[i];
+    const std::string name = str_cat(param, "[", i, "]");
     if (p.is_string()) {
       out.push_back({p.get<std::string>(), std::nullopt});
-    } else if (auto ids = get_token_ids(p, param)) {
+    } else if (auto ids = get_token_ids(p, name)) {
       out.push_back({"", std::move(ids)});
     } else {
-      wrong_type(param, "a string or a non-empty array of token ids", p);
+      wrong_type(name, "a string or a non-empty array of token ids", p);
     }
   }
   return out;
+}
+
+namespace {
+
+// The completions endpoint's prompts.
+std::vector<PromptInput> get_prompts(const json& body) {
+  const json* v = field(body, "prompt");
+  if (v == nullptr) throw invalid_request("'prompt' is required", "prompt", "missing_required");
+  return get_prompt_forms(*v, "prompt", static_cast<size_t>(kMaxChoicesPerRequest), "prompts");
 }
 
 // Message content is a string or OpenAI's array of parts; only text parts can be used.

@@ -108,6 +108,12 @@ std::string get_model(const nlohmann::json& body);
 // not an array of numbers; a 400 naming param for an array of numbers that are no token ids.
 std::optional<std::vector<int32_t>> get_token_ids(const nlohmann::json& v,
                                                   const std::string& param);
+// OpenAI's four prompt forms (the completions endpoint's prompt, the embeddings endpoint's
+// input): a string, an array of strings, an array of token ids, an array of token id arrays, of
+// at most max_items (`items` names them in the error). A 400 naming param for anything else,
+// an empty array included.
+std::vector<PromptInput> get_prompt_forms(const nlohmann::json& v, const std::string& param,
+                                          size_t max_items, const char* items);
 
 // Parses and validates a request body (JSON text). Throws ApiError.
 CompletionRequest parse_request(Endpoint endpoint, std::string_view body);
