@@ -12,9 +12,11 @@
 #include "engine/indent_limit.h"
 #include "engine/model_lm.h"
 #include "engine/prompt_scoring.h"
+#include "engine/slot_file.h"
 #include "engine/stop_matcher.h"
 #include "engine/text_origins.h"
 #include "engine/vocab_compat.h"
+#include "gguf/gguf_fingerprint.h"
 #include "speculative/hybrid_drafter.h"
 #include "tensor/thread_pool.h"
 
@@ -130,6 +132,69 @@ Engine::Engine(LoadedModel& target, LoadedModel* draft, const EngineOptions& opt
 std::vector<int32_t> Engine::slot_history(int32_t slot) const {
   if (slot < 0 || slot >= options_.n_slots) fail("no slot ", slot);
   return slots_[static_cast<size_t>(slot)]->history;
+}
+
+Engine::Sequences& Engine::slot_at(int32_t slot) {
+  if (slot < 0 || slot >= options_.n_slots) {
+    fail("slot ", slot, " does not exist (the engine has ", options_.n_slots, ")");
+  }
+  return *slots_[static_cast<size_t>(slot)];
+}
+
+uint64_t Engine::fingerprint(bool draft) {
+  const std::lock_guard<std::mutex> lock(fingerprint_mu_);
+  std::optional<uint64_t>& fp = draft ? draft_fingerprint_ : target_fingerprint_;
+  if (!fp) fp = gguf::content_fingerprint(*(draft ? draft_ : &target_)->file);
+  return *fp;
+}
+
+void Engine::clear_slot(Sequences& s) {
+  if (coordinator_ && options_.share_prefixes) withdraw_offer(s, 0);
+  s.history.clear();
+  s.target.truncate(0);
+  if (s.draft) s.draft->truncate(0);
+  s.draft_base = 0;
+}
+
+Engine::SlotFileStats Engine::save_slot(int32_t slot, const std::string& path, int32_t max_tokens) {
+  Sequences& s = slot_at(slot);
+  auto n = std::min(static_cast<int32_t>(s.history.size()), s.target.length());
+  if (max_tokens >= 0) n = std::min(n, max_tokens);
+  // A draft cache re-based by a context window does not start at the text's start: not saved.
+  const int32_t n_draft = s.draft && s.draft_base == 0 ? std::min(s.draft->length(), n) : 0;
+  const SlotCachePart target{&s.target.mutable_cache(), fingerprint(false)};
+  const SlotCachePart draft{s.draft ? &s.draft->mutable_cache() : nullptr,
+                            s.draft ? fingerprint(true) : 0};
+  const SlotFileWritten written =
+      write_slot_file(path, std::span<const int32_t>(s.history).first(static_cast<size_t>(n)),
+                      target, draft, n_draft);
+  return {n, n_draft, written.bytes};
+}
+
+Engine::SlotFileStats Engine::restore_slot(int32_t slot, const std::string& path) {
+  Sequences& s = slot_at(slot);
+  const SlotCachePart target{&s.target.mutable_cache(), fingerprint(false)};
+  const SlotCachePart draft{s.draft ? &s.draft->mutable_cache() : nullptr,
+                            s.draft ? fingerprint(true) : 0};
+  clear_slot(s);
+  SlotFileRead read;
+  try {
+    read = read_slot_file(path, target, target_.model->config().n_vocab, draft);
+  } catch (...) {
+    clear_slot(s);
+    throw;
+  }
+  s.history = std::move(read.tokens);
+  const auto n = static_cast<int32_t>(s.history.size());
+  if (coordinator_ && options_.share_prefixes) offer_prefix(s, s.history, n, read.draft_rows);
+  return {n, read.draft_rows, read.bytes};
+}
+
+int32_t Engine::erase_slot(int32_t slot) {
+  Sequences& s = slot_at(slot);
+  const auto n = static_cast<int32_t>(s.history.size());
+  clear_slot(s);
+  return n;
 }
 
 void Engine::set_pass_observer(std::function<void(bool, int64_t, int64_t)> fn) {

@@ -229,6 +229,24 @@ class Engine {
   int32_t n_slots() const { return options_.n_slots; }
   // The tokens slot `slot`'s caches were last filled from (its reusable prompt prefix).
   std::vector<int32_t> slot_history(int32_t slot) const;
+  // A slot's cached text on disk (llama-server's POST /slots/N?action=save|restore|erase,
+  // `specdec run --prompt-cache`; engine/slot_file.h). Each may only be called while no
+  // generate() runs on that slot (a server reserves the slot first); other slots may run.
+  struct SlotFileStats {
+    int32_t tokens = 0;        // of text, with the target's K/V for each
+    int32_t draft_tokens = 0;  // of them, with the draft's K/V too
+    uint64_t bytes = 0;        // of the file
+  };
+  // Writes the first max_tokens (< 0: all) of the tokens slot `slot` caches, with their K/V.
+  SlotFileStats save_slot(int32_t slot, const std::string& path, int32_t max_tokens = -1);
+  // Replaces what the slot caches with what `path` holds, which must come from this target model
+  // with the same cache types (the draft's rows are skipped when they come from another draft
+  // or types: the draft then reads the text again). A request whose prompt starts with the
+  // restored text reuses it as if the slot had read it. On any error (specdec::Error naming the
+  // file and the reason) the slot is left empty.
+  SlotFileStats restore_slot(int32_t slot, const std::string& path);
+  // Forgets what the slot caches; returns how many tokens it held.
+  int32_t erase_slot(int32_t slot);
   // Called after every batched pass (several slots only) with its rows and sequences.
   void set_pass_observer(std::function<void(bool target, int64_t rows, int64_t sequences)> fn);
 
@@ -256,8 +274,13 @@ class Engine {
   GenerationResult embed(std::span<const int32_t> prompt, const EmbeddingParams& params,
                          const TextCallback& on_text, int32_t slot);
 
+  // gguf::content_fingerprint of the target's and the draft's files, taken on first use.
+  uint64_t fingerprint(bool draft);
+
   LoadedModel& target_;
   LoadedModel* draft_;
+  std::mutex fingerprint_mu_;
+  std::optional<uint64_t> target_fingerprint_, draft_fingerprint_;
   EngineOptions options_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<BatchCoordinator> coordinator_;  // with several slots
@@ -266,6 +289,10 @@ class Engine {
   mutable std::shared_ptr<const GrammarVocab> grammar_vocab_;
   struct Sequences;
   std::vector<std::unique_ptr<Sequences>> slots_;
+  // The slot, or specdec::Error for a number outside [0, n_slots).
+  Sequences& slot_at(int32_t slot);
+  // Empties slot s's caches and history, withdrawing what it offered other slots.
+  void clear_slot(Sequences& s);
   // Guards every slot's Sequences::shared, shared_draft, claim, reading and draft_reading, and is
   // held while one slot copies entries from another's caches (share_prefix, copy_draft_rows).
   std::mutex share_mu_;

@@ -45,6 +45,9 @@ class ModelLM final : public CausalLM {
                       const std::function<bool()>& go_on = {});
 
   const KvCache& cache() const { return cache_; }
+  // The cache itself, for restoring saved entries into it (engine/slot_file.h): the entries are
+  // all the state this sequence keeps between calls.
+  KvCache& mutable_cache() { return cache_; }
   // Takes src's K/V for positions length()..end-1 instead of computing them: src (another
   // slot's sequence over the same model) holds them for the same tokens (KvCache::extend_from
   // says what the caller guarantees). Throws for another model.

@@ -170,6 +170,96 @@ void KvCache::extend_from(const KvCache& src, int32_t end) {
   length_ = end;
 }
 
+namespace {
+
+// The pieces of entries 0..n-1, in one order for saving and loading: per part (K, then V), per
+// layer and KV head, the run of bytes that holds them. q8_0 keys live in tiles of 16 slots, so
+// their run is the whole tiles that cover the n entries (lanes past n in the last one carry
+// whatever that tile held; a cache never reads past its length).
+template <typename Piece>
+void for_each_run(const KvCache& c, int32_t n, size_t q8_tile_bytes, size_t v8_row_bytes,
+                  const Piece& piece) {
+  const size_t head = static_cast<size_t>(c.head_dim());
+  const auto rows = static_cast<size_t>(n);
+  const size_t tiles = (rows + kQ8TileRows - 1) / kQ8TileRows;
+  for (int part = 0; part < 2; ++part) {
+    const KvType type = part == 0 ? c.types().k : c.types().v;
+    for (int32_t l = 0; l < c.n_layer(); ++l) {
+      for (int32_t h = 0; h < c.n_head_kv(); ++h) {
+        switch (type) {
+          case KvType::F32:
+            piece(part, l, h, rows * head * sizeof(float));
+            break;
+          case KvType::F16:
+            piece(part, l, h, rows * head * sizeof(uint16_t));
+            break;
+          case KvType::Q8_0:
+            piece(part, l, h, part == 0 ? tiles * q8_tile_bytes : rows * v8_row_bytes);
+            break;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+size_t KvCache::row_bytes(int32_t n) const {
+  size_t total = 0;
+  for_each_run(*this, std::max(n, 0), tile_bytes_, v8_row_bytes_,
+               [&](int, int32_t, int32_t, size_t bytes) { total += bytes; });
+  return total;
+}
+
+void KvCache::save_rows(int32_t n, const RowWriter& write) const {
+  if (n < 0 || n > length_) fail("KV cache save of ", n, " entries outside [0, ", length_, "]");
+  for_each_run(*this, n, tile_bytes_, v8_row_bytes_,
+               [&](int part, int32_t l, int32_t h, size_t bytes) {
+                 if (bytes == 0) return;
+                 const KvType type = part == 0 ? types_.k : types_.v;
+                 const void* at = nullptr;
+                 switch (type) {
+                   case KvType::F32:
+                     at = part == 0 ? k(l, h, 0) : v(l, h, 0);
+                     break;
+                   case KvType::F16:
+                     at = part == 0 ? k16(l, h, 0) : v16(l, h, 0);
+                     break;
+                   case KvType::Q8_0:
+                     at = part == 0 ? static_cast<const void*>(k8_tiles(l, h)) : v8(l, h, 0);
+                     break;
+                 }
+                 write(at, bytes);
+               });
+}
+
+void KvCache::load_rows(int32_t n, const RowReader& read) {
+  if (n < 0 || n > capacity_) fail("KV cache load of ", n, " entries outside [0, ", capacity_, "]");
+  // Until every piece is in, the cache holds nothing valid.
+  length_ = 0;
+  for_each_run(*this, n, tile_bytes_, v8_row_bytes_,
+               [&](int part, int32_t l, int32_t h, size_t bytes) {
+                 if (bytes == 0) return;
+                 const KvType type = part == 0 ? types_.k : types_.v;
+                 const size_t at = offset(l, h, 0);
+                 void* to = nullptr;
+                 switch (type) {
+                   case KvType::F32:
+                     to = (part == 0 ? k_.data() : v_.data()) + at;
+                     break;
+                   case KvType::F16:
+                     to = (part == 0 ? k16_.data() : v16_.data()) + at;
+                     break;
+                   case KvType::Q8_0:
+                     to = part == 0 ? k8_.data() + k8_tile_offset(l, h, 0)
+                                    : v8_.data() + at / head_dim_ * v8_row_bytes_;
+                     break;
+                 }
+                 read(to, bytes);
+               });
+  length_ = n;
+}
+
 size_t KvCache::bytes() const {
   return (k_.size() + v_.size()) * sizeof(float) + (k16_.size() + v16_.size()) * sizeof(uint16_t) +
          k8_.size() + v8_.size();

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,6 +57,17 @@ class KvCache {
   // entries; it is only read, and its length() is not (another thread may be moving it past
   // them). Throws when the shapes differ or end is outside [length(), capacity()].
   void extend_from(const KvCache& src, int32_t end);
+
+  // Hands the first n entries' K and V (every layer and head, in the cache's types and layout) to
+  // `write` in pieces, for a file (engine/slot_file.h); row_bytes(n) bytes in all. load_rows
+  // reads what save_rows wrote for a cache of the same shape and types, through `read` (which
+  // fills each piece whole or throws), into entries 0..n-1: the cache then holds n entries, the
+  // same bits. Both throw when n is outside [0, length()] (save) or [0, capacity()] (load).
+  using RowWriter = std::function<void(const void* data, size_t n)>;
+  using RowReader = std::function<void(void* data, size_t n)>;
+  void save_rows(int32_t n, const RowWriter& write) const;
+  void load_rows(int32_t n, const RowReader& read);
+  size_t row_bytes(int32_t n) const;
 
   // Writes slot `slot`'s K and V of layer l, KV head h (head_dim floats each), in the cache's
   // types.

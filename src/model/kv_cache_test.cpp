@@ -213,5 +213,79 @@ TEST(KvCache, Q8PartsStoreBlocksOf32AndCopyPrefixesRowByRow) {
   EXPECT_THROW(KvCache(c, 24).extend_from(cache, 18), Error);  // another type
 }
 
+// Fills every layer and head of the first n slots with values that differ per slot, layer,
+// head and dimension.
+void fill_cache(KvCache& cache, int32_t n, float shift) {
+  std::vector<float> k(static_cast<size_t>(cache.head_dim())), v(k.size());
+  for (int32_t l = 0; l < cache.n_layer(); ++l) {
+    for (int32_t h = 0; h < cache.n_head_kv(); ++h) {
+      for (int32_t s = 0; s < n; ++s) {
+        for (size_t d = 0; d < k.size(); ++d) {
+          const auto x = static_cast<float>(((l * 7 + h) * 131 + s) * 64 + static_cast<int>(d));
+          k[d] = std::sin(x + shift);
+          v[d] = std::cos(x * 0.5f + shift) * 2.0f;
+        }
+        cache.store(l, h, s, k.data(), v.data());
+      }
+    }
+  }
+  cache.advance(n);
+}
+
+std::vector<uint8_t> saved(const KvCache& cache, int32_t n) {
+  std::vector<uint8_t> out;
+  cache.save_rows(n, [&](const void* p, size_t bytes) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    out.insert(out.end(), b, b + bytes);
+  });
+  return out;
+}
+
+TEST(KvCache, SavedRowsLoadBackAsTheSameBitsForEveryType) {
+  ModelConfig c = small_config();
+  c.head_dim = 32;
+  for (const KvTypes types :
+       {KvTypes{}, KvTypes{KvType::F16, KvType::F16}, KvTypes{KvType::Q8_0, KvType::Q8_0},
+        KvTypes{KvType::Q8_0, KvType::F32}}) {
+    SCOPED_TRACE(kv_types_name(types));
+    KvCache cache(c, 40, types);
+    fill_cache(cache, 37, 0.0f);
+    // 19 entries: a whole q8_0 key tile and part of the next.
+    const std::vector<uint8_t> bytes = saved(cache, 19);
+    EXPECT_EQ(bytes.size(), cache.row_bytes(19));
+    // Into a cache that held other values: what it holds past 19 is no longer its own.
+    KvCache back(c, 24, types);
+    fill_cache(back, 24, 1.0f);
+    size_t at = 0;
+    back.load_rows(19, [&](void* p, size_t n) {
+      ASSERT_LE(at + n, bytes.size());
+      std::memcpy(p, bytes.data() + at, n);
+      at += n;
+    });
+    EXPECT_EQ(at, bytes.size());
+    EXPECT_EQ(back.length(), 19);
+    EXPECT_EQ(saved(back, 19), bytes);
+    // Each entry is the original's: copies of both, entry by entry, agree (a copy does not
+    // carry the lanes of a q8_0 key tile past its length, which the load did).
+    KvCache from_original(c, 40, types), from_loaded(c, 40, types);
+    from_original.extend_from(cache, 19);
+    from_loaded.extend_from(back, 19);
+    EXPECT_EQ(saved(from_loaded, 19), saved(from_original, 19));
+    // The rows written after a load are the cache's own again.
+    std::vector<float> k(32, 0.25f);
+    back.store(0, 0, 19, k.data(), k.data());
+    back.advance(1);
+    EXPECT_EQ(back.length(), 20);
+  }
+  KvCache cache(small_config(), 10);
+  fill_cache(cache, 4, 0.0f);
+  EXPECT_EQ(saved(cache, 0).size(), 0u);
+  EXPECT_THROW(saved(cache, 5), Error);  // more than it holds
+  EXPECT_THROW(cache.load_rows(11, [](void*, size_t) {}), Error);
+  // A reader that fails leaves the cache empty.
+  EXPECT_THROW(cache.load_rows(3, [](void*, size_t) { fail("short file"); }), Error);
+  EXPECT_EQ(cache.length(), 0);
+}
+
 }  // namespace
 }  // namespace specdec

@@ -1,0 +1,60 @@
+// A slot's cached text on disk: its tokens with the target's (and the draft's) K/V entries for
+// them, so that a long shared prompt read once can be restored later, in another process,
+// instead of being read again (llama-server's POST /slots/N?action=save|restore, llama-cli's
+// --prompt-cache). Restored entries are the bits the slot held, so what follows is exactly
+// what it would have been had the slot read the text itself.
+//
+// Layout (little-endian; version 1):
+//   "SPECSLOT" u32 version
+//   u32 n_tokens, i32 tokens[n_tokens]
+//   the target's section, then u8 has_draft and, if 1, the draft's section; a section is
+//     u64 model fingerprint (gguf/gguf_fingerprint.h), u32 n_layer, n_head_kv, head_dim,
+//     u8 K type, u8 V type (model/kv_cache.h's KvType), u32 rows, u64 bytes, the rows
+//     (KvCache::save_rows)
+//   u64 StreamHash of every byte before it
+// The target's section must match the engine that reads it (fingerprint, shape, cache types);
+// the draft's rows are only a speed-up, so a draft section for another draft model or other
+// cache types is checked and skipped (the draft then reads the text again).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/kv_cache.h"
+
+namespace specdec {
+
+// One model's part of a slot: its cache and the fingerprint of the file it was loaded from.
+struct SlotCachePart {
+  KvCache* cache = nullptr;
+  uint64_t fingerprint = 0;
+};
+
+struct SlotFileWritten {
+  uint64_t bytes = 0;
+};
+
+// Writes tokens with the target cache's first tokens.size() entries and, when draft.cache is
+// set, the draft cache's first n_draft (<= tokens.size()) to `path`, through a temporary file
+// renamed into place (a failed write leaves no partial file). Throws specdec::Error.
+SlotFileWritten write_slot_file(const std::string& path, std::span<const int32_t> tokens,
+                                const SlotCachePart& target, const SlotCachePart& draft,
+                                int32_t n_draft);
+
+struct SlotFileRead {
+  std::vector<int32_t> tokens;
+  int32_t draft_rows = 0;  // entries the draft cache now holds (0: none, or skipped)
+  uint64_t bytes = 0;
+};
+
+// Reads `path` into the target cache (and the draft's, see above), each then holding exactly
+// the file's entries. Throws specdec::Error naming the file and what is wrong with it (not a
+// slot file, another version, another target model, a shape or cache type that differs, more
+// tokens than the cache holds, a token id outside [0, n_vocab), truncated, checksum mismatch);
+// the caches' contents are then undefined and the caller must empty them.
+SlotFileRead read_slot_file(const std::string& path, const SlotCachePart& target, int32_t n_vocab,
+                            const SlotCachePart& draft);
+
+}  // namespace specdec
