@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -146,6 +147,10 @@ int serve_command(const std::vector<std::string>& args) {
              "accepted for llama-server's command lines: the embedding endpoints are always "
              "served",
              embeddings_flag);
+  p.add_string({"--slot-save-path"}, "DIR",
+               "directory for POST /slots/{id}?action=save|restore files (a slot's cached text "
+               "with its K/V; created if missing); without it those actions answer 501",
+               config.slot_save_path);
   p.add_int({"--queue-size"}, "N", "requests that may wait for a free slot", queue_size, 1, 4096);
   p.add_u64({"--max-body-bytes"}, "N", "largest request body accepted (413 above)", max_body);
   p.add_int({"--max-connections"}, "N", "connections served at once (more get 503)",
@@ -170,6 +175,14 @@ int serve_command(const std::vector<std::string>& args) {
     config.pooling = parse_pooling(pooling);
     if (!config.pooling) {
       fail("--pooling must be none, mean, cls or last, got '", pooling, "'");
+    }
+  }
+  if (!config.slot_save_path.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(config.slot_save_path, ec);
+    if (!std::filesystem::is_directory(config.slot_save_path)) {
+      fail("--slot-save-path ", config.slot_save_path, " is not a directory and cannot be created",
+           ec ? ": " + ec.message() : "");
     }
   }
   config.port = port;

@@ -192,7 +192,8 @@ Engine::SlotFileStats Engine::restore_slot(int32_t slot, const std::string& path
 
 int32_t Engine::erase_slot(int32_t slot) {
   Sequences& s = slot_at(slot);
-  const auto n = static_cast<int32_t>(s.history.size());
+  // The tokens it could have reused (save_slot's count): the last one may have no row yet.
+  const auto n = std::min(static_cast<int32_t>(s.history.size()), s.target.length());
   clear_slot(s);
   return n;
 }

@@ -245,7 +245,8 @@ class Engine {
   // restored text reuses it as if the slot had read it. On any error (specdec::Error naming the
   // file and the reason) the slot is left empty.
   SlotFileStats restore_slot(int32_t slot, const std::string& path);
-  // Forgets what the slot caches; returns how many tokens it held.
+  // Forgets what the slot caches; returns how many tokens it held (with their K/V, as
+  // save_slot would count them).
   int32_t erase_slot(int32_t slot);
   // Called after every batched pass (several slots only) with its rows and sequences.
   void set_pass_observer(std::function<void(bool target, int64_t rows, int64_t sequences)> fn);

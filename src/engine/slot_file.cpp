@@ -1,8 +1,10 @@
 #include "engine/slot_file.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -162,7 +164,11 @@ SlotFileWritten write_slot_file(const std::string& path, std::span<const int32_t
   if (draft.cache != nullptr && (n_draft < 0 || n_draft > std::min(n, draft.cache->length()))) {
     fail("slot save: the draft cache does not hold ", n_draft, " of the tokens");
   }
-  const std::string tmp = path + ".tmp";
+  // A name of its own per write: two slots may save to the same file at once (the last rename
+  // wins, each file whole).
+  static std::atomic<uint64_t> writes{0};
+  const std::string tmp =
+      str_cat(path, ".tmp.", static_cast<long>(getpid()), ".", writes.fetch_add(1));
   File f(std::fopen(tmp.c_str(), "wb"));
   if (!f) fail("cannot create ", tmp, ": ", std::strerror(errno));
   SlotFileWritten out;

@@ -69,7 +69,8 @@ GenerationQueue::GenerationQueue(Runner runner, size_t capacity, Metrics& metric
       metrics_(metrics),
       assigned_(static_cast<size_t>(std::max(1, n_slots))),
       running_(assigned_.size()),
-      last_used_(assigned_.size(), 0) {
+      last_used_(assigned_.size(), 0),
+      reserved_(assigned_.size(), 0) {
   for (size_t slot = 0; slot < assigned_.size(); ++slot) {
     workers_.emplace_back([this, slot] { work(static_cast<int32_t>(slot)); });
   }
@@ -77,9 +78,10 @@ GenerationQueue::GenerationQueue(Runner runner, size_t capacity, Metrics& metric
 
 GenerationQueue::~GenerationQueue() { shutdown(); }
 
-std::shared_ptr<Job> GenerationQueue::submit(std::vector<int32_t> prompt,
-                                             GenerationOptions options) {
+std::shared_ptr<Job> GenerationQueue::submit(std::vector<int32_t> prompt, GenerationOptions options,
+                                             int32_t slot) {
   auto job = std::make_shared<Job>(std::move(prompt), std::move(options));
+  job->pinned_slot_ = slot;
   std::vector<std::shared_ptr<Job>> dropped;  // cancelled while queued
   bool admitted = false;
   {
@@ -112,27 +114,75 @@ std::shared_ptr<Job> GenerationQueue::submit(std::vector<int32_t> prompt,
   return job;
 }
 
-void GenerationQueue::dispatch() {
-  while (!queue_.empty()) {
-    // The free slot whose cache holds the longest prefix of the oldest job's prompt; on a tie
-    // the least recently used.
-    int32_t best = -1;
-    size_t best_len = 0;
-    for (size_t slot = 0; slot < assigned_.size(); ++slot) {
-      if (assigned_[slot] || running_[slot]) continue;
-      const size_t len =
-          prefix_length_ ? prefix_length_(static_cast<int32_t>(slot), queue_.front()->prompt_) : 0;
-      if (best < 0 || len > best_len ||
-          (len == best_len && last_used_[slot] < last_used_[static_cast<size_t>(best)])) {
-        best = static_cast<int32_t>(slot);
-        best_len = len;
-      }
-    }
-    if (best < 0) return;  // every slot busy: the job waits
-    last_used_[static_cast<size_t>(best)] = ++dispatched_;
-    assigned_[static_cast<size_t>(best)] = std::move(queue_.front());
-    queue_.pop_front();
+int32_t GenerationQueue::place(const Job& job) const {
+  const auto free = [this](size_t slot) {
+    return !assigned_[slot] && !running_[slot] && !reserved_[slot];
+  };
+  if (job.pinned_slot_ >= 0) {
+    const auto slot = static_cast<size_t>(job.pinned_slot_);
+    return slot < assigned_.size() && free(slot) ? job.pinned_slot_ : -1;
   }
+  // The free slot whose cache holds the longest prefix of the job's prompt; on a tie the least
+  // recently used.
+  int32_t best = -1;
+  size_t best_len = 0;
+  for (size_t slot = 0; slot < assigned_.size(); ++slot) {
+    if (!free(slot)) continue;
+    const size_t len = prefix_length_ ? prefix_length_(static_cast<int32_t>(slot), job.prompt_) : 0;
+    if (best < 0 || len > best_len ||
+        (len == best_len && last_used_[slot] < last_used_[static_cast<size_t>(best)])) {
+      best = static_cast<int32_t>(slot);
+      best_len = len;
+    }
+  }
+  return best;
+}
+
+void GenerationQueue::dispatch() {
+  // In arrival order; a job pinned to a busy slot keeps its place while the ones behind it go
+  // to other free slots (a job that may run anywhere is placed whenever a slot is free, so those
+  // keep their order among themselves).
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    const int32_t slot = place(**it);
+    if (slot < 0) {
+      ++it;
+      continue;
+    }
+    last_used_[static_cast<size_t>(slot)] = ++dispatched_;
+    (*it)->slot_.store(slot, std::memory_order_release);
+    assigned_[static_cast<size_t>(slot)] = std::move(*it);
+    it = queue_.erase(it);
+  }
+}
+
+bool GenerationQueue::with_idle_slot(int32_t slot, const std::function<void()>& fn) {
+  const auto s = static_cast<size_t>(slot);
+  {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this, s] { return stopping_ || !reserved_[s]; });
+    if (stopping_) return false;
+    reserved_[s] = 1;
+    cv_.wait(lock, [this, s] { return stopping_ || (!assigned_[s] && !running_[s]); });
+    if (stopping_) {
+      reserved_[s] = 0;
+      cv_.notify_all();
+      return false;
+    }
+  }
+  struct Release {
+    GenerationQueue& q;
+    size_t s;
+    ~Release() {
+      {
+        std::lock_guard lock(q.mu_);
+        q.reserved_[s] = 0;
+        q.dispatch();  // jobs that waited for this slot
+      }
+      q.cv_.notify_all();
+    }
+  } release{*this, s};
+  fn();
+  return true;
 }
 
 size_t GenerationQueue::queued() const {

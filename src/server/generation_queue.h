@@ -37,6 +37,9 @@ class Job {
   Job(std::vector<int32_t> prompt, GenerationOptions options)
       : prompt_(std::move(prompt)), options_(with_own_counter(std::move(options))) {}
 
+  // The slot the job was handed to; -1 until then.
+  int32_t slot() const { return slot_.load(std::memory_order_acquire); }
+
   // Asks the worker to stop this job (or skip it if it has not started). Idempotent.
   void cancel();
   bool cancelled() const;
@@ -66,6 +69,8 @@ class Job {
 
   const std::vector<int32_t> prompt_;
   const GenerationOptions options_;
+  int32_t pinned_slot_ = -1;  // submit()'s slot: the only one it may run on (-1: any)
+  std::atomic<int32_t> slot_{-1};
   std::chrono::steady_clock::time_point admitted_at_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -96,13 +101,24 @@ class GenerationQueue {
 
   // nullptr when the queue is full or shut down (the caller answers 503). Queued jobs that were
   // cancelled (their client left, or an n > 1 request that could not be queued whole) leave the
-  // queue first, ended as cancelled, so that they hold no places.
-  std::shared_ptr<Job> submit(std::vector<int32_t> prompt, GenerationOptions options);
+  // queue first, ended as cancelled, so that they hold no places. slot >= 0 (< n_slots): the
+  // job runs on that slot only, after the jobs handed to it before; the jobs queued behind it
+  // do not wait for it when another slot is free.
+  std::shared_ptr<Job> submit(std::vector<int32_t> prompt, GenerationOptions options,
+                              int32_t slot = -1);
+  int32_t n_slots() const { return static_cast<int32_t>(assigned_.size()); }
 
   // Cancels the running jobs and every queued one, then joins the workers. Idempotent.
   void shutdown();
 
   size_t queued() const;
+
+  // Runs fn on the calling thread while slot `slot` runs no job (llama-server's slot actions:
+  // save, restore, erase): first waits for any other such action on the slot, then for its
+  // running or assigned job to end, keeping queued jobs off the slot from then until fn
+  // returns (they go to other slots or wait). False, fn not run, when the queue shuts down
+  // first. fn's exceptions pass through.
+  bool with_idle_slot(int32_t slot, const std::function<void()>& fn);
 
   // What each slot is doing, for llama-server's GET /slots: whether a job holds it, and that
   // job's task number (its place in dispatch order, as the slot's last job's when idle), prompt
@@ -119,6 +135,9 @@ class GenerationQueue {
  private:
   void work(int32_t slot);
   void dispatch();  // under mu_: hands queued jobs to free slots
+  // Under mu_: the free slot `job` is best placed on (the longest cached prefix, then the least
+  // recently used; its pinned slot only), or -1 when there is none.
+  int32_t place(const Job& job) const;
 
   Runner runner_;
   PrefixLength prefix_length_;
@@ -129,6 +148,7 @@ class GenerationQueue {
   std::deque<std::shared_ptr<Job>> queue_;
   std::vector<std::shared_ptr<Job>> assigned_, running_;  // per slot
   std::vector<uint64_t> last_used_;                       // per slot: dispatch order, 0: never
+  std::vector<char> reserved_;  // per slot: with_idle_slot holds it (no job is handed to it)
   uint64_t dispatched_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> workers_;

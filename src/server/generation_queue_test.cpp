@@ -261,7 +261,7 @@ TEST(GenerationQueue, SeveralSlotsRunAtOnceAndJobsGoToTheSlotWithTheirPrefix) {
         cb("x");
         --concurrent;
         GenerationResult r;
-        r.text = "x";
+        r.text.push_back('x');  // (GCC 12 warns falsely on assigning a literal here)
         return r;
       },
       8, metrics, 3,
@@ -331,6 +331,126 @@ TEST(GenerationQueue, SlotStatesShowTheRunningJobsPromptLimitAndTokens) {
   // An idle slot keeps the number of the task it ran last.
   EXPECT_EQ(std::count_if(states.begin(), states.end(), [](const auto& s) { return s.task == 1; }),
             1);
+}
+
+}  // namespace
+}  // namespace specdec::server
+
+namespace specdec::server {
+namespace {
+
+TEST(GenerationQueue, ASlotActionWaitsForTheSlotsJobAndKeepsNewJobsOffTheSlot) {
+  Metrics metrics;
+  std::atomic<bool> release{false};
+  std::mutex mu;
+  std::vector<std::pair<int32_t, int32_t>> ran;  // (job, slot)
+  std::atomic<bool> in_action{false};
+  std::atomic<int> on_reserved_slot_during_action{0};
+  GenerationQueue queue(
+      [&](std::span<const int32_t> prompt, const GenerationOptions&, const TextCallback&,
+          const LogprobCallback&, int32_t slot) {
+        if (in_action.load() && slot == 0) ++on_reserved_slot_during_action;
+        {
+          std::lock_guard lock(mu);
+          ran.emplace_back(prompt[0], slot);
+        }
+        if (prompt[0] == 1) {  // the first job holds slot 0 until released
+          const auto deadline = std::chrono::steady_clock::now() + 5s;
+          while (!release.load() && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(1ms);
+          }
+        }
+        return GenerationResult{};
+      },
+      8, metrics, 2,
+      // Every job prefers slot 0 (its "cache").
+      [](int32_t slot, std::span<const int32_t>) -> size_t { return slot == 0 ? 1 : 0; });
+  const std::shared_ptr<Job> first = queue.submit({1}, {});
+  {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::lock_guard lock(mu);
+      if (!ran.empty()) break;
+    }
+  }
+  std::atomic<bool> action_done{false};
+  bool ran_action = false;
+  std::thread action([&] {
+    ran_action = queue.with_idle_slot(0, [&] {
+      in_action = true;
+      // While the action runs, a job that prefers slot 0 goes to slot 1 instead.
+      const std::shared_ptr<Job> during = queue.submit({3}, {});
+      drain(*during);
+      in_action = false;
+    });
+    action_done = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(action_done.load());  // slot 0 is still running job 1
+  release = true;
+  drain(*first);
+  action.join();
+  EXPECT_TRUE(ran_action);
+  EXPECT_EQ(on_reserved_slot_during_action.load(), 0);
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(ran.size(), 2u);
+    EXPECT_EQ(ran[1], std::make_pair(3, 1));
+  }
+  // Afterwards slot 0 takes jobs again; an action's exception passes through and frees it.
+  EXPECT_THROW(queue.with_idle_slot(0, [] { throw std::runtime_error("x"); }), std::runtime_error);
+  const std::shared_ptr<Job> after = queue.submit({4}, {});
+  drain(*after);
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(ran.back(), std::make_pair(4, 0));
+  }
+  queue.shutdown();
+  EXPECT_FALSE(queue.with_idle_slot(0, [] { ADD_FAILURE() << "ran after shutdown"; }));
+}
+
+TEST(GenerationQueue, AJobPinnedToASlotWaitsForItWithoutHoldingUpTheOthers) {
+  Metrics metrics;
+  std::atomic<bool> release{false};
+  std::mutex mu;
+  std::vector<std::pair<int32_t, int32_t>> ran;  // (job, slot), in start order
+  GenerationQueue queue(
+      [&](std::span<const int32_t> prompt, const GenerationOptions&, const TextCallback&,
+          const LogprobCallback&, int32_t slot) {
+        {
+          std::lock_guard lock(mu);
+          ran.emplace_back(prompt[0], slot);
+        }
+        if (prompt[0] == 1) {  // holds slot 0 until released
+          const auto deadline = std::chrono::steady_clock::now() + 5s;
+          while (!release.load() && std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(1ms);
+          }
+        }
+        return GenerationResult{};
+      },
+      8, metrics, 2);
+  const std::shared_ptr<Job> first = queue.submit({1}, {}, 0);
+  for (auto deadline = std::chrono::steady_clock::now() + 5s;
+       std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(1ms)) {
+    std::lock_guard lock(mu);
+    if (!ran.empty()) break;  // job 1 runs on slot 0
+  }
+  const std::shared_ptr<Job> pinned = queue.submit({2}, {}, 0);  // waits for slot 0
+  const std::shared_ptr<Job> free_job = queue.submit({3}, {});   // takes slot 1 meanwhile
+  drain(*free_job);
+  EXPECT_EQ(free_job->slot(), 1);
+  EXPECT_EQ(pinned->slot(), -1);  // not handed out yet
+  release = true;
+  drain(*first);
+  drain(*pinned);
+  EXPECT_EQ(first->slot(), 0);
+  EXPECT_EQ(pinned->slot(), 0);
+  std::lock_guard lock(mu);
+  ASSERT_EQ(ran.size(), 3u);
+  EXPECT_EQ(ran[0], std::make_pair(1, 0));
+  EXPECT_EQ(ran[1], std::make_pair(3, 1));
+  EXPECT_EQ(ran[2], std::make_pair(2, 0));
 }
 
 }  // namespace

@@ -287,6 +287,12 @@ void HttpServer::Impl::route(const HttpRequest& req, HttpResponder& res) {
                    "server_error", "", "not_implemented");
   }
   if (post && path == "/tokenize") return tokenize(req, res);
+  if (slot_path_id(path)) {
+    if (post) return slot_action(req, res);
+    res.set_header("Allow", "POST");
+    throw ApiError(405, str_cat("method ", req.method, " is not allowed on ", path),
+                   "invalid_request_error", "", "method_not_allowed");
+  }
   if (get && (path == "/props" || path == "/slots")) return props(req, res);
   if (post && path == "/apply-template") return apply_template(req, res);
   if (post && path == "/detokenize") return detokenize(req, res);
@@ -371,6 +377,11 @@ std::vector<std::shared_ptr<Job>> HttpServer::Impl::submit_jobs(
   // run side by side, and the ones that start together read their common prompt once. A seeded
   // request's choice i draws from seed + i, so each choice is what a request with that seed
   // would give. Prompt p's choice i is choice p * n + i.
+  if (r.id_slot >= queue->n_slots()) {
+    throw invalid_request(str_cat("Invalid slot ID: id_slot ", r.id_slot, " but the server has ",
+                                  queue->n_slots(), " slots (-1: any)"),
+                          "id_slot");
+  }
   std::vector<std::shared_ptr<Job>> jobs;
   for (size_t p = 0; p < prompts.size(); ++p) {
     for (int32_t i = 0; i < r.n; ++i) {
@@ -378,7 +389,7 @@ std::vector<std::shared_ptr<Job>> HttpServer::Impl::submit_jobs(
       oi.max_tokens = max_tokens[p];
       if (r.seed) oi.sampling.seed = *r.seed + static_cast<uint64_t>(i);
       if (!r.seed && jobs.size() > 0) oi.sampling.seed = std::random_device{}();
-      std::shared_ptr<Job> job = queue->submit(prompts[p], std::move(oi));
+      std::shared_ptr<Job> job = queue->submit(prompts[p], std::move(oi), r.id_slot);
       if (!job) {
         for (const auto& submitted : jobs) submitted->cancel();
         if (draining.load()) throw shutting_down_error();

@@ -49,6 +49,9 @@ struct ServerConfig {
   // How the embedding endpoints pool a text's token states (engine/embedding.h); nullopt: as the
   // model's file says (last when it says nothing).
   std::optional<Pooling> pooling;
+  // llama-server's --slot-save-path: the directory POST /slots/{id}?action=save|restore files
+  // live in (server/slot_actions.h); empty: those two actions answer 501 (erase still works).
+  std::string slot_save_path;
 };
 
 class HttpServer {

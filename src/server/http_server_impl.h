@@ -2,7 +2,8 @@
 // them: http_server.cpp (routing, authentication, errors, the queue, /tokenize), openai_routes.cpp
 // (/v1/completions, /v1/chat/completions), native_routes.cpp (llama-server's /completion and
 // /infill), anthropic_routes.cpp (/v1/messages), responses_routes.cpp (/v1/responses),
-// ollama_routes.cpp (/api/*) and embeddings_routes.cpp (/v1/embeddings, /embedding, /api/embed).
+// ollama_routes.cpp (/api/*), embeddings_routes.cpp (/v1/embeddings, /embedding, /api/embed)
+// and slots_routes.cpp (POST /slots/{id}).
 // Not part of the server's interface.
 #pragma once
 
@@ -30,6 +31,7 @@
 #include "server/reasoning.h"
 #include "server/request_parsing.h"
 #include "server/responses_api.h"
+#include "server/slot_actions.h"
 
 namespace specdec::server {
 
@@ -162,6 +164,9 @@ struct HttpServer::Impl {
   void props(const HttpRequest& req, HttpResponder& res);
   void apply_template(const HttpRequest& req, HttpResponder& res);
   void detokenize(const HttpRequest& req, HttpResponder& res);
+  // llama-server's POST /slots/{id}?action=save|restore|erase (server/slot_actions.h;
+  // slots_routes.cpp).
+  void slot_action(const HttpRequest& req, HttpResponder& res);
   void stream(const std::vector<std::shared_ptr<Job>>& jobs, const ResponseMeta& meta,
               std::span<const EchoedPrompt> echoes, size_t choices_per_prompt, bool include_usage,
               HttpResponder& res);

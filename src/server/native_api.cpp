@@ -256,7 +256,7 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   for (const char* name :
        {"model", "stop", "ignore_eos", "grammar", "json_schema", "response_format", "stream",
         "presence_penalty", "frequency_penalty", "repeat_penalty", "min_p", "top_p", "speculative",
-        "draft_max", "stop_token_ids", "min_tokens"}) {
+        "draft_max", "stop_token_ids", "min_tokens", "id_slot"}) {
     if (const ordered_json* v = field(j, name)) o[name] = *v;
   }
   o["temperature"] = 0.8;
@@ -435,11 +435,12 @@ json timings_json(const GenerationStats& s, size_t prompt_tokens) {
 
 nlohmann::json native_result_json(const NativeMeta& meta, const GenerationResult& result,
                                   const std::vector<int32_t>& prompt, size_t index,
-                                  bool return_tokens, int32_t n_probs, bool streamed) {
+                                  bool return_tokens, int32_t n_probs, bool streamed,
+                                  int32_t slot) {
   json doc{{"index", index},
            {"content", streamed ? std::string() : result.text},
            {"tokens", return_tokens ? json(result.tokens) : json::array()},
-           {"id_slot", -1},
+           {"id_slot", slot},
            {"stop", true},
            {"model", meta.model},
            {"tokens_predicted", result.stats.generated_tokens},
@@ -463,12 +464,13 @@ nlohmann::json native_result_json(const NativeMeta& meta, const GenerationResult
   return doc;
 }
 
-nlohmann::json native_chunk_json(std::string_view text, size_t index, const nlohmann::json& probs) {
+nlohmann::json native_chunk_json(std::string_view text, size_t index, const nlohmann::json& probs,
+                                 int32_t slot) {
   json doc{{"index", index},
            {"content", std::string(text)},
            {"tokens", json::array()},
            {"stop", false},
-           {"id_slot", -1}};
+           {"id_slot", slot}};
   if (!probs.is_null()) doc["completion_probabilities"] = probs;
   return doc;
 }

@@ -79,12 +79,15 @@ const char* native_stop_type(const GenerationResult& result);
 nlohmann::json native_probs_json(const Tokenizer& tok, std::span<const TokenLogprob> entries);
 
 // A finished generation: the whole response (content and all), or, streamed, the last event
-// (content "", the text having gone out in the chunks before it).
+// (content "", the text having gone out in the chunks before it). `slot`: the slot it ran on
+// (id_slot; -1 when unknown).
 nlohmann::json native_result_json(const NativeMeta& meta, const GenerationResult& result,
                                   const std::vector<int32_t>& prompt, size_t index,
-                                  bool return_tokens, int32_t n_probs, bool streamed);
+                                  bool return_tokens, int32_t n_probs, bool streamed,
+                                  int32_t slot = -1);
 // A streamed piece of text.
-nlohmann::json native_chunk_json(std::string_view text, size_t index, const nlohmann::json& probs);
+nlohmann::json native_chunk_json(std::string_view text, size_t index, const nlohmann::json& probs,
+                                 int32_t slot = -1);
 
 // response_fields: only these fields, a "a/b" path lifted to the top level as "b"; missing ones
 // are left out.

@@ -100,7 +100,7 @@ void HttpServer::Impl::native(NativeEndpoint endpoint, const HttpRequest& req, H
     if (std::optional<ApiError> err = job_error(j)) throw *err;
     docs.push_back(
         select_response_fields(native_result_json(meta, j.result(), prompts[i / per_prompt], i,
-                                                  r.return_tokens, r.n_probs, false),
+                                                  r.return_tokens, r.n_probs, false, j.slot()),
                                r.response_fields));
   }
   // One prompt and one completion: the object itself; otherwise the array, as llama-server.
@@ -128,7 +128,7 @@ void HttpServer::Impl::native_stream(const std::vector<std::shared_ptr<Job>>& jo
         any_text = true;
         const nlohmann::json probs =
             r.n_probs > 0 ? native_probs_json(*meta.tokenizer, logprobs) : nlohmann::json();
-        ok = res.write(sse_event(native_chunk_json(text, i, probs)));
+        ok = res.write(sse_event(native_chunk_json(text, i, probs, jobs[i]->slot())));
       }
       if (ok && done) {
         const Job& j = *jobs[i];
@@ -136,7 +136,7 @@ void HttpServer::Impl::native_stream(const std::vector<std::shared_ptr<Job>>& jo
           ok = res.write(sse_event(error_json(*err)));
         } else {
           ok = res.write(sse_event(native_result_json(meta, j.result(), prompts[i / per_prompt], i,
-                                                      r.return_tokens, r.n_probs, true)));
+                                                      r.return_tokens, r.n_probs, true, j.slot())));
         }
         ended[i] = true;
         --open;

@@ -501,6 +501,8 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   }
   r.stop = get_stop(j);
   r.penalties = get_penalties(j);
+  // Bounded by the server's slots when it submits (HttpServer::Impl::submit_jobs).
+  if (auto slot = get_int(j, "id_slot", -1, 255)) r.id_slot = static_cast<int32_t>(*slot);
   // n choices are n sequences (HttpServer submits one job each).
   if (auto n = get_int(j, "n", 1, kMaxChoices)) r.n = static_cast<int32_t>(*n);
   // best_of would need a score to choose by; only the trivial value (all of the n) is taken.

@@ -66,6 +66,9 @@ struct CompletionRequest {
   bool speculative = true;           // use the draft model when one is loaded
   std::optional<int32_t> draft_max;  // γ; nullopt: the server's --draft-max
   bool ignore_eos = false;
+  // llama-server's id_slot: run on this slot (waiting for it when busy), e.g. to save its cache
+  // afterwards (POST /slots/{id}?action=save); -1: the free slot whose cache fits best.
+  int32_t id_slot = -1;
   // vLLM's: token ids that end the text like the end-of-generation token, and how many tokens
   // come before anything that would end it.
   std::vector<int32_t> stop_token_ids;
