@@ -121,6 +121,50 @@ TEST_F(Cli, RunGreedyIsReproducibleAndSpeculationDoesNotChangeIt) {
   EXPECT_NE(b.err.find("speculative: gamma 3"), std::string::npos) << b.err;
 }
 
+// --prompt-cache: the second run restores the first one's prompt K/V, reads only what it does
+// not hold, and writes the same text; a file from another model is refused.
+TEST_F(Cli, PromptCacheReusesTheSavedPromptAndKeepsTheText) {
+  const std::string cache = testing::temp_path("prompt-cache.bin");
+  const std::string prompt = "a long shared preamble, " + std::string(120, 'x');
+  std::vector<std::string> base = {"run",  "-m", *target_, "-md",          *draft_,  "-p",
+                                   prompt, "-n", "12",     "--ignore-eos", "--temp", "0"};
+  CliResult plain = run_cli(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  std::vector<std::string> cached = base;
+  cached.insert(cached.end(), {"--prompt-cache", cache});
+  CliResult first = run_cli(cached);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.out, plain.out);
+  EXPECT_NE(first.err.find("prompt cache: saved"), std::string::npos) << first.err;
+  EXPECT_EQ(first.err.find("from the cache"), std::string::npos) << first.err;
+  CliResult second = run_cli(cached);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(second.out, plain.out);
+  EXPECT_NE(second.err.find("from the cache"), std::string::npos) << second.err;
+  // Read only: the file stays as it was; --prompt-cache-all keeps the answer's rows too.
+  const auto size = std::filesystem::file_size(cache);
+  CliResult ro = run_cli([&] {
+    auto a = cached;
+    a.insert(a.end(), {"-n", "20", "--prompt-cache-ro"});
+    return a;
+  }());
+  ASSERT_EQ(ro.exit_code, 0) << ro.err;
+  EXPECT_EQ(std::filesystem::file_size(cache), size);
+  auto all = cached;
+  all.push_back("--prompt-cache-all");
+  ASSERT_EQ(run_cli(all).exit_code, 0);
+  EXPECT_GT(std::filesystem::file_size(cache), size);
+  // Refusals: another target, the cache flags alone, both at once.
+  expect_clean_error(
+      run_cli({"run", "-m", *draft_, "-p", prompt, "-n", "2", "--prompt-cache", cache}),
+      "another model");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--prompt-cache-ro"}),
+                     "need --prompt-cache");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--prompt-cache", cache,
+                              "--prompt-cache-ro", "--prompt-cache-all"}),
+                     "give one of them");
+}
+
 // --regex: the whole output matches, with or without speculation (the same greedy text).
 TEST_F(Cli, RegexConstrainsTheWholeOutput) {
   std::vector<std::string> base = {"run",

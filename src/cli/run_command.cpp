@@ -1,6 +1,7 @@
 // `specdec run`: generate from a prompt with llama.cpp-style flags, streaming to stdout; a
 // summary (speeds and, with a draft model, the speculative statistics) goes to stderr.
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -22,7 +23,9 @@ namespace {
 
 struct RunOptions {
   std::string model, draft_model, prompt, prompt_file, system_prompt, stats_json, suffix;
+  std::string prompt_cache;  // llama-cli's --prompt-cache FILE
   bool chat = false, ignore_eos = false, quiet = false, draft_ngram = false;
+  bool prompt_cache_all = false, prompt_cache_ro = false;
   std::vector<std::string> stop;
   int32_t n_predict = 128, n_ctx = 4096, threads = 0, draft_max = 0;
   DraftModelOptions drafting;
@@ -103,6 +106,15 @@ int run_command(const std::vector<std::string>& args) {
                        "(the default of a bare --color: only when stdout is a terminal and "
                        "NO_COLOR is unset), always, never (also without the flag)",
                        [&o](const std::string& v) { o.color = parse_color_mode(v); });
+  p.add_string({"--prompt-cache"}, "FILE",
+               "reuse the prompt's K/V from FILE when it exists (the part of the prompt it "
+               "holds is not read again), and save the prompt's to FILE after the run; the "
+               "file must come from the same models and cache types",
+               o.prompt_cache);
+  p.add_flag({"--prompt-cache-all"}, "with --prompt-cache: save the generated text's K/V too",
+             o.prompt_cache_all);
+  p.add_flag({"--prompt-cache-ro"}, "with --prompt-cache: read FILE but do not update it",
+             o.prompt_cache_ro);
   p.add_flag({"-q", "--quiet"}, "no summary (and no colour legend) on stderr", o.quiet);
   if (!p.parse(args)) {
     std::cout << p.help();
@@ -113,6 +125,12 @@ int run_command(const std::vector<std::string>& args) {
   std::string prompt =
       o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file, "prompt file");
   if (prompt.empty()) fail("a prompt is required: -p TEXT or -f FILE");
+  if (o.prompt_cache.empty() && (o.prompt_cache_all || o.prompt_cache_ro)) {
+    fail("--prompt-cache-all and --prompt-cache-ro need --prompt-cache FILE");
+  }
+  if (o.prompt_cache_all && o.prompt_cache_ro) {
+    fail("--prompt-cache-all saves the file and --prompt-cache-ro does not: give one of them");
+  }
   // Checked before any model is loaded, so that a bad combination fails at once.
   if (o.draft_ngram && !o.draft_model.empty()) {
     fail("--draft-ngram and -md are mutually exclusive: draft with a model or by prompt lookup");
@@ -171,6 +189,27 @@ int run_command(const std::vector<std::string>& args) {
     go.ngram = o.ngram;
   }
 
+  // The cache file's text and K/V go into the engine's slot; the run below reuses as much of
+  // it as its prompt shares (GenerationStats::cached_tokens).
+  if (!o.prompt_cache.empty() && std::filesystem::exists(o.prompt_cache)) {
+    const auto restore_start = std::chrono::steady_clock::now();
+    const Engine::SlotFileStats restored = engine.restore_slot(0, o.prompt_cache);
+    const double restore_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - restore_start)
+            .count();
+    if (!o.quiet) {
+      const std::vector<int32_t> held = engine.slot_history(0);
+      size_t common = 0;
+      while (common < held.size() && common < tokens.size() && held[common] == tokens[common]) {
+        ++common;
+      }
+      std::cerr << "prompt cache: " << o.prompt_cache << " holds " << restored.tokens
+                << " tokens (the draft's K/V for " << restored.draft_tokens << "), " << common
+                << " of them this prompt's start; read in " << std::fixed << std::setprecision(1)
+                << restore_ms << " ms\n";
+    }
+  }
+
   GenerationResult result;
   if (color_enabled(o.color)) {
     if (!o.quiet) std::cerr << color_legend();
@@ -189,6 +228,16 @@ int run_command(const std::vector<std::string>& args) {
     });
   }
   std::cout << std::endl;
+
+  if (!o.prompt_cache.empty() && !o.prompt_cache_ro) {
+    const Engine::SlotFileStats saved = engine.save_slot(
+        0, o.prompt_cache, o.prompt_cache_all ? -1 : static_cast<int32_t>(tokens.size()));
+    if (!o.quiet) {
+      std::cerr << "prompt cache: saved " << saved.tokens << " tokens (the draft's K/V for "
+                << saved.draft_tokens << ") to " << o.prompt_cache << " (" << saved.bytes / 1024
+                << " KiB)\n";
+    }
+  }
 
   if (!o.quiet) {
     std::cerr << format_summary(result, load_ms, go.sampling.seed, eo.n_threads);

@@ -45,6 +45,16 @@ std::string format_summary(const GenerationResult& r, double load_ms, uint64_t s
     // The last prompt token is evaluated by the first decode step, so a one-token prompt has
     // no prefill to time (a rate would divide by ~0).
     out << "prompt:    " << s.prompt_tokens << " token (evaluated with the first generated one)\n";
+  } else if (s.cached_tokens > 0) {
+    // The rate is of the tokens read, not of those the cache held.
+    const int32_t read = s.prompt_tokens - s.cached_tokens;
+    out << "prompt:    " << s.prompt_tokens << " tokens, " << s.cached_tokens << " from the cache";
+    if (read <= 1) {
+      out << " (the last one evaluated with the first generated one)\n";
+    } else {
+      out << ", " << read << " read in " << s.prefill_ms << " ms ("
+          << per_second(read, s.prefill_ms) << " tok/s)\n";
+    }
   } else {
     out << "prompt:    " << s.prompt_tokens << " tokens in " << s.prefill_ms << " ms ("
         << per_second(s.prompt_tokens, s.prefill_ms) << " tok/s)\n";

@@ -33,5 +33,21 @@ TEST(StatsReport, OneTokenPromptHasNoPrefillRate) {
   EXPECT_EQ(s.find("tokens in 0.0 ms"), std::string::npos) << s;
 }
 
+// With a cached prefix (--prompt-cache, a follow-up turn) the rate is of the tokens read.
+TEST(StatsReport, CachedPromptTokensAreNamedAndNotTimed) {
+  GenerationResult r = result_with_prompt(128, 100.0);
+  r.stats.cached_tokens = 78;
+  std::string s = format_summary(r, 12.0, 7, 2);
+  EXPECT_NE(s.find("prompt:    128 tokens, 78 from the cache, 50 read in 100.0 ms (500.0 tok/s)"),
+            std::string::npos)
+      << s;
+  r.stats.cached_tokens = 127;
+  s = format_summary(r, 12.0, 7, 2);
+  EXPECT_NE(s.find("prompt:    128 tokens, 127 from the cache (the last one evaluated with the "
+                   "first generated one)"),
+            std::string::npos)
+      << s;
+}
+
 }  // namespace
 }  // namespace specdec::cli

@@ -160,14 +160,17 @@ Engine::SlotFileStats Engine::save_slot(int32_t slot, const std::string& path, i
   Sequences& s = slot_at(slot);
   auto n = std::min(static_cast<int32_t>(s.history.size()), s.target.length());
   if (max_tokens >= 0) n = std::min(n, max_tokens);
-  // A draft cache re-based by a context window does not start at the text's start: not saved.
-  const int32_t n_draft = s.draft && s.draft_base == 0 ? std::min(s.draft->length(), n) : 0;
+  // A draft reading a context window holds history[draft_base, ...): the part of it that lies
+  // within the n tokens saved.
+  const int32_t n_draft =
+      s.draft ? std::clamp(std::min(s.draft->length(), n - s.draft_base), 0, n) : 0;
+  const int32_t draft_base = n_draft > 0 ? s.draft_base : 0;
   const SlotCachePart target{&s.target.mutable_cache(), fingerprint(false)};
   const SlotCachePart draft{s.draft ? &s.draft->mutable_cache() : nullptr,
                             s.draft ? fingerprint(true) : 0};
   const SlotFileWritten written =
       write_slot_file(path, std::span<const int32_t>(s.history).first(static_cast<size_t>(n)),
-                      target, draft, n_draft);
+                      target, draft, n_draft, draft_base);
   return {n, n_draft, written.bytes};
 }
 
@@ -185,8 +188,12 @@ Engine::SlotFileStats Engine::restore_slot(int32_t slot, const std::string& path
     throw;
   }
   s.history = std::move(read.tokens);
+  s.draft_base = read.draft_base;
   const auto n = static_cast<int32_t>(s.history.size());
-  if (coordinator_ && options_.share_prefixes) offer_prefix(s, s.history, n, read.draft_rows);
+  // Other slots copy draft rows only from a draft that starts at the text's start.
+  if (coordinator_ && options_.share_prefixes) {
+    offer_prefix(s, s.history, n, read.draft_base == 0 ? read.draft_rows : 0);
+  }
   return {n, read.draft_rows, read.bytes};
 }
 

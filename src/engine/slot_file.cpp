@@ -156,12 +156,13 @@ void read_rows(Reader& r, KvCache& c, uint32_t rows) {
 
 SlotFileWritten write_slot_file(const std::string& path, std::span<const int32_t> tokens,
                                 const SlotCachePart& target, const SlotCachePart& draft,
-                                int32_t n_draft) {
+                                int32_t n_draft, int32_t draft_base) {
   const auto n = static_cast<int32_t>(tokens.size());
   if (target.cache == nullptr || n > target.cache->length()) {
     fail("slot save: the target cache does not hold the ", n, " tokens");
   }
-  if (draft.cache != nullptr && (n_draft < 0 || n_draft > std::min(n, draft.cache->length()))) {
+  if (draft.cache != nullptr && (draft_base < 0 || n_draft < 0 ||
+                                 n_draft > std::min(n - draft_base, draft.cache->length()))) {
     fail("slot save: the draft cache does not hold ", n_draft, " of the tokens");
   }
   // A name of its own per write: two slots may save to the same file at once (the last rename
@@ -180,7 +181,10 @@ SlotFileWritten write_slot_file(const std::string& path, std::span<const int32_t
     w.bytes(tokens.data(), tokens.size_bytes());
     write_section(w, target, n);
     w.value<uint8_t>(draft.cache != nullptr ? 1 : 0);
-    if (draft.cache != nullptr) write_section(w, draft, n_draft);
+    if (draft.cache != nullptr) {
+      w.value<uint32_t>(static_cast<uint32_t>(draft_base));
+      write_section(w, draft, n_draft);
+    }
     w.digest();
     out.bytes = w.written();
     if (std::fflush(f.get()) != 0) fail("cannot write ", tmp, ": ", std::strerror(errno));
@@ -234,11 +238,15 @@ SlotFileRead read_slot_file(const std::string& path, const SlotCachePart& target
   const auto has_draft = r.value<uint8_t>();
   if (has_draft > 1) fail(path, " is corrupt (draft flag ", static_cast<int>(has_draft), ")");
   if (has_draft == 1) {
+    const auto base = r.value<uint32_t>();
     const SectionHead dh = read_section_head(r);
-    if (dh.rows > n) fail(path, " is corrupt (", dh.rows, " draft entries for ", n, " tokens)");
+    if (base > n || dh.rows > n - base) {
+      fail(path, " is corrupt (", dh.rows, " draft entries from token ", base, " of ", n, ")");
+    }
     if (draft.cache != nullptr && mismatch(dh, draft).empty()) {
       read_rows(r, *draft.cache, dh.rows);
       out.draft_rows = static_cast<int32_t>(dh.rows);
+      out.draft_base = out.draft_rows > 0 ? static_cast<int32_t>(base) : 0;
     } else {
       r.skip(dh.bytes);
     }

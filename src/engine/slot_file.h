@@ -7,10 +7,11 @@
 // Layout (little-endian; version 1):
 //   "SPECSLOT" u32 version
 //   u32 n_tokens, i32 tokens[n_tokens]
-//   the target's section, then u8 has_draft and, if 1, the draft's section; a section is
-//     u64 model fingerprint (gguf/gguf_fingerprint.h), u32 n_layer, n_head_kv, head_dim,
-//     u8 K type, u8 V type (model/kv_cache.h's KvType), u32 rows, u64 bytes, the rows
-//     (KvCache::save_rows)
+//   the target's section, then u8 has_draft and, if 1, u32 draft_base and the draft's section;
+//     a section is u64 model fingerprint (gguf/gguf_fingerprint.h), u32 n_layer, n_head_kv,
+//     head_dim, u8 K type, u8 V type (model/kv_cache.h's KvType), u32 rows, u64 bytes, the rows
+//     (KvCache::save_rows). The target's rows are tokens[0, n_tokens); the draft's are
+//     tokens[draft_base, draft_base + rows) (a draft reading a context window starts past 0).
 //   u64 StreamHash of every byte before it
 // The target's section must match the engine that reads it (fingerprint, shape, cache types);
 // the draft's rows are only a speed-up, so a draft section for another draft model or other
@@ -37,15 +38,17 @@ struct SlotFileWritten {
 };
 
 // Writes tokens with the target cache's first tokens.size() entries and, when draft.cache is
-// set, the draft cache's first n_draft (<= tokens.size()) to `path`, through a temporary file
-// renamed into place (a failed write leaves no partial file). Throws specdec::Error.
+// set, the draft cache's first n_draft, which hold tokens[draft_base, draft_base + n_draft), to
+// `path`, through a temporary file renamed into place (a failed write leaves no partial file).
+// Throws specdec::Error.
 SlotFileWritten write_slot_file(const std::string& path, std::span<const int32_t> tokens,
                                 const SlotCachePart& target, const SlotCachePart& draft,
-                                int32_t n_draft);
+                                int32_t n_draft, int32_t draft_base = 0);
 
 struct SlotFileRead {
   std::vector<int32_t> tokens;
   int32_t draft_rows = 0;  // entries the draft cache now holds (0: none, or skipped)
+  int32_t draft_base = 0;  // the token its first entry holds
   uint64_t bytes = 0;
 };
 

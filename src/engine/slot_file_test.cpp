@@ -158,6 +158,38 @@ TEST_F(SlotFile, SavesAPrefixAndWorksWithoutOrWithAnotherDraft) {
   EXPECT_EQ(r.draft_tokens, 0);
 }
 
+TEST_F(SlotFile, ADraftReadingAContextWindowIsSavedWithWhereItStarts) {
+  const std::vector<int32_t> prompt = prompt_of(60, 2);
+  GenerationOptions go = greedy(12);
+  go.draft_context = 16;  // the draft reads only the last 16 tokens: its rows start past 0
+  Engine writer(*target_, draft_.get(), options());
+  const GenerationResult first = writer.generate(prompt, go, {});
+  const Engine::SlotFileStats saved = writer.save_slot(0, path_);
+  EXPECT_GT(saved.draft_tokens, 0);
+  EXPECT_LT(saved.draft_tokens, saved.tokens - 40);
+  // Only the prompt: the draft's rows within it.
+  const std::string prefix = testing::temp_path("slot_prefix.bin");
+  const int32_t prefix_rows = writer.save_slot(0, prefix, 50).draft_tokens;
+  EXPECT_GT(prefix_rows, 0);
+  EXPECT_LT(prefix_rows, saved.draft_tokens);
+
+  std::vector<int32_t> follow = prompt;
+  follow.insert(follow.end(), first.tokens.begin(), first.tokens.end());
+  for (int32_t t : prompt_of(4, 5)) follow.push_back(t);
+  // The writer's own slot, going on, and an engine that restored the file: the same drafts
+  // (the same draft rows), so the same rounds, not only the same text.
+  const GenerationResult want = writer.generate(follow, go, {});
+  Engine reader(*target_, draft_.get(), options());
+  EXPECT_EQ(reader.restore_slot(0, path_).draft_tokens, saved.draft_tokens);
+  const GenerationResult got = reader.generate(follow, go, {});
+  EXPECT_EQ(got.tokens, want.tokens);
+  EXPECT_EQ(got.stats.spec.drafted, want.stats.spec.drafted);
+  EXPECT_EQ(got.stats.spec.accepted, want.stats.spec.accepted);
+  Engine from_prefix(*target_, draft_.get(), options());
+  from_prefix.restore_slot(0, prefix);
+  EXPECT_EQ(from_prefix.generate(follow, go, {}).tokens, want.tokens);
+}
+
 TEST_F(SlotFile, ARestoredSlotOffersItsTextToTheOtherSlots) {
   const std::vector<int32_t> system = prompt_of(48, 4);
   Engine writer(*target_, draft_.get(), options());
