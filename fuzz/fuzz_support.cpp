@@ -1,5 +1,8 @@
 #include "fuzz_support.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +12,35 @@
 #include "tokenizer/unicode.h"
 
 namespace specdec::fuzz {
+
+MemFile::MemFile(const char* name) {
+  fd = ::memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0) {
+    std::perror("memfd_create");
+    std::abort();
+  }
+  path = "/proc/self/fd/" + std::to_string(fd);
+}
+
+ModelConfig slot_fuzz_config(bool draft) {
+  ModelConfig c;
+  c.n_layer = draft ? 1 : 2;
+  c.n_head = 2;
+  c.n_head_kv = 1;
+  c.head_dim = 32;
+  c.n_vocab = kSlotFuzzVocab;
+  return c;
+}
+
+void MemFile::write(const uint8_t* data, size_t size) const {
+  FUZZ_CHECK(::ftruncate(fd, 0) == 0);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pwrite(fd, data + done, size - done, static_cast<off_t>(done));
+    FUZZ_CHECK(n > 0);
+    done += static_cast<size_t>(n);
+  }
+}
 
 void check_failed(const char* file, int line, const char* cond) {
   std::fprintf(stderr, "%s:%d: fuzz invariant broken: %s\n", file, line, cond);

@@ -1,5 +1,6 @@
-// Helpers shared by the fuzz targets: a reader that splits one input into fields, a strict
-// UTF-8 check, and the small generated vocabularies the text targets tokenize with.
+// Helpers shared by the fuzz targets: a reader that splits one input into fields, a memfd for
+// the parsers that read files, a strict UTF-8 check, the small generated vocabularies the text
+// targets tokenize with, and the cache shapes of the slot file target (and its seeds).
 #pragma once
 
 #include <cstddef>
@@ -8,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "model/kv_cache.h"
+#include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace specdec::fuzz {
@@ -40,6 +43,25 @@ class FuzzInput {
  private:
   std::string_view rest_;
 };
+
+// A memfd each input is written to (one per target and process, rewritten for every input) and
+// the path that opens it (/proc/self/fd/N): for the parsers that read a file by its path, which
+// then see an ordinary regular file.
+struct MemFile {
+  int fd = -1;
+  std::string path;
+  explicit MemFile(const char* name);
+  void write(const uint8_t* data, size_t size) const;
+};
+
+// The slot file target's models (engine/slot_file.h), by shape and a made-up fingerprint each:
+// a 2-layer target and a 1-layer draft, one KV head of 32 (q8_0 caches need a multiple of 32),
+// a context of kSlotFuzzContext tokens and a vocabulary of kSlotFuzzVocab.
+inline constexpr int32_t kSlotFuzzContext = 40;
+inline constexpr int32_t kSlotFuzzVocab = 300;
+inline constexpr uint64_t kSlotFuzzTargetFingerprint = 0x7a26e7f00d5107ULL;
+inline constexpr uint64_t kSlotFuzzDraftFingerprint = 0xd2af7f00d5107ULL;
+ModelConfig slot_fuzz_config(bool draft);
 
 // With SPECDEC_FUZZ_VERBOSE=1 in the environment, prints why an input was refused (`what`
 // names the step); otherwise does nothing. Handy when checking that seeds get past the parser.

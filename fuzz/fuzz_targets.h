@@ -43,6 +43,10 @@ int fuzz_one_grammar(const uint8_t* data, size_t size);
 // compiled, and its language checked against PCRE2's matches on a text and its prefixes.
 int fuzz_one_regex(const uint8_t* data, size_t size);
 
+// read_slot_file (a slot's saved K/V, engine/slot_file.h) on arbitrary bytes into caches of each
+// type; what it accepts is what it says, and written back gives the same bytes.
+int fuzz_one_slot_file(const uint8_t* data, size_t size);
+
 struct FuzzTarget {
   std::string_view name;  // the folder under fuzz/corpus and fuzz/regressions, fuzz_<name>
   int (*run)(const uint8_t*, size_t);
@@ -55,6 +59,7 @@ inline constexpr FuzzTarget kFuzzTargets[] = {
     {"http", fuzz_one_http},
     {"grammar", fuzz_one_grammar},
     {"regex", fuzz_one_regex},
+    {"slot_file", fuzz_one_slot_file},
 };
 
 // Aborts with a message naming the broken invariant: libFuzzer reports it as a crash and saves

@@ -30,29 +30,6 @@
 namespace specdec::fuzz {
 namespace {
 
-// The memfd every input is written to, and the path that opens it.
-struct MemFile {
-  int fd = -1;
-  std::string path;
-  MemFile() {
-    fd = ::memfd_create("specdec_fuzz_gguf", MFD_CLOEXEC);
-    if (fd < 0) {
-      std::perror("memfd_create");
-      std::abort();
-    }
-    path = "/proc/self/fd/" + std::to_string(fd);
-  }
-  void write(const uint8_t* data, size_t size) const {
-    FUZZ_CHECK(::ftruncate(fd, 0) == 0);
-    size_t done = 0;
-    while (done < size) {
-      const ssize_t n = ::pwrite(fd, data + done, size - done, static_cast<off_t>(done));
-      FUZZ_CHECK(n > 0);
-      done += static_cast<size_t>(n);
-    }
-  }
-};
-
 void check_tensors(const gguf::GgufFile& f) {
   const std::span<const uint8_t> map = f.mapping();
   FUZZ_CHECK(map.size() == f.file_size());
@@ -157,7 +134,7 @@ void check_tokenizer(const gguf::GgufFile& f) {
 }  // namespace
 
 int fuzz_one_gguf(const uint8_t* data, size_t size) {
-  static const MemFile mem;
+  static const MemFile mem("specdec_fuzz_gguf");
   mem.write(data, size);
   std::unique_ptr<gguf::GgufFile> f;
   try {

@@ -5,6 +5,7 @@
 // GgufWriter; the text targets get a few hand-written inputs in their formats (see the comment
 // at the top of each fuzz/<target>_fuzzer.cpp). Every file stays well under 64 KiB. The GGUF
 // seeds have no .gguf extension because the repository's .gitignore ignores *.gguf.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include "common/error.h"
+#include "engine/slot_file.h"
+#include "fuzz_support.h"
 #include "gguf/gguf_writer.h"
 #include "support/tiny_model.h"
 
@@ -341,6 +344,55 @@ ws ::= | " " | "\n" [ \t]{0,20}
            "aaaaaaaaaaaaaaab"));
 }
 
+// Slot files (engine/slot_file.h) in each cache type: text with the draft's rows from its start
+// and from a context window's base, without a draft section, and empty.
+void slot_file_seeds(const fs::path& dir) {
+  using specdec::KvCache;
+  using specdec::KvType;
+  using specdec::KvTypes;
+  namespace fz = specdec::fuzz;
+  const fs::path tmp = fs::temp_directory_path() / "specdec_fuzz_seed.slot";
+  const auto fill = [](KvCache& c, int32_t n) {
+    std::vector<float> k(static_cast<size_t>(c.head_dim())), v(k.size());
+    for (int32_t l = 0; l < c.n_layer(); ++l) {
+      for (int32_t s = 0; s < n; ++s) {
+        for (size_t d = 0; d < k.size(); ++d) {
+          k[d] = std::sin(static_cast<float>(l * 1000 + s * 40) + static_cast<float>(d));
+          v[d] = std::cos(static_cast<float>(l * 700 + s * 30) + static_cast<float>(d));
+        }
+        c.store(l, 0, s, k.data(), v.data());
+      }
+    }
+    c.advance(n);
+  };
+  const std::pair<const char*, KvTypes> kinds[] = {{"f32", KvTypes{}},
+                                                   {"f16", {KvType::F16, KvType::F16}},
+                                                   {"q8_0", {KvType::Q8_0, KvType::Q8_0}}};
+  for (const auto& [name, types] : kinds) {
+    struct Case {
+      const char* what;
+      int32_t tokens, draft_rows, draft_base;
+      bool with_draft;
+    };
+    for (const Case& c : {Case{"draft", 7, 6, 0, true}, Case{"window", 20, 5, 12, true},
+                          Case{"no_draft", 9, 0, 0, false}, Case{"empty", 0, 0, 0, true}}) {
+      KvCache target(fz::slot_fuzz_config(false), fz::kSlotFuzzContext, types);
+      KvCache draft(fz::slot_fuzz_config(true), fz::kSlotFuzzContext, types);
+      fill(target, c.tokens);
+      fill(draft, c.draft_rows);
+      std::vector<int32_t> tokens;
+      for (int32_t i = 0; i < c.tokens; ++i) tokens.push_back((i * 37 + 11) % fz::kSlotFuzzVocab);
+      specdec::write_slot_file(tmp.string(), tokens, {&target, fz::kSlotFuzzTargetFingerprint},
+                               {c.with_draft ? &draft : nullptr, fz::kSlotFuzzDraftFingerprint},
+                               c.draft_rows, c.draft_base);
+      std::ifstream in(tmp, std::ios::binary);
+      put(dir, std::string(name) + "_" + c.what,
+          std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+    }
+  }
+  fs::remove(tmp);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -356,6 +408,7 @@ int main(int argc, char** argv) {
     request_seeds(out / "request");
     http_seeds(out / "http");
     grammar_seeds(out / "grammar");
+    slot_file_seeds(out / "slot_file");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_make_seeds: %s\n", e.what());
     return 1;

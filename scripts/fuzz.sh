@@ -45,6 +45,7 @@ max_len() {
   case $1 in
     gguf) echo 32768 ;;
     request) echo 8192 ;;
+    slot_file) echo 16384 ;;
     *) echo 4096 ;;
   esac
 }

@@ -15,6 +15,7 @@ void StreamHash::mix(uint64_t word) {
 }
 
 void StreamHash::update(const void* data, size_t n) {
+  if (n == 0) return;  // (data may then be null, which memcpy must not see)
   const auto* p = static_cast<const uint8_t*>(data);
   length_ += n;
   while (n > 0 && n_tail_ > 0) {

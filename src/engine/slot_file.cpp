@@ -55,6 +55,7 @@ class Reader {
  public:
   Reader(std::FILE* f, const std::string& path, uint64_t size) : f_(f), path_(path), size_(size) {}
   void bytes(void* p, size_t n) {
+    if (n == 0) return;
     if (n > size_ - read_ || std::fread(p, 1, n, f_) != n) fail(path_, " is truncated");
     hash_.update(p, n);
     read_ += n;

@@ -97,6 +97,8 @@ void Metrics::record_http(const std::string& path, int status) {
   for (auto p : kKnownPaths) {
     if (path == p) label = p;
   }
+  // The slot actions, one label whatever the slot (POST /slots/{id}).
+  if (path.starts_with("/slots/")) label = "/slots/{id}";
   std::lock_guard lock(mu_);
   ++http_[{label, status}];
 }

@@ -24,6 +24,8 @@ TEST(Metrics, CountsRequestsTokensAndSpeculation) {
   m.record_http("/v1/chat/completions", 400);
   m.record_http("/wp-admin/evil", 404);
   m.record_http("/also/unknown", 404);
+  m.record_http("/slots/0", 200);  // the slot actions share one label, whatever the slot
+  m.record_http("/slots/9999", 200);
 
   GenerationStats s;
   s.prompt_tokens = 5;
@@ -49,6 +51,7 @@ TEST(Metrics, CountsRequestsTokensAndSpeculation) {
       sample(text, R"(specdec_http_requests_total{endpoint="/v1/chat/completions",status="400"})"),
       1);
   EXPECT_EQ(sample(text, R"(specdec_http_requests_total{endpoint="other",status="404"})"), 2);
+  EXPECT_EQ(sample(text, R"(specdec_http_requests_total{endpoint="/slots/{id}",status="200"})"), 2);
   EXPECT_EQ(sample(text, "specdec_generation_requests_total"), 3);
   EXPECT_EQ(sample(text, "specdec_generation_finished_total"), 1);
   EXPECT_EQ(sample(text, "specdec_generation_cancelled_total"), 1);

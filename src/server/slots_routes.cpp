@@ -23,20 +23,26 @@ void HttpServer::Impl::slot_action(const HttpRequest& req, HttpResponder& res) {
   const std::string file = (std::filesystem::path(config.slot_save_path) / r.filename).string();
   nlohmann::json out;
   std::optional<ApiError> failed;
-  const auto start = std::chrono::steady_clock::now();
-  const auto ms = [&start] {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-        .count();
-  };
   const bool ran = queue->with_idle_slot(r.slot, [&] {
+    // The action's own time, not the wait for the slot.
+    const auto start = std::chrono::steady_clock::now();
+    const auto ms = [&start] {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+          .count();
+    };
     try {
+      // (The stats first, then the time they took: one statement would leave the order open.)
       switch (r.action) {
-        case SlotAction::Save:
-          out = slot_saved_json(r, e.save_slot(r.slot, file), ms());
+        case SlotAction::Save: {
+          const Engine::SlotFileStats saved = e.save_slot(r.slot, file);
+          out = slot_saved_json(r, saved, ms());
           break;
-        case SlotAction::Restore:
-          out = slot_restored_json(r, e.restore_slot(r.slot, file), ms());
+        }
+        case SlotAction::Restore: {
+          const Engine::SlotFileStats restored = e.restore_slot(r.slot, file);
+          out = slot_restored_json(r, restored, ms());
           break;
+        }
         case SlotAction::Erase:
           out = slot_erased_json(r, e.erase_slot(r.slot));
           break;

@@ -67,7 +67,7 @@ def test_a_restored_slot_answers_as_one_that_read_the_text(cli, models, slot_ser
     # reads the prompt only once drafting pays).
     assert 0 <= saved["n_saved_draft"] <= n
     assert saved["n_written"] == os.path.getsize(store / "system.bin")
-    assert saved["timings"]["save_ms"] >= 0
+    assert saved["timings"]["save_ms"] > 0
     assert not [f for f in os.listdir(store) if f != "system.bin"]  # no temporary file left
 
     # Erased, then restored into the other slot: the follow-up reuses it there.
@@ -75,6 +75,7 @@ def test_a_restored_slot_answers_as_one_that_read_the_text(cli, models, slot_ser
     restored = action(s, 0, "restore", filename="system.bin")
     assert restored["n_restored"] == n and restored["n_read"] == saved["n_written"]
     assert restored["n_restored_draft"] == saved["n_saved_draft"]
+    assert restored["timings"]["restore_ms"] > 0
     got = complete(s, SYSTEM + QUESTION)
     assert got["id_slot"] == 0  # the slot whose cache starts with its prompt
     assert got["tokens_cached"] >= first["tokens_evaluated"] - 1
