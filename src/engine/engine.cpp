@@ -179,12 +179,17 @@ Engine::SlotFileStats Engine::restore_slot(int32_t slot, const std::string& path
   const SlotCachePart target{&s.target.mutable_cache(), fingerprint(false)};
   const SlotCachePart draft{s.draft ? &s.draft->mutable_cache() : nullptr,
                             s.draft ? fingerprint(true) : 0};
-  clear_slot(s);
+  // The slot stays as it was until the file's entries start to come in (a missing or refused
+  // file costs it nothing); from then on a failure empties it.
+  bool emptied = false;
   SlotFileRead read;
   try {
-    read = read_slot_file(path, target, target_.model->config().n_vocab, draft);
+    read = read_slot_file(path, target, target_.model->config().n_vocab, draft, [&] {
+      clear_slot(s);
+      emptied = true;
+    });
   } catch (...) {
-    clear_slot(s);
+    if (emptied) clear_slot(s);
     throw;
   }
   s.history = std::move(read.tokens);

@@ -242,8 +242,10 @@ class Engine {
   // Replaces what the slot caches with what `path` holds, which must come from this target model
   // with the same cache types (the draft's rows are skipped when they come from another draft
   // or types: the draft then reads the text again). A request whose prompt starts with the
-  // restored text reuses it as if the slot had read it. On any error (specdec::Error naming the
-  // file and the reason) the slot is left empty.
+  // restored text reuses it as if the slot had read it. On an error (specdec::Error naming the
+  // file and the reason) the slot is as it was when the file was refused before its entries were
+  // read (missing, not a slot file, another model, other cache types, too long), and empty when
+  // it failed while they were (truncated, corrupt).
   SlotFileStats restore_slot(int32_t slot, const std::string& path);
   // Forgets what the slot caches; returns how many tokens it held (with their K/V, as
   // save_slot would count them).

@@ -203,7 +203,7 @@ SlotFileWritten write_slot_file(const std::string& path, std::span<const int32_t
 }
 
 SlotFileRead read_slot_file(const std::string& path, const SlotCachePart& target, int32_t n_vocab,
-                            const SlotCachePart& draft) {
+                            const SlotCachePart& draft, const std::function<void()>& before_rows) {
   File f(std::fopen(path.c_str(), "rb"));
   if (!f) fail("cannot open slot file ", path, ": ", std::strerror(errno));
   struct stat st {};
@@ -235,6 +235,7 @@ SlotFileRead read_slot_file(const std::string& path, const SlotCachePart& target
     fail(path, " holds a target cache ", why, ": it cannot be restored here");
   }
   if (th.rows != n) fail(path, " is corrupt (", th.rows, " target entries for ", n, " tokens)");
+  if (before_rows) before_rows();
   read_rows(r, *target.cache, th.rows);
   const auto has_draft = r.value<uint8_t>();
   if (has_draft > 1) fail(path, " is corrupt (draft flag ", static_cast<int>(has_draft), ")");

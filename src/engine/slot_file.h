@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -53,11 +54,15 @@ struct SlotFileRead {
 };
 
 // Reads `path` into the target cache (and the draft's, see above), each then holding exactly
-// the file's entries. Throws specdec::Error naming the file and what is wrong with it (not a
-// slot file, another version, another target model, a shape or cache type that differs, more
-// tokens than the cache holds, a token id outside [0, n_vocab), truncated, checksum mismatch);
-// the caches' contents are then undefined and the caller must empty them.
+// the file's entries. Everything the file says about itself is checked first; before_rows (if
+// set) is called once, just before the first entry is written into a cache. Throws
+// specdec::Error naming the file and what is wrong with it (not a slot file, another version,
+// another target model, a shape or cache type that differs, more tokens than the cache holds, a
+// token id outside [0, n_vocab), truncated, checksum mismatch): if before_rows was called, the
+// caches' contents are then undefined and the caller must empty them; if not, they are as they
+// were.
 SlotFileRead read_slot_file(const std::string& path, const SlotCachePart& target, int32_t n_vocab,
-                            const SlotCachePart& draft);
+                            const SlotCachePart& draft,
+                            const std::function<void()>& before_rows = {});
 
 }  // namespace specdec

@@ -1,7 +1,7 @@
 // Engine::save_slot / restore_slot / erase_slot and the slot file (engine/slot_file.h): a
 // restored slot continues exactly as the slot that read the text itself would, in another
 // engine too; a file that does not fit (another model, other cache types, corrupt, truncated,
-// too long) is refused and leaves the slot empty.
+// too long) is refused, leaving the slot as it was or, once entries were read, empty.
 #include "engine/slot_file.h"
 
 #include <gtest/gtest.h>
@@ -205,61 +205,74 @@ TEST_F(SlotFile, ARestoredSlotOffersItsTextToTheOtherSlots) {
   EXPECT_EQ(got.tokens, fresh.generate(request, greedy(10), {}).tokens);
 }
 
-TEST_F(SlotFile, RefusesWhatDoesNotFitAndLeavesTheSlotEmpty) {
+TEST_F(SlotFile, RefusesWhatDoesNotFitKeepingTheSlotUntilItsEntriesAreRead) {
   const std::vector<int32_t> prompt = prompt_of(40, 5);
   Engine writer(*target_, draft_.get(), options());
   writer.generate(prompt, greedy(4), {});
   writer.save_slot(0, path_, 40);
   const std::vector<uint8_t> good = file_bytes(path_);
 
-  const auto refused = [&](Engine& e, const std::string& file, const std::string& why) {
-    e.generate(prompt_of(20, 8), greedy(2), {});  // something cached before
+  // Refused with `why`; a file refused before its entries are read leaves the slot as it was
+  // (it then reuses what it held), one that fails while they are read leaves it empty.
+  enum Slot { Kept, Emptied };
+  const auto refused = [&](Engine& e, const std::string& file, const std::string& why, Slot after) {
+    const std::vector<int32_t> before = prompt_of(20, 8);
+    e.generate(before, greedy(2), {});  // something cached before
+    const std::vector<int32_t> held = e.slot_history(0);
     try {
       e.restore_slot(0, file);
       ADD_FAILURE() << "restored: " << why;
     } catch (const Error& err) {
       EXPECT_NE(std::string(err.what()).find(why), std::string::npos) << err.what();
     }
-    EXPECT_TRUE(e.slot_history(0).empty()) << why;
+    if (after == Emptied) {
+      EXPECT_TRUE(e.slot_history(0).empty()) << why;
+      return;
+    }
+    EXPECT_EQ(e.slot_history(0), held) << why;
+    std::vector<int32_t> again = before;
+    again.push_back(77);
+    const GenerationResult r = e.generate(again, greedy(4), {});
+    EXPECT_EQ(r.stats.cached_tokens, 20) << why;
   };
   Engine other(*other_target_, draft_.get(), options());
-  refused(other, path_, "another model");
+  refused(other, path_, "another model", Kept);
   Engine f16(*target_, draft_.get(), options(1, {KvType::F16, KvType::F16}));
-  refused(f16, path_, "where this one stores f16");
+  refused(f16, path_, "where this one stores f16", Kept);
   EngineOptions small = options();
   small.n_ctx = 32;
   Engine short_ctx(*target_, draft_.get(), small);
-  refused(short_ctx, path_, "context holds 32");
+  refused(short_ctx, path_, "context holds 32", Kept);
 
   Engine e(*target_, draft_.get(), options());
-  refused(e, testing::temp_path("no_such_slot.bin"), "cannot open");
+  refused(e, testing::temp_path("no_such_slot.bin"), "cannot open", Kept);
   const std::string bad = testing::temp_path("bad_slot.bin");
   std::vector<uint8_t> bytes = good;
   bytes[bytes.size() / 2] ^= 0x01;  // one bit inside the target's rows
   write_bytes(bad, bytes);
-  refused(e, bad, "corrupt");
+  refused(e, bad, "corrupt", Emptied);
   write_bytes(bad, std::vector<uint8_t>(good.begin(), good.begin() + good.size() - 100));
-  refused(e, bad, "truncated");
+  refused(e, bad, "truncated", Emptied);
   bytes = good;
   bytes.push_back(0);
   write_bytes(bad, bytes);
-  refused(e, bad, "past its end");
+  refused(e, bad, "past its end", Emptied);
   bytes = good;
   bytes[0] = 'X';
   write_bytes(bad, bytes);
-  refused(e, bad, "not a specdec slot file");
+  refused(e, bad, "not a specdec slot file", Kept);
   bytes = good;
   bytes[8] = 9;  // the version
   write_bytes(bad, bytes);
-  refused(e, bad, "version 9");
+  refused(e, bad, "version 9", Kept);
   bytes = good;
   bytes[16] = 0xff;  // the first token's id, now outside the vocabulary
   bytes[17] = 0xff;
   write_bytes(bad, bytes);
-  refused(e, bad, "outside this vocabulary");
+  refused(e, bad, "outside this vocabulary", Kept);
   const std::string dir = testing::temp_path("slot_dir");
   std::filesystem::create_directories(dir);
-  refused(e, dir, "not a regular file");
+  refused(e, dir, "not a regular file", Kept);
 
   // After all that the slot still works, and the good file still restores.
   EXPECT_EQ(e.restore_slot(0, path_).tokens, 40);

@@ -119,11 +119,12 @@ def test_refusals_are_400s_in_llama_servers_words(cli, models, slot_server, save
         doc = action(s, 0, "save", status=400, filename=name)
         assert doc["error"]["message"] == "Invalid filename"
     assert not (save_dir / "escape.bin").exists()
+    held = complete(s, SYSTEM, id_slot=0)
     doc = action(s, 0, "restore", status=400, filename="missing.bin")
     assert "cannot open" in doc["error"]["message"]
+    # Refused before anything was read: the slot still holds its text.
+    assert action(s, 0, "save", filename="good.bin")["n_saved"] >= held["tokens_evaluated"]
     # A corrupt copy, and one from another model, are refused; the slot still serves.
-    complete(s, SYSTEM, id_slot=0)
-    action(s, 0, "save", filename="good.bin")
     data = bytearray((store / "good.bin").read_bytes())
     data[len(data) // 2] ^= 1
     (store / "bad.bin").write_bytes(bytes(data))
