@@ -336,6 +336,14 @@ TEST_F(Cli, DraftCacheTypesAreTheDraftsOwn) {
   EXPECT_EQ(memory("target")["kv_cache_type_k"], "f32");
   expect_clean_error(run_cli({"run", "-m", *target_, "-md", draft, "-p", "x", "-ctvd", "q4"}),
                      "--cache-type-v-draft must be f32, f16 or q8_0, got 'q4'");
+  // Without a draft model the flags would change nothing: refused, not ignored.
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "-ctkd", "q8_0"}),
+                     "give -md DRAFT too");
+  for (const char* cmd : {"chat", "serve", "verify-cost"}) {
+    expect_clean_error(run_cli({cmd, "-m", *target_, "-ctkd", "q8_0"}), "give -md DRAFT too");
+  }
+  expect_clean_error(run_cli({"run", "-m", *target_, "--draft-ngram", "-p", "x", "-ctvd", "f16"}),
+                     "give -md DRAFT too");
 }
 
 TEST_F(Cli, SampledRunsRepeatWithTheSameSeed) {

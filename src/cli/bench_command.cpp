@@ -202,6 +202,7 @@ int bench_command(const std::vector<std::string>& args) {
   }
   check_draft_model_options(o.drafting);  // bad --draft-*type values fail before any model loads
   const bool hybrid = check_hybrid_option(o.drafting.hybrid, !o.draft_model.empty());
+  o.draft_kv_types.check(!o.draft_model.empty());
   check_ngram_options(o.ngram, o.ngram_given, o.draft_ngram || hybrid);
   std::vector<BenchPrompt> prompts = load_prompts(o);
 

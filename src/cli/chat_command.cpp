@@ -95,6 +95,7 @@ int chat_command(const std::vector<std::string>& args) {
   if (model.empty()) fail("-m MODEL is required (see specdec chat --help)");
   check_draft_model_options(drafting);  // bad --draft-*type values fail before any model loads
   const bool hybrid = check_hybrid_option(drafting.hybrid, !draft_model.empty());
+  draft_kv_types.check(!draft_model.empty());
 
   LoadedModel target = LoadedModel::load(model);
   std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting);

@@ -147,6 +147,14 @@ std::optional<KvTypes> DraftKvTypeFlags::resolve(KvTypes target) const {
   return KvTypes{k.value_or(target.k), v.value_or(target.v)};
 }
 
+void DraftKvTypeFlags::check(bool has_draft_model) const {
+  if ((k || v) && !has_draft_model) {
+    fail(
+        "-ctkd/-ctvd set the draft model's cache types: give -md DRAFT too (without a draft "
+        "model they would change nothing)");
+  }
+}
+
 void add_draft_kv_type_options(ArgParser& p, DraftKvTypeFlags& types) {
   const auto help = [](const char* what) {
     return str_cat("how the draft's KV caches store ", what,

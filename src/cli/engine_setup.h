@@ -72,6 +72,8 @@ struct DraftKvTypeFlags {
   std::optional<KvType> k, v;
   // EngineOptions::draft_kv_types: nullopt when neither flag was given.
   std::optional<KvTypes> resolve(KvTypes target) const;
+  // Fails (one line) when a flag was given but there is no draft model for it to apply to.
+  void check(bool has_draft_model) const;
 };
 void add_draft_kv_type_options(ArgParser& p, DraftKvTypeFlags& types);
 

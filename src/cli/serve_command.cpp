@@ -170,6 +170,7 @@ int serve_command(const std::vector<std::string>& args) {
   if (model.empty()) fail("-m MODEL is required (see specdec serve --help)");
   check_draft_model_options(drafting);  // bad --draft-*type values fail before any model loads
   config.hybrid = check_hybrid_option(drafting.hybrid, !draft_model.empty());
+  draft_kv_types.check(!draft_model.empty());
   config.draft_length = drafting.length;
   config.draft_context = drafting.context;
   if (max_body == 0) fail("--max-body-bytes must be at least 1");

@@ -169,6 +169,7 @@ int verify_cost_command(const std::vector<std::string>& args) {
   }
   if (model_path.empty()) fail("-m MODEL is required (see specdec verify-cost --help)");
   check_draft_model_options(draft_options);
+  draft_kv_types.check(!draft_path.empty());
   LoadedModel m = LoadedModel::load(model_path);
   const int32_t n_ctx_train = m.model->config().n_ctx_train;
   if (prefix_len + k_max > n_ctx_train) {
