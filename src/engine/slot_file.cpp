@@ -129,23 +129,28 @@ const char* type_name(uint8_t t) {
   return t <= static_cast<uint8_t>(KvType::Q8_0) ? kv_type_name(static_cast<KvType>(t)) : "?";
 }
 
-// Why the section cannot go into `c` ("" when it can).
-std::string mismatch(const SectionHead& h, const SlotCachePart& part) {
+// Why the section cannot go into the part's cache, as what follows the file's name ("" when it
+// can).
+std::string mismatch(const SectionHead& h, const SlotCachePart& part, const char* which) {
   const KvCache& c = *part.cache;
-  if (h.fingerprint != part.fingerprint) return "another model's (a different GGUF file)";
+  if (h.fingerprint != part.fingerprint) {
+    return str_cat("was written for another model (a different ", which, " GGUF file)");
+  }
   if (h.n_layer != static_cast<uint32_t>(c.n_layer()) ||
       h.n_head_kv != static_cast<uint32_t>(c.n_head_kv()) ||
       h.head_dim != static_cast<uint32_t>(c.head_dim())) {
-    return "of another shape";
+    return str_cat("holds a ", which, " cache of another shape");
   }
   if (h.k != static_cast<uint8_t>(c.types().k) || h.v != static_cast<uint8_t>(c.types().v)) {
-    return str_cat("stored as K ", type_name(h.k), ", V ", type_name(h.v),
+    return str_cat("stores the ", which, "'s K as ", type_name(h.k), " and V as ", type_name(h.v),
                    " where this one stores ", kv_types_name(c.types()), " (-ctk/-ctv)");
   }
   if (h.rows > static_cast<uint32_t>(c.capacity())) {
-    return str_cat("of ", h.rows, " entries where the context holds ", c.capacity());
+    return str_cat("holds ", h.rows, " ", which, " entries where the context holds ", c.capacity());
   }
-  if (h.bytes != c.row_bytes(static_cast<int32_t>(h.rows))) return "of a size that does not fit";
+  if (h.bytes != c.row_bytes(static_cast<int32_t>(h.rows))) {
+    return str_cat("holds ", which, " entries of a size that does not fit");
+  }
   return "";
 }
 
@@ -231,8 +236,8 @@ SlotFileRead read_slot_file(const std::string& path, const SlotCachePart& target
     if (id < 0 || id >= n_vocab) fail(path, " holds token id ", id, ", outside this vocabulary");
   }
   const SectionHead th = read_section_head(r);
-  if (const std::string why = mismatch(th, target); !why.empty()) {
-    fail(path, " holds a target cache ", why, ": it cannot be restored here");
+  if (const std::string why = mismatch(th, target, "target"); !why.empty()) {
+    fail(path, " ", why, ": it cannot be restored here");
   }
   if (th.rows != n) fail(path, " is corrupt (", th.rows, " target entries for ", n, " tokens)");
   if (before_rows) before_rows();
@@ -245,7 +250,7 @@ SlotFileRead read_slot_file(const std::string& path, const SlotCachePart& target
     if (base > n || dh.rows > n - base) {
       fail(path, " is corrupt (", dh.rows, " draft entries from token ", base, " of ", n, ")");
     }
-    if (draft.cache != nullptr && mismatch(dh, draft).empty()) {
+    if (draft.cache != nullptr && mismatch(dh, draft, "draft").empty()) {
       read_rows(r, *draft.cache, dh.rows);
       out.draft_rows = static_cast<int32_t>(dh.rows);
       out.draft_base = out.draft_rows > 0 ? static_cast<int32_t>(base) : 0;
