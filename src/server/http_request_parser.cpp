@@ -8,6 +8,29 @@
 namespace specdec::server {
 namespace {
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percent_decode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 &&
+               hex_digit(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
 // Empty lines a client may send before a request line (RFC 9112 section 2.2 allows ignoring
 // "at least one"); more is noise we do not wait for.
 constexpr size_t kMaxLeadingBlankLines = 4;
@@ -301,6 +324,21 @@ HttpRequest HttpRequestParser::take() {
   header_bytes_ = blank_lines_ = 0;
   remaining_ = 0;
   return out;
+}
+
+std::optional<std::string> query_value(std::string_view target, std::string_view name) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (percent_decode(pair.substr(0, eq)) != name) continue;
+    return eq == std::string_view::npos ? std::string() : percent_decode(pair.substr(eq + 1));
+  }
+  return std::nullopt;
 }
 
 }  // namespace specdec::server

@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -52,6 +53,10 @@ struct HttpRequest {
   // The first value of a header (name in lowercase), or "" when absent.
   std::string_view header(std::string_view lowercase_name) const;
 };
+
+// The value of `name` in a request target's query ("/slots/0?action=save" gives "save" for
+// "action"), percent-decoded ('+' as a space); "" for a name without '=', nullopt when absent.
+std::optional<std::string> query_value(std::string_view target, std::string_view name);
 
 class HttpRequestParser {
  public:

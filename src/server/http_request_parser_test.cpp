@@ -172,5 +172,16 @@ TEST(HttpRequestParser, TakeResetsForTheNextRequest) {
   EXPECT_TRUE(r.headers.empty());
 }
 
+TEST(HttpRequestParser, QueryValuesArePercentDecoded) {
+  EXPECT_EQ(query_value("/slots/0?x=1&action=restore", "action"), "restore");
+  EXPECT_EQ(query_value("/slots/0?%61ction=%65rase", "action"), "erase");
+  EXPECT_EQ(query_value("/x?a=1&b=c+d%2F&e", "b"), "c d/");
+  EXPECT_EQ(query_value("/x?a=1&b=2&e", "e"), "");
+  EXPECT_EQ(query_value("/x?a=1", "b"), std::nullopt);
+  EXPECT_EQ(query_value("/x", "a"), std::nullopt);
+  EXPECT_EQ(query_value("/x?a=%zz%4", "a"), "%zz%4");  // not an escape: kept as sent
+  EXPECT_EQ(query_value("/slots?xfail_on_no_slot=1", "fail_on_no_slot"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace specdec::server

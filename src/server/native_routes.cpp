@@ -183,7 +183,7 @@ void HttpServer::Impl::props(const HttpRequest& req, HttpResponder& res) {
   }
   const std::vector<GenerationQueue::SlotState> states = queue->slot_states();
   // ?fail_on_no_slot=1: a 503 when every slot is busy (load balancers probe with it).
-  if (req.target.find("fail_on_no_slot=1") != std::string::npos &&
+  if (query_value(req.target, "fail_on_no_slot") == "1" &&
       std::all_of(states.begin(), states.end(), [](const auto& s) { return s.processing; })) {
     throw ApiError(503, "no slot available", "unavailable_error", "", "no_slot_available");
   }

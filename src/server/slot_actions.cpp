@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "server/api_error.h"
+#include "server/http_request_parser.h"
 #include "server/request_parsing.h"
 
 namespace specdec::server {
@@ -13,48 +14,6 @@ std::optional<std::string_view> slot_path_id(std::string_view path) {
   constexpr std::string_view kPrefix = "/slots/";
   if (!path.starts_with(kPrefix) || path.size() == kPrefix.size()) return std::nullopt;
   return path.substr(kPrefix.size());
-}
-
-namespace {
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string percent_decode(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && hex_digit(s[i + 1]) >= 0 &&
-               hex_digit(s[i + 2]) >= 0) {
-      out += static_cast<char>(hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-std::optional<std::string> query_value(std::string_view target, std::string_view name) {
-  const size_t q = target.find('?');
-  if (q == std::string_view::npos) return std::nullopt;
-  std::string_view rest = target.substr(q + 1);
-  while (!rest.empty()) {
-    const size_t amp = rest.find('&');
-    const std::string_view pair = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-    const size_t eq = pair.find('=');
-    if (percent_decode(pair.substr(0, eq)) != name) continue;
-    return eq == std::string_view::npos ? std::string() : percent_decode(pair.substr(eq + 1));
-  }
-  return std::nullopt;
 }
 
 bool valid_slot_filename(std::string_view name) {

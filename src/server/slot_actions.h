@@ -25,9 +25,6 @@ struct SlotActionRequest {
 
 // The slot number from "/slots/{id}", or nullopt when the path is not of that form.
 std::optional<std::string_view> slot_path_id(std::string_view path);
-// The value of `name` in a request target's query ("/slots/0?action=save"), percent-decoded;
-// nullopt when absent.
-std::optional<std::string> query_value(std::string_view target, std::string_view name);
 
 // Parses and checks a request (400 ApiErrors in llama-server's words: "Invalid slot ID",
 // "Invalid action", "Invalid filename"). n_slots bounds the slot number.
