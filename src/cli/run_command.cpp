@@ -199,11 +199,7 @@ int run_command(const std::vector<std::string>& args) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - restore_start)
             .count();
     if (!o.quiet) {
-      const std::vector<int32_t> held = engine.slot_history(0);
-      size_t common = 0;
-      while (common < held.size() && common < tokens.size() && held[common] == tokens[common]) {
-        ++common;
-      }
+      const size_t common = shared_prefix(engine.slot_history(0), tokens);
       std::cerr << "prompt cache: " << o.prompt_cache << " holds " << restored.tokens
                 << " tokens (the draft's K/V for " << restored.draft_tokens << "), " << common
                 << " of them this prompt's start; read in " << std::fixed << std::setprecision(1)

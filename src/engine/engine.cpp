@@ -48,10 +48,14 @@ const char* drafter_kind_name(DrafterKind kind) {
   return "?";
 }
 
+size_t shared_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
+  return static_cast<size_t>(std::ranges::mismatch(a, b).in1 - a.begin());
+}
+
 namespace {
 // How many of the first n tokens of a and b (n at most either's size) are the same.
 int32_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b, int32_t n) {
-  return static_cast<int32_t>(std::mismatch(a.begin(), a.begin() + n, b.begin()).first - a.begin());
+  return static_cast<int32_t>(shared_prefix(a.first(static_cast<size_t>(n)), b));
 }
 
 // With several slots a request's passes join the batch until it returns, however it returns

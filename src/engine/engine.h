@@ -205,6 +205,10 @@ using PieceCallback = std::function<bool(std::string_view text, TokenOrigin orig
 // GenerationResult::prompt_logprobs (when the prompt has more than one token).
 using LogprobCallback = std::function<void(std::span<const TokenLogprob>)>;
 
+// How many leading tokens a and b share (a slot's history and a prompt: what a request would
+// reuse).
+size_t shared_prefix(std::span<const int32_t> a, std::span<const int32_t> b);
+
 class Engine {
  public:
   // Checks draft/target vocabulary compatibility (throws specdec::Error on mismatch).

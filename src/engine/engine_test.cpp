@@ -42,6 +42,15 @@ class EngineTest : public ::testing::Test {
   std::unique_ptr<LoadedModel> model_;
 };
 
+TEST(SharedPrefix, CountsTheLeadingTokensBothHold) {
+  const std::vector<int32_t> a = {1, 2, 3, 4}, b = {1, 2, 9}, c = {1, 2};
+  EXPECT_EQ(shared_prefix(a, b), 2u);
+  EXPECT_EQ(shared_prefix(a, c), 2u);  // all of the shorter one
+  EXPECT_EQ(shared_prefix(c, a), 2u);
+  EXPECT_EQ(shared_prefix(a, {}), 0u);
+  EXPECT_EQ(shared_prefix(a, a), 4u);
+}
+
 TEST_F(EngineTest, FinishReasonsTellLengthFromAFullContext) {
   // 16 slots, 10 prompt tokens: the last prompt token and 6 more fit, so 7 can be generated.
   GenerationResult full = run(16, 100);

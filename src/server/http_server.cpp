@@ -479,8 +479,7 @@ void HttpServer::attach(Engine& engine, ModelFacts facts) {
       impl_->config.queue_size, impl_->metrics, engine.n_slots(),
       [&engine](int32_t slot, std::span<const int32_t> prompt) -> size_t {
         const std::vector<int32_t> history = engine.slot_history(slot);
-        size_t n = 0;
-        while (n < history.size() && n < prompt.size() && history[n] == prompt[n]) ++n;
+        const size_t n = shared_prefix(history, prompt);
         // A prompt that continues most of what the slot holds (a follow-up turn) reuses it; one
         // that shares only a little (a common system prompt) would destroy the rest of that
         // cache for a small gain, so it counts as no match and takes the stalest slot
