@@ -211,25 +211,25 @@ size_t KvCache::row_bytes(int32_t n) const {
   return total;
 }
 
+const void* KvCache::run_data(int part, int32_t layer, int32_t head) const {
+  const size_t at = offset(layer, head, 0);
+  switch (part == 0 ? types_.k : types_.v) {
+    case KvType::F32:
+      return (part == 0 ? k_ : v_).data() + at;
+    case KvType::F16:
+      return (part == 0 ? k16_ : v16_).data() + at;
+    case KvType::Q8_0:
+      return part == 0 ? k8_.data() + k8_tile_offset(layer, head, 0)
+                       : v8_.data() + at / head_dim_ * v8_row_bytes_;
+  }
+  return nullptr;
+}
+
 void KvCache::save_rows(int32_t n, const RowWriter& write) const {
   if (n < 0 || n > length_) fail("KV cache save of ", n, " entries outside [0, ", length_, "]");
   for_each_run(*this, n, tile_bytes_, v8_row_bytes_,
                [&](int part, int32_t l, int32_t h, size_t bytes) {
-                 if (bytes == 0) return;
-                 const KvType type = part == 0 ? types_.k : types_.v;
-                 const void* at = nullptr;
-                 switch (type) {
-                   case KvType::F32:
-                     at = part == 0 ? k(l, h, 0) : v(l, h, 0);
-                     break;
-                   case KvType::F16:
-                     at = part == 0 ? k16(l, h, 0) : v16(l, h, 0);
-                     break;
-                   case KvType::Q8_0:
-                     at = part == 0 ? static_cast<const void*>(k8_tiles(l, h)) : v8(l, h, 0);
-                     break;
-                 }
-                 write(at, bytes);
+                 if (bytes > 0) write(run_data(part, l, h), bytes);
                });
 }
 
@@ -239,23 +239,8 @@ void KvCache::load_rows(int32_t n, const RowReader& read) {
   length_ = 0;
   for_each_run(*this, n, tile_bytes_, v8_row_bytes_,
                [&](int part, int32_t l, int32_t h, size_t bytes) {
-                 if (bytes == 0) return;
-                 const KvType type = part == 0 ? types_.k : types_.v;
-                 const size_t at = offset(l, h, 0);
-                 void* to = nullptr;
-                 switch (type) {
-                   case KvType::F32:
-                     to = (part == 0 ? k_.data() : v_.data()) + at;
-                     break;
-                   case KvType::F16:
-                     to = (part == 0 ? k16_.data() : v16_.data()) + at;
-                     break;
-                   case KvType::Q8_0:
-                     to = part == 0 ? k8_.data() + k8_tile_offset(l, h, 0)
-                                    : v8_.data() + at / head_dim_ * v8_row_bytes_;
-                     break;
-                 }
-                 read(to, bytes);
+                 // The cache's own storage, reached through the const accessor.
+                 if (bytes > 0) read(const_cast<void*>(run_data(part, l, h)), bytes);
                });
   length_ = n;
 }

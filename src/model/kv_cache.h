@@ -116,6 +116,9 @@ class KvCache {
     return ((static_cast<size_t>(layer) * n_head_kv_ + head) * capacity_ + slot) * head_dim_;
   }
   size_t n_tiles() const { return (static_cast<size_t>(capacity_) + 15) / 16; }
+  // Where slot 0 of part (0: K, 1: V) of layer, head lies in the part's storage: the run that
+  // save_rows and load_rows copy.
+  const void* run_data(int part, int32_t layer, int32_t head) const;
   size_t k8_tile_offset(int32_t layer, int32_t head, int32_t slot) const {
     return ((static_cast<size_t>(layer) * n_head_kv_ + head) * n_tiles() + slot / 16) * tile_bytes_;
   }
