@@ -16,14 +16,12 @@ bits). Last, a second server restores the file and answers the first question.
 """
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from bench_common import ROOT, add_pair_server_args, die, post_json, wait_healthy  # noqa: E402
@@ -59,11 +57,7 @@ def ask(base, prompt, tokens):
 
 
 def action(base, name, **body):
-    req = urllib.request.Request(f"{base}/slots/0?action={name}",
-                                 data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=600) as r:
-        return json.load(r)
+    return post_json(base, f"/slots/0?action={name}", body)
 
 
 def main():
