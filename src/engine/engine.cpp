@@ -12,7 +12,6 @@
 #include "engine/indent_limit.h"
 #include "engine/model_lm.h"
 #include "engine/prompt_scoring.h"
-#include "engine/slot_file.h"
 #include "engine/stop_matcher.h"
 #include "engine/text_origins.h"
 #include "engine/vocab_compat.h"
@@ -152,6 +151,11 @@ uint64_t Engine::fingerprint(bool draft) {
   return *fp;
 }
 
+std::pair<SlotCachePart, SlotCachePart> Engine::cache_parts(Sequences& s) {
+  return {{&s.target.mutable_cache(), fingerprint(false)},
+          {s.draft ? &s.draft->mutable_cache() : nullptr, s.draft ? fingerprint(true) : 0}};
+}
+
 void Engine::clear_slot(Sequences& s) {
   if (coordinator_ && options_.share_prefixes) withdraw_offer(s, 0);
   s.history.clear();
@@ -169,9 +173,7 @@ Engine::SlotFileStats Engine::save_slot(int32_t slot, const std::string& path, i
   const int32_t n_draft =
       s.draft ? std::clamp(std::min(s.draft->length(), n - s.draft_base), 0, n) : 0;
   const int32_t draft_base = n_draft > 0 ? s.draft_base : 0;
-  const SlotCachePart target{&s.target.mutable_cache(), fingerprint(false)};
-  const SlotCachePart draft{s.draft ? &s.draft->mutable_cache() : nullptr,
-                            s.draft ? fingerprint(true) : 0};
+  const auto [target, draft] = cache_parts(s);
   const SlotFileWritten written =
       write_slot_file(path, std::span<const int32_t>(s.history).first(static_cast<size_t>(n)),
                       target, draft, n_draft, draft_base);
@@ -180,9 +182,7 @@ Engine::SlotFileStats Engine::save_slot(int32_t slot, const std::string& path, i
 
 Engine::SlotFileStats Engine::restore_slot(int32_t slot, const std::string& path) {
   Sequences& s = slot_at(slot);
-  const SlotCachePart target{&s.target.mutable_cache(), fingerprint(false)};
-  const SlotCachePart draft{s.draft ? &s.draft->mutable_cache() : nullptr,
-                            s.draft ? fingerprint(true) : 0};
+  const auto [target, draft] = cache_parts(s);
   // The slot stays as it was until the file's entries start to come in (a missing or refused
   // file costs it nothing); from then on a failure empties it.
   bool emptied = false;

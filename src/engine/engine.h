@@ -19,6 +19,7 @@
 
 #include "engine/embedding.h"
 #include "engine/loaded_model.h"
+#include "engine/slot_file.h"
 #include "grammar/grammar.h"
 #include "sampling/distribution.h"
 #include "speculative/ngram_drafter.h"
@@ -300,6 +301,9 @@ class Engine {
   Sequences& slot_at(int32_t slot);
   // Empties slot s's caches and history, withdrawing what it offered other slots.
   void clear_slot(Sequences& s);
+  // Slot s's target and draft caches with their models' fingerprints, as slot files name them
+  // (no draft cache without a draft model).
+  std::pair<SlotCachePart, SlotCachePart> cache_parts(Sequences& s);
   // Guards every slot's Sequences::shared, shared_draft, claim, reading and draft_reading, and is
   // held while one slot copies entries from another's caches (share_prefix, copy_draft_rows).
   std::mutex share_mu_;
