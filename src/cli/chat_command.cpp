@@ -54,6 +54,7 @@ int chat_command(const std::vector<std::string>& args) {
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int64_t seed = -1;
   PenaltyParams penalties;
+  SamplingParams filters;  // --typical, --top-nsigma, --xtc-*
   ArgParser p("specdec chat -m MODEL [-md DRAFT] [options]",
               "Interactive chat in the terminal with the model's chat template. Type a message\n"
               "and press Enter; the reply streams as it is generated. Commands: /reset (forget\n"
@@ -79,6 +80,7 @@ int chat_command(const std::vector<std::string>& args) {
               1.0);
   p.add_float({"--min-p"}, "P", "drop tokens below P times the top probability (0: off)", min_p,
               0.0, 1.0);
+  add_filter_options(p, filters);
   add_penalty_options(p, penalties);
   p.add_value({"-s", "--seed"}, "SEED", "random seed (default: -1, random)",
               [&seed](const std::string& v) {
@@ -150,6 +152,7 @@ int chat_command(const std::vector<std::string>& args) {
     go.sampling.top_k = top_k;
     go.sampling.top_p = top_p;
     go.sampling.min_p = min_p;
+    take_filters(filters, go.sampling);
     go.sampling.seed = seeds();  // a fresh stream per turn, reproducible from -s
     go.penalties = penalties;
     go.draft_max = draft_max_for(draft_max, go.sampling.greedy(), true);

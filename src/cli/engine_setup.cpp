@@ -261,6 +261,35 @@ std::shared_ptr<const Grammar> load_grammar(const GrammarOptions& options) {
   }
 }
 
+void add_filter_options(ArgParser& p, SamplingParams& filters) {
+  const auto add = [&p, &filters](const char* name, float SamplingParams::*field,
+                                  const char* help) {
+    p.add_value({name}, "N", help, [&filters, name, field](const std::string& v) {
+      filters.*field = static_cast<float>(parse_float(v, name));
+      check_sampling_params(filters);
+    });
+  };
+  add("--typical", &SamplingParams::typical_p,
+      "locally typical sampling: keep the tokens whose surprise is nearest the entropy, up to "
+      "probability N (1: off) (default: 1)");
+  add("--top-nsigma", &SamplingParams::top_n_sigma,
+      "keep the tokens whose logit is within N standard deviations of the largest (<= 0: off) "
+      "(default: -1)");
+  add("--xtc-probability", &SamplingParams::xtc_probability,
+      "XTC: with probability N, exclude the tokens at or above --xtc-threshold but the least "
+      "likely of them, 0..1 (0: off) (default: 0)");
+  add("--xtc-threshold", &SamplingParams::xtc_threshold,
+      "XTC: the probability that makes a token a top choice, 0..1 (above 0.5: off) "
+      "(default: 0.1)");
+}
+
+void take_filters(const SamplingParams& filters, SamplingParams& sampling) {
+  sampling.typical_p = filters.typical_p;
+  sampling.top_n_sigma = filters.top_n_sigma;
+  sampling.xtc_probability = filters.xtc_probability;
+  sampling.xtc_threshold = filters.xtc_threshold;
+}
+
 void add_penalty_options(ArgParser& p, PenaltyParams& penalties) {
   // Each value is checked as it is parsed, with the ranges of check_penalty_params (the
   // vocabulary is not known yet: ids are checked when the engine runs).

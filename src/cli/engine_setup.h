@@ -11,6 +11,7 @@
 #include "cli/arg_parser.h"
 #include "engine/loaded_model.h"
 #include "grammar/grammar.h"
+#include "sampling/distribution.h"
 #include "speculative/drafter.h"
 #include "speculative/ngram_drafter.h"
 
@@ -93,6 +94,12 @@ inline constexpr bool kDefaultDraftHybrid = true;
 // (llama.cpp's names; sampling/penalties.h has what each does). Ranges are checked at parse
 // time, token ids against the vocabulary when the engine runs.
 void add_penalty_options(ArgParser& p, PenaltyParams& penalties);
+
+// llama.cpp's further filters, --typical, --top-nsigma, --xtc-probability and --xtc-threshold,
+// parsed into those fields of `filters` (each range-checked as it is parsed); the other fields of
+// `filters` are left alone. take_filters copies the four into a request's sampling settings.
+void add_filter_options(ArgParser& p, SamplingParams& filters);
+void take_filters(const SamplingParams& filters, SamplingParams& sampling);
 
 // Structured output, with llama.cpp's flags: --grammar GBNF, --grammar-file FILE, -j/--json-schema
 // SCHEMA, -jf/--json-schema-file FILE; and --regex PATTERN, as vLLM's guided_regex (at most one

@@ -33,6 +33,7 @@ struct RunOptions {
   DraftKvTypeFlags draft_kv_types;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int32_t top_k = 40;
+  SamplingParams filters;  // --typical, --top-nsigma, --xtc-*
   PenaltyParams penalties;
   GrammarOptions grammar;
   NgramParams ngram;
@@ -82,6 +83,7 @@ int run_command(const std::vector<std::string>& args) {
               0.0, 1.0);
   p.add_float({"--min-p"}, "P", "drop tokens below P times the top probability (0: off)", o.min_p,
               0.0, 1.0);
+  add_filter_options(p, o.filters);
   add_penalty_options(p, o.penalties);
   add_grammar_options(p, o.grammar);
   p.add_value({"-s", "--seed"}, "SEED",
@@ -175,6 +177,7 @@ int run_command(const std::vector<std::string>& args) {
   go.sampling.top_k = o.top_k;
   go.sampling.top_p = o.top_p;
   go.sampling.min_p = o.min_p;
+  take_filters(o.filters, go.sampling);
   go.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
   go.penalties = o.penalties;
   go.grammar = grammar;

@@ -106,6 +106,10 @@ nlohmann::json stats_to_json(const GenerationResult& r, const GenerationOptions&
                    {"top_k", o.sampling.top_k},
                    {"top_p", o.sampling.top_p},
                    {"min_p", o.sampling.min_p},
+                   {"typical_p", o.sampling.typical_p},
+                   {"top_n_sigma", o.sampling.top_n_sigma},
+                   {"xtc_probability", o.sampling.xtc_probability},
+                   {"xtc_threshold", o.sampling.xtc_threshold},
                    {"seed", o.sampling.seed}};
   j["speculative"] = s.speculative;
   if (s.speculative) {

@@ -19,6 +19,7 @@ int verify_command(const std::vector<std::string>& args) {
   float temp = 1.0f, top_p = 0.95f, min_p = 0.0f;
   uint64_t seed = 1;
   PenaltyParams penalties;
+  SamplingParams filters;  // --typical, --top-nsigma, --xtc-*
   ArgParser p("specdec verify -m TARGET -md DRAFT [options]",
               "Checks on your own models that speculative decoding is lossless: samples many\n"
               "short continuations of the same prompts with and without speculation, reports\n"
@@ -42,6 +43,7 @@ int verify_command(const std::vector<std::string>& args) {
   p.add_int({"--top-k"}, "K", "top-k filter (0: off)", top_k, 0, 1 << 24);
   p.add_float({"--top-p"}, "P", "top-p filter (1: off)", top_p, 0.0, 1.0);
   p.add_float({"--min-p"}, "P", "min-p filter (0: off)", min_p, 0.0, 1.0);
+  add_filter_options(p, filters);
   add_penalty_options(p, penalties);
   p.add_u64({"-s", "--seed"}, "SEED", "first seed of the run", seed);
   p.add_int({"-t", "--threads"}, "N", "threads (default: all cores)", threads, 1, 1024);
@@ -70,6 +72,7 @@ int verify_command(const std::vector<std::string>& args) {
   o.samples = samples;
   o.tokens = tokens;
   o.generation.sampling = {temp, top_k, top_p, min_p, seed};
+  take_filters(filters, o.generation.sampling);
   o.generation.penalties = penalties;
   o.generation.draft_max = draft_max;
   o.generation.draft_length = drafting.length;
@@ -85,6 +88,11 @@ int verify_command(const std::vector<std::string>& args) {
   std::cout << "continuations: " << samples << " per prompt and mode, " << tokens
             << " tokens each, gamma " << draft_max << ", T " << temp << ", top-k " << top_k
             << ", top-p " << top_p << ", min-p " << min_p;
+  if (filters.typical_p < 1.0f) std::cout << ", typical " << filters.typical_p;
+  if (filters.top_n_sigma > 0.0f) std::cout << ", top-n-sigma " << filters.top_n_sigma;
+  if (filters.xtc_active()) {
+    std::cout << ", XTC " << filters.xtc_probability << " above " << filters.xtc_threshold;
+  }
   if (penalties.active()) {
     std::cout << ", repeat penalty " << penalties.repetition_penalty << ", presence penalty "
               << penalties.presence_penalty << ", frequency penalty " << penalties.frequency_penalty

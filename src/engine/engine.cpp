@@ -271,6 +271,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   }
   const int32_t n_vocab = target_.model->config().n_vocab;
   check_penalty_params(opts.penalties, n_vocab);
+  check_sampling_params(opts.sampling);
   for (int32_t id : opts.stop_token_ids) {
     if (id < 0 || id >= n_vocab) fail("stop token id ", id, " is out of range");
   }

@@ -142,6 +142,123 @@ float Distribution::prob(int32_t id) const {
   return 0.0f;
 }
 
+void check_sampling_params(const SamplingParams& params) {
+  const auto in = [](float v, float lo, float hi) { return v >= lo && v <= hi; };
+  if (!(params.typical_p >= 0.0f) || std::isinf(params.typical_p)) {
+    fail("typical_p must be a number >= 0 (1 or more: off), got ", params.typical_p);
+  }
+  if (!std::isfinite(params.top_n_sigma)) {
+    fail("top_n_sigma must be a finite number (<= 0: off), got ", params.top_n_sigma);
+  }
+  if (!in(params.xtc_probability, 0.0f, 1.0f)) {
+    fail("xtc_probability must be in [0, 1] (0: off), got ", params.xtc_probability);
+  }
+  if (!in(params.xtc_threshold, 0.0f, 1.0f)) {
+    fail("xtc_threshold must be in [0, 1] (above 0.5: off), got ", params.xtc_threshold);
+  }
+}
+
+namespace {
+
+// top-n-sigma's cut-off: the maximum minus n population standard deviations of the finite
+// logits (llama.cpp's rule; -inf logits, masked by a grammar or min_tokens, do not count).
+// Scaling every logit by 1 / T scales both sides alike, so it is applied to the raw logits.
+float sigma_floor(std::span<const float> logits, float max_logit, float n_sigma) {
+  double sum = 0;
+  int64_t count = 0;
+  for (float l : logits) {
+    if (std::isfinite(l)) {
+      sum += l;
+      ++count;
+    }
+  }
+  const double mean = sum / static_cast<double>(count);
+  double acc = 0;
+  for (float l : logits) {
+    if (std::isfinite(l)) acc += (l - mean) * (l - mean);
+  }
+  const double sd = std::sqrt(acc / static_cast<double>(count));
+  return static_cast<float>(max_logit - static_cast<double>(n_sigma) * sd);
+}
+
+// Locally typical sampling (Meister et al.) over the candidates in ids, whose weights sum to
+// mass: keeps the fewest candidates, in order of |-log p - H| (H the candidates' entropy; ties in
+// rank order), whose probability exceeds typical_p. The order is found among the candidates whose
+// score lies under a bound, raised until they hold more than the needed mass (with a margin far
+// above rounding), so that the vocabulary is not sorted when no top-k came first.
+template <typename Weight>
+void keep_typical(std::vector<int32_t>& ids, const Weight& weight, double mass, double typical_p,
+                  const RanksBefore& before, int32_t n_vocab) {
+  const double log_mass = std::log(mass);
+  double entropy = 0;
+  for (int32_t id : ids) {
+    const double p = weight(id) / mass;
+    entropy -= p * (std::log(weight(id)) - log_mass);
+  }
+  thread_local std::vector<double> score;
+  if (score.size() < static_cast<size_t>(n_vocab)) score.resize(static_cast<size_t>(n_vocab));
+  for (int32_t id : ids) {
+    score[static_cast<size_t>(id)] = std::abs(log_mass - std::log(weight(id)) - entropy);
+  }
+  const auto less = [&](int32_t a, int32_t b) {
+    const double sa = score[static_cast<size_t>(a)], sb = score[static_cast<size_t>(b)];
+    return sa < sb || (sa == sb && before(a, b));
+  };
+  thread_local std::vector<int32_t> sel;
+  for (double bound = 1.0;; bound *= 4) {
+    sel.clear();
+    double held = 0;
+    for (int32_t id : ids) {
+      if (score[static_cast<size_t>(id)] <= bound) {
+        sel.push_back(id);
+        held += weight(id);
+      }
+    }
+    if (sel.size() == ids.size() || held > typical_p * mass * (1 + 1e-9)) break;
+  }
+  std::sort(sel.begin(), sel.end(), less);
+  size_t cut = sel.size();
+  double cum = 0;
+  for (size_t i = 0; i < sel.size(); ++i) {
+    cum += weight(sel[i]) / mass;
+    if (cum > typical_p) {
+      cut = i + 1;
+      break;
+    }
+  }
+  ids.assign(sel.begin(), sel.begin() + static_cast<ptrdiff_t>(cut));
+}
+
+// XTC as a mixture: with probability `chance` the entries at or above `threshold` but the last of
+// them are removed (when at least two are). probs is sorted by descending probability; entries
+// that end with no mass are dropped and the rest put back in Distribution's order.
+void mix_xtc(Distribution& out, double chance, double threshold) {
+  size_t top = 0;  // entries at or above the threshold
+  while (top < out.probs.size() && out.probs[top] >= threshold) ++top;
+  if (top < 2) return;
+  const size_t last = top - 1;  // the least likely top choice stays
+  double rest = 0;
+  for (size_t i = last; i < out.probs.size(); ++i) rest += out.probs[i];
+  const double kept_scale = (1 - chance) + chance / rest;
+  thread_local std::vector<std::pair<float, int32_t>> entries;
+  entries.clear();
+  for (size_t i = 0; i < out.probs.size(); ++i) {
+    const double p = out.probs[i] * (i < last ? 1 - chance : kept_scale);
+    if (p > 0) entries.emplace_back(static_cast<float>(p), out.ids[i]);
+  }
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  out.ids.resize(entries.size());
+  out.probs.resize(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    out.probs[i] = entries[i].first;
+    out.ids[i] = entries[i].second;
+  }
+}
+
+}  // namespace
+
 void make_distribution(std::span<const float> logits, const SamplingParams& params,
                        Distribution& out) {
   if (logits.empty()) fail("make_distribution: empty logits");
@@ -163,16 +280,23 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
   thread_local std::vector<double> weights;
   if (weights.size() < static_cast<size_t>(n)) weights.resize(static_cast<size_t>(n));
   const auto weight = [&](int32_t id) { return weights[static_cast<size_t>(id)]; };
+  // top-n-sigma drops a logit below its floor before anything else sees it: its weight is 0, so
+  // it counts for no mass and every later filter drops it (w > 0 below).
+  const bool sigma = params.top_n_sigma > 0.0f;
+  const float floor = sigma ? sigma_floor(logits, max_logit, params.top_n_sigma) : 0.0f;
   const auto compute = [&](int32_t id) {
-    const double w = std::exp((static_cast<double>(logits[static_cast<size_t>(id)]) - m) * inv_t);
+    const float l = logits[static_cast<size_t>(id)];
+    const double w = sigma && l < floor ? 0.0 : std::exp((static_cast<double>(l) - m) * inv_t);
     weights[static_cast<size_t>(id)] = w;
     return w;
   };
-  // min-p: p_i >= min_p * p_max  <=>  w_i >= min_p, since p_max has w = 1. Weights that underflow
-  // to 0 can never be sampled, so they are dropped with the same test. min_p > 1 is clamped so the
-  // maximum always survives.
-  const double w_min = std::min(1.0, std::max(0.0, static_cast<double>(params.min_p)));
-  const auto keep = [w_min](double w) { return w > 0 && w >= w_min; };
+  // min-p: p_i >= min_p * p_max  <=>  w_i >= min_p * w_max, and w_max is 1 unless typical
+  // sampling removed the maximum. Weights that underflow to 0 can never be sampled, so they are
+  // dropped with the same test. min_p > 1 is clamped so the maximum always survives.
+  const double min_p = std::min(1.0, std::max(0.0, static_cast<double>(params.min_p)));
+  double w_min = min_p;
+  const auto keep = [&w_min](double w) { return w > 0 && w >= w_min; };
+  const bool typical = params.typical_p < 1.0f;
 
   std::vector<int32_t>& ids = out.ids;
   double mass = 0;  // total weight after top-k: what top-p's threshold is relative to
@@ -182,12 +306,17 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
     for (int32_t id : ids) {
       const double w = compute(id);
       mass += w;
-      if (keep(w)) ids[kept++] = id;
+      if (typical ? w > 0 : keep(w)) ids[kept++] = id;
     }
     ids.resize(kept);
   } else {
     // The same exps, several at a time (bit for bit std::exp's).
     exp_shifted_scaled_f64(logits.data(), n, m, inv_t, weights.data());
+    if (sigma) {
+      for (int32_t i = 0; i < n; ++i) {
+        if (logits[static_cast<size_t>(i)] < floor) weights[static_cast<size_t>(i)] = 0;
+      }
+    }
     // Top-p over the whole vocabulary: its prefix lies among the largest weights (w is monotone
     // in the logit, so every w >= tau ranks before every w < tau). If the candidates with
     // w >= tau already hold the target mass, with a margin far above the rounding of summing
@@ -196,14 +325,15 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
     // a few hundred candidates instead of the vocabulary is most of a T > 0 token's sampling.
     // The first scan also sums the mass, in index order: that sum is a chain of dependent adds,
     // and the comparisons and appends run alongside it instead of in a pass of their own.
-    double tau = params.top_p < 1.0f ? 1e-3 : 0.0;
+    // Typical sampling needs every candidate, so it starts from all of them (tau 0, no min-p).
+    double tau = params.top_p < 1.0f && !typical ? 1e-3 : 0.0;
     for (bool first = true;; first = false) {
       ids.clear();
       double held = 0;
       for (int32_t i = 0; i < n; ++i) {
         const double w = weights[static_cast<size_t>(i)];
         if (first) mass += w;
-        if (keep(w) && w >= tau) {
+        if ((typical ? w > 0 : keep(w)) && w >= tau) {
           ids.push_back(i);
           held += w;
         }
@@ -214,6 +344,19 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
   }
 
   const RanksBefore before{logits.data()};
+  if (typical && ids.size() > 1) {
+    // Top-p and min-p then measure the typical set: its mass, its most likely entry.
+    keep_typical(ids, weight, mass, static_cast<double>(params.typical_p), before, n);
+    mass = 0;
+    double w_max = 0;
+    for (int32_t id : ids) {
+      mass += weight(id);
+      w_max = std::max(w_max, weight(id));
+    }
+    w_min = min_p * w_max;
+    std::erase_if(ids, [&](int32_t id) { return !keep(weight(id)); });
+  }
+
   size_t cut = ids.size();
   if (params.top_p < 1.0f && ids.size() > 1) {
     cut = sorted_prefix_reaching(ids, before, weight, static_cast<double>(params.top_p) * mass);
@@ -232,6 +375,10 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
   const double inv_total = 1.0 / total;
   for (size_t i = 0; i < cut; ++i) {
     out.probs[i] = static_cast<float>(weight(ids[i]) * inv_total);
+  }
+  if (params.xtc_active() && cut > 1) {
+    mix_xtc(out, static_cast<double>(params.xtc_probability),
+            static_cast<double>(params.xtc_threshold));
   }
 }
 

@@ -19,8 +19,19 @@ struct SamplingParams {
   float top_p = 0.95f;       // >= 1 disables
   float min_p = 0.05f;       // <= 0 disables
   uint64_t seed = 0;
+  // llama.cpp's further filters (off by default). Each is a function of one row's logits, so the
+  // target's p stays a function of its logits and speculation stays exact with any of them.
+  float typical_p = 1.0f;        // locally typical sampling; >= 1 disables, 0 keeps one token
+  float top_n_sigma = -1.0f;     // keep logits within n standard deviations of the max; <= 0 off
+  float xtc_probability = 0.0f;  // XTC: how often the top choices are excluded; 0 disables
+  float xtc_threshold = 0.1f;    // XTC: the probability that makes a choice "top"; > 0.5 disables
   bool greedy() const { return temperature <= 0.0f; }
+  bool xtc_active() const { return xtc_probability > 0.0f && xtc_threshold <= 0.5f; }
 };
+
+// Throws specdec::Error naming the parameter when a filter's value is outside its range
+// (typical_p >= 0, top_n_sigma finite, xtc_probability in [0, 1], xtc_threshold in [0, 1]).
+void check_sampling_params(const SamplingParams& params);
 
 // A normalized distribution over a subset of the vocabulary: ids[i] has probability probs[i].
 // Entries are sorted by descending probability (ties: ascending id); probs sum to 1.
@@ -34,8 +45,14 @@ struct Distribution {
   int32_t argmax() const { return ids.empty() ? -1 : ids.front(); }
 };
 
-// softmax(logits / T) then top-k, top-p, min-p (llama.cpp's order: top-k, top-p, min-p), then
-// renormalized. Greedy params give a one-hot distribution on the argmax.
+// softmax(logits / T), then the filters in llama.cpp's order: top-n-sigma, top-k, typical, top-p,
+// min-p, XTC; renormalized. (llama.cpp applies its temperature after the filters; here it comes
+// first, as in vLLM and Hugging Face, so top-p and min-p measure the distribution that is sampled.)
+// XTC, which llama.cpp applies at random (with probability xtc_probability the choices at or above
+// xtc_threshold but the least likely of them are removed), is here the mixture of the two outcomes
+// with those weights: the same distribution for the token, drawn with one uniform, so a speculative
+// verify pass can compare it against the draft's. Greedy params give a one-hot distribution on the
+// argmax; no filter changes that.
 void make_distribution(std::span<const float> logits, const SamplingParams& params,
                        Distribution& out);
 

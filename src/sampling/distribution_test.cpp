@@ -171,7 +171,8 @@ TEST(Distribution, ProbLookup) {
   EXPECT_EQ(d.prob(17), 0.0f);
 }
 
-// Straightforward reference: full sort, then the filters one after another as llama.cpp does.
+// Straightforward reference: full sort, then the filters one after another as llama.cpp does
+// (top-n-sigma, top-k, typical, top-p, min-p, XTC), each on the list the previous one left.
 Distribution reference(const std::vector<float>& logits, const SamplingParams& p) {
   const int n = static_cast<int>(logits.size());
   std::vector<int32_t> ids(static_cast<size_t>(n));
@@ -183,36 +184,250 @@ Distribution reference(const std::vector<float>& logits, const SamplingParams& p
   for (int32_t id : ids) {
     w.push_back(std::exp((double(logits[size_t(id)]) - logits[size_t(ids[0])]) / p.temperature));
   }
-  size_t k = ids.size();
-  if (p.top_k > 0) k = std::min(k, size_t(p.top_k));
+  // Entries (rank, weight) still in play, in rank order; rank indexes ids and w.
+  std::vector<size_t> live;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (w[i] > 0) live.push_back(i);
+  }
+  if (p.top_n_sigma > 0) {
+    double sum = 0, acc = 0;
+    int count = 0;
+    for (float l : logits) {
+      if (std::isfinite(l)) sum += l, ++count;
+    }
+    const double mean = sum / count;
+    for (float l : logits) {
+      if (std::isfinite(l)) acc += (l - mean) * (l - mean);
+    }
+    const double floor = logits[size_t(ids[0])] - double(p.top_n_sigma) * std::sqrt(acc / count);
+    std::erase_if(live, [&](size_t r) { return logits[size_t(ids[r])] < float(floor); });
+  }
+  // top-n-sigma's survivors are a prefix of the ranks, so the first k ranks are its first k.
+  if (p.top_k > 0) std::erase_if(live, [&](size_t r) { return r >= size_t(p.top_k); });
+  const auto mass_of = [&] {
+    double m = 0;
+    for (size_t r : live) m += w[r];
+    return m;
+  };
+  if (p.typical_p < 1 && live.size() > 1) {
+    const double mass = mass_of();
+    double h = 0;
+    for (size_t r : live) h -= w[r] / mass * std::log(w[r] / mass);
+    std::vector<size_t> order = live;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return std::abs(-std::log(w[a] / mass) - h) < std::abs(-std::log(w[b] / mass) - h);
+    });
+    double cum = 0;
+    size_t cut = order.size();
+    for (size_t i = 0; i < order.size(); ++i) {
+      cum += w[order[i]] / mass;
+      if (cum > double(p.typical_p)) {
+        cut = i + 1;
+        break;
+      }
+    }
+    order.resize(cut);
+    std::sort(order.begin(), order.end());
+    live = order;
+  }
   if (p.top_p < 1) {
-    double mass = 0, cum = 0;
-    for (size_t i = 0; i < k; ++i) mass += w[i];
-    for (size_t i = 0; i < k; ++i) {
-      cum += w[i];
+    const double mass = mass_of();
+    double cum = 0;
+    for (size_t i = 0; i < live.size(); ++i) {
+      cum += w[live[i]];
       if (cum >= double(p.top_p) * mass) {
-        k = i + 1;
+        live.resize(i + 1);
         break;
       }
     }
   }
-  size_t m = 0;
-  while (m < k && w[m] > 0 && w[m] >= std::min(1.0, double(std::max(0.0f, p.min_p)))) ++m;
+  double w_max = 0;
+  for (size_t r : live) w_max = std::max(w_max, w[r]);
+  const double min_p = std::min(1.0, double(std::max(0.0f, p.min_p)));
+  std::erase_if(live, [&](size_t r) { return w[r] < min_p * w_max; });
   Distribution d;
   d.n_vocab = n;
-  double total = 0;
-  for (size_t i = 0; i < m; ++i) total += w[i];
-  for (size_t i = 0; i < m; ++i) {
-    d.ids.push_back(ids[i]);
-    d.probs.push_back(float(w[i] / total));
+  const double total = mass_of();
+  std::vector<double> probs;
+  for (size_t r : live) probs.push_back(w[r] / total);
+  bool mixed = false;
+  if (p.xtc_probability > 0 && p.xtc_threshold <= 0.5f) {
+    size_t top = 0;
+    while (top < probs.size() && probs[top] >= double(p.xtc_threshold)) ++top;
+    if (top >= 2) {
+      mixed = true;
+      // With probability P the choices above the threshold but the last are removed.
+      double rest = 0;
+      for (size_t i = top - 1; i < probs.size(); ++i) rest += probs[i];
+      const double chance = p.xtc_probability;
+      for (size_t i = 0; i < probs.size(); ++i) {
+        probs[i] = (1 - chance) * probs[i] + (i + 1 >= top ? chance * probs[i] / rest : 0.0);
+      }
+    }
+  }
+  std::vector<size_t> order(live.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  // After the mixture the order is by probability again (ties: ascending id).
+  if (mixed)
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return float(probs[a]) > float(probs[b]) ||
+             (float(probs[a]) == float(probs[b]) && ids[live[a]] < ids[live[b]]);
+    });
+  for (size_t i : order) {
+    if (float(probs[i]) <= 0) continue;
+    d.ids.push_back(ids[live[i]]);
+    d.probs.push_back(float(probs[i]));
   }
   return d;
+}
+
+TEST(Distribution, TopNSigmaKeepsLogitsWithinNDeviationsOfTheMax) {
+  // Mean 0.5, population standard deviation sqrt(35/12) = 1.708: with n = 1 the floor is 1.29.
+  const std::vector<float> logits{3, 2, 1, 0, -1, -2};
+  SamplingParams p = no_filters();
+  p.top_n_sigma = 1.0f;
+  Distribution d;
+  make_distribution(logits, p, d);
+  const double e = std::exp(1.0);
+  expect_dist(d, {0, 1}, {e / (e + 1), 1 / (e + 1)});
+  // The temperature scales the logits and the deviation alike: the same two survive.
+  p.temperature = 0.5f;
+  make_distribution(logits, p, d);
+  EXPECT_EQ(d.ids, (std::vector<int32_t>{0, 1}));
+  // Masked (-inf) logits do not count for the deviation: 3 and 2 alone have sd 0.5, so n = 1.5
+  // puts the floor at 2.25 (only 3 stays) and n = 2.5 at 1.75 (both stay).
+  p.temperature = 1.0f;
+  p.top_n_sigma = 1.5f;
+  const float inf = std::numeric_limits<float>::infinity();
+  make_distribution(std::vector<float>{3, 2, -inf, -inf}, p, d);
+  expect_dist(d, {0}, {1.0});
+  p.top_n_sigma = 2.5f;  // floor 1.75
+  make_distribution(std::vector<float>{3, 2, -inf, -inf}, p, d);
+  EXPECT_EQ(d.ids, (std::vector<int32_t>{0, 1}));
+}
+
+TEST(Distribution, TypicalKeepsTheTokensNearestTheEntropy) {
+  // p = 0.5, 0.2, 0.15, 0.15: H = 1.238 nats; |-log p - H| = 0.544, 0.372, 0.659, 0.659, so the
+  // order is id 1, id 0, then ids 2 and 3.
+  const std::vector<float> logits = log_of({10, 4, 3, 3});
+  SamplingParams p = no_filters();
+  p.typical_p = 0.5f;  // 0.2, then 0.7 > 0.5
+  Distribution d;
+  make_distribution(logits, p, d);
+  expect_dist(d, {0, 1}, {0.5 / 0.7, 0.2 / 0.7});
+  p.typical_p = 0.1f;  // the most likely token is not the most typical one
+  make_distribution(logits, p, d);
+  expect_dist(d, {1}, {1.0});
+  // min-p after typical is relative to the typical set's most likely entry (0.2 / 0.5 < 0.5).
+  p.typical_p = 0.5f;
+  p.min_p = 0.5f;
+  make_distribution(logits, p, d);
+  expect_dist(d, {0}, {1.0});
+  // top-p after typical measures the typical set's mass: 0.5 / 0.7 >= 0.6.
+  p.min_p = 0.0f;
+  p.top_p = 0.6f;
+  make_distribution(logits, p, d);
+  expect_dist(d, {0}, {1.0});
+  // After top-k the entropy is the survivors': top-2 leaves 5/7 and 2/7 (H 0.598, scores 0.26 and
+  // 0.65), so id 0 comes first and alone holds more than 0.5.
+  p.top_p = 1.0f;
+  p.top_k = 2;
+  make_distribution(logits, p, d);
+  expect_dist(d, {0}, {1.0});
+}
+
+TEST(Distribution, XtcIsTheMixtureOfExcludingTheTopChoicesAndNot) {
+  // 0.4, 0.3, 0.2, 0.1; threshold 0.25 makes ids 0 and 1 top choices, and id 1 (the last) stays.
+  SamplingParams p = no_filters();
+  p.xtc_threshold = 0.25f;
+  p.xtc_probability = 0.5f;
+  Distribution d;
+  make_distribution(kFour, p, d);
+  // id 0: 0.5 * 0.4; the others: p * (0.5 + 0.5 / 0.6).
+  const double up = 0.5 + 0.5 / 0.6;
+  expect_dist(d, {1, 2, 0, 3}, {0.3 * up, 0.2 * up, 0.2, 0.1 * up});
+  p.xtc_probability = 1.0f;  // always: id 0 is gone
+  make_distribution(kFour, p, d);
+  expect_dist(d, {1, 2, 3}, {0.5, 2 / 6.0, 1 / 6.0});
+  p.xtc_threshold = 0.35f;  // one top choice: nothing to exclude
+  make_distribution(kFour, p, d);
+  expect_dist(d, {0, 1, 2, 3}, {0.4, 0.3, 0.2, 0.1});
+  p.xtc_threshold = 0.6f;  // above 0.5: off, as in llama.cpp
+  p.xtc_probability = 1.0f;
+  EXPECT_FALSE(p.xtc_active());
+}
+
+// llama.cpp draws XTC's coin and then samples; the distribution here must be that procedure's.
+TEST(Distribution, XtcMatchesTheCoinThenSampleProcedure) {
+  const std::vector<float> logits = log_of({6, 5, 4, 2, 1, 1});
+  SamplingParams p = no_filters(0.8f);
+  p.xtc_threshold = 0.15f;
+  p.xtc_probability = 0.4f;
+  Distribution mixed, plain;
+  make_distribution(logits, p, mixed);
+  SamplingParams off = p;
+  off.xtc_probability = 0.0f;
+  make_distribution(logits, off, plain);
+  Rng rng(77);
+  std::vector<int64_t> counts(logits.size(), 0);
+  for (int i = 0; i < 60000; ++i) {
+    Distribution d = plain;
+    if (rng.uniform() < double(p.xtc_probability)) {
+      size_t top = 0;
+      while (top < d.probs.size() && d.probs[top] >= p.xtc_threshold) ++top;
+      if (top >= 2) {
+        d.ids.erase(d.ids.begin(), d.ids.begin() + static_cast<ptrdiff_t>(top - 1));
+        d.probs.erase(d.probs.begin(), d.probs.begin() + static_cast<ptrdiff_t>(top - 1));
+        const double s = std::accumulate(d.probs.begin(), d.probs.end(), 0.0);
+        for (float& q : d.probs) q = static_cast<float>(q / s);
+      }
+    }
+    ++counts[static_cast<size_t>(sample(d, rng))];
+  }
+  std::vector<double> expected(logits.size(), 0.0);
+  for (size_t i = 0; i < mixed.size(); ++i) expected[size_t(mixed.ids[i])] = mixed.probs[i];
+  const ChiSquareResult r = chi_square_test(counts, expected);
+  EXPECT_EQ(r.impossible, 0);
+  EXPECT_GT(r.p_value, 1e-4) << "stat " << r.stat;
+  // And the mixture differs from plain sampling by far more than the noise.
+  std::vector<double> unmixed(logits.size(), 0.0);
+  for (size_t i = 0; i < plain.size(); ++i) unmixed[size_t(plain.ids[i])] = plain.probs[i];
+  EXPECT_LT(chi_square_test(counts, unmixed).p_value, 1e-9);
+}
+
+TEST(Distribution, FilterValuesOutsideTheirRangesAreRefused) {
+  SamplingParams p;
+  EXPECT_NO_THROW(check_sampling_params(p));
+  const auto refused = [](SamplingParams q, const char* name) {
+    try {
+      check_sampling_params(q);
+    } catch (const Error& e) {
+      return std::string(e.what()).find(name) != std::string::npos;
+    }
+    return false;
+  };
+  SamplingParams q = p;
+  q.typical_p = -0.1f;
+  EXPECT_TRUE(refused(q, "typical_p"));
+  q.typical_p = std::nanf("");
+  EXPECT_TRUE(refused(q, "typical_p"));
+  q.typical_p = 1.5f;  // off, as in llama.cpp
+  EXPECT_NO_THROW(check_sampling_params(q));
+  q = p;
+  q.top_n_sigma = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(refused(q, "top_n_sigma"));
+  q = p;
+  q.xtc_probability = -0.1f;
+  EXPECT_TRUE(refused(q, "xtc_probability"));
+  q = p;
+  q.xtc_threshold = std::nanf("");
+  EXPECT_TRUE(refused(q, "xtc_threshold"));
 }
 
 TEST(Distribution, MatchesFullSortReferenceOnRandomInputs) {
   Rng rng(5);
   Distribution d;
-  for (int trial = 0; trial < 300; ++trial) {
+  for (int trial = 0; trial < 600; ++trial) {
     const int n = 1 + static_cast<int>(rng.uniform() * (trial % 3 == 0 ? 2000 : 60));
     std::vector<float> logits(static_cast<size_t>(n));
     const bool quantized = trial % 2 == 0;  // many exact ties
@@ -225,6 +440,12 @@ TEST(Distribution, MatchesFullSortReferenceOnRandomInputs) {
     p.top_k = rng.uniform() < 0.3 ? 0 : 1 + static_cast<int>(rng.uniform() * n * 1.2);
     p.top_p = rng.uniform() < 0.3 ? 1.0f : static_cast<float>(0.05 + rng.uniform());
     p.min_p = rng.uniform() < 0.3 ? 0.0f : static_cast<float>(rng.uniform() * 0.3);
+    if (trial >= 100) {  // llama.cpp's further filters, each on in about half the trials
+      p.typical_p = rng.uniform() < 0.5 ? 1.0f : static_cast<float>(0.1 + rng.uniform() * 0.9);
+      p.top_n_sigma = rng.uniform() < 0.5 ? -1.0f : static_cast<float>(0.3 + rng.uniform() * 3);
+      p.xtc_probability = rng.uniform() < 0.5 ? 0.0f : static_cast<float>(rng.uniform());
+      p.xtc_threshold = static_cast<float>(0.02 + rng.uniform() * 0.5);
+    }
     make_distribution(logits, p, d);
     const Distribution r = reference(logits, p);
     ASSERT_EQ(d.ids, r.ids) << "trial " << trial;
@@ -238,7 +459,7 @@ TEST(Distribution, MatchesFullSortReferenceOnRandomInputs) {
 TEST(Distribution, MatchesFullSortReferenceOnLargeVocabularies) {
   Rng rng(11);
   Distribution d;
-  for (int trial = 0; trial < 36; ++trial) {
+  for (int trial = 0; trial < 42; ++trial) {
     const int n = 49152;
     std::vector<float> logits(static_cast<size_t>(n));
     const double spread = trial % 3 == 0 ? 2.0 : 12.0;  // flat rows need most of the vocabulary
@@ -252,6 +473,10 @@ TEST(Distribution, MatchesFullSortReferenceOnLargeVocabularies) {
     // Top-p 1 with min-p 0 is unfiltered sampling: the whole vocabulary gets sorted.
     p.top_p = std::array{0.5f, 0.9f, 0.95f, 0.99f, 0.999f, 1.0f}[static_cast<size_t>(trial % 6)];
     p.min_p = trial % 4 < 2 ? 0.0f : 0.001f;
+    if (trial >= 24) {  // typical sampling over the whole vocabulary finds its set by a bound
+      p.typical_p = std::array{0.2f, 0.9f, 0.99f}[static_cast<size_t>(trial % 3)];
+      p.top_n_sigma = trial % 2 == 0 ? 2.0f : -1.0f;
+    }
     if (trial % 8 == 7) {  // signed zeros and negative logits tie the way the comparison says
       for (size_t i = 0; i < 300; ++i) logits[i * 7] = i % 2 == 0 ? -0.0f : 0.0f;
     }

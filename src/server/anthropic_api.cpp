@@ -265,7 +265,8 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only)
     }
     // specdec's own extensions and llama-server's GBNF grammar, as the chat endpoint takes them.
     for (const char* name :
-         {"seed", "min_p", "speculative", "draft_max", "ignore_eos", "grammar"}) {
+         {"seed", "min_p", "typical_p", "top_n_sigma", "xtc_probability", "xtc_threshold",
+          "speculative", "draft_max", "ignore_eos", "grammar"}) {
       if (const ordered_json* v = field(j, name)) oai[name] = *v;
     }
   }

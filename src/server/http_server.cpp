@@ -336,6 +336,10 @@ GenerationOptions HttpServer::Impl::request_options(const CompletionRequest& r,
   o.sampling.top_k = r.top_k;
   o.sampling.top_p = r.top_p;
   o.sampling.min_p = r.min_p;
+  o.sampling.typical_p = r.typical_p;
+  o.sampling.top_n_sigma = r.top_n_sigma;
+  o.sampling.xtc_probability = r.xtc_probability;
+  o.sampling.xtc_threshold = r.xtc_threshold;
   o.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   o.fixed_seed = r.seed.has_value();
   o.penalties = r.penalties;

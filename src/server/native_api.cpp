@@ -175,6 +175,12 @@ std::string canonical_sampler(const std::string& name) {
   if (name == "top_k" || name == "top-k") return "top_k";
   if (name == "top_p" || name == "top-p" || name == "nucleus") return "top_p";
   if (name == "min_p" || name == "min-p") return "min_p";
+  if (name == "typ_p" || name == "typical_p" || name == "typical-p" || name == "typical" ||
+      name == "typ-p" || name == "typ") {
+    return "typ_p";
+  }
+  if (name == "top_n_sigma" || name == "top-n-sigma") return "top_n_sigma";
+  if (name == "xtc") return "xtc";
   if (name == "temperature" || name == "temp") return "temperature";
   if (name == "penalties") return "penalties";
   return "";
@@ -229,16 +235,9 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
       unsupported(name, str_cat(what, " is not supported; leave '", name, "' at ", off));
     }
   };
-  off_unless("typical_p", 1.0, "locally typical sampling");
   off_unless("mirostat", 0.0, "Mirostat");
   off_unless("dry_multiplier", 0.0, "DRY sampling");
   off_unless("dynatemp_range", 0.0, "dynamic temperature");
-  if (get_switch(j, "top_n_sigma", -1.0) > 0) {
-    unsupported("top_n_sigma", "top-n-sigma sampling is not supported; leave it at -1");
-  }
-  if (get_switch(j, "xtc_probability", 0.0) > 0 && get_switch(j, "xtc_threshold", 0.1) <= 0.5) {
-    unsupported("xtc_probability", "XTC sampling is not supported; leave it at 0");
-  }
   if (const ordered_json* l = field(j, "lora"); l != nullptr && !(l->is_array() && l->empty())) {
     unsupported("lora", "LoRA adapters are not supported");
   }
@@ -253,10 +252,27 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   // defaults.
   ordered_json o = ordered_json::object();
   o["prompt"] = "-";  // the prompts are taken above
-  for (const char* name :
-       {"model", "stop", "ignore_eos", "grammar", "json_schema", "response_format", "stream",
-        "presence_penalty", "frequency_penalty", "repeat_penalty", "min_p", "top_p", "speculative",
-        "draft_max", "stop_token_ids", "min_tokens", "id_slot"}) {
+  for (const char* name : {"model",
+                           "stop",
+                           "ignore_eos",
+                           "grammar",
+                           "json_schema",
+                           "response_format",
+                           "stream",
+                           "presence_penalty",
+                           "frequency_penalty",
+                           "repeat_penalty",
+                           "min_p",
+                           "top_p",
+                           "typical_p",
+                           "top_n_sigma",
+                           "xtc_probability",
+                           "xtc_threshold",
+                           "speculative",
+                           "draft_max",
+                           "stop_token_ids",
+                           "min_tokens",
+                           "id_slot"}) {
     if (const ordered_json* v = field(j, name)) o[name] = *v;
   }
   o["temperature"] = 0.8;
@@ -292,7 +308,8 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
 
   // The samplers list: a filter it leaves out is off (the temperature then 1, as sampling
   // without llama-server's temperature stage is).
-  std::vector<std::string> listed = {"penalties", "top_k", "top_p", "min_p", "temperature"};
+  std::vector<std::string> listed = {"penalties", "top_n_sigma", "top_k", "typ_p",
+                                     "top_p",     "min_p",       "xtc",   "temperature"};
   if (const ordered_json* s = field(j, "samplers")) {
     if (!s->is_array()) wrong_type("samplers", "an array of sampler names", *s);
     listed.clear();
@@ -311,6 +328,9 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   if (!has("top_k")) b.top_k = 0;
   if (!has("top_p")) b.top_p = 1.0f;
   if (!has("min_p")) b.min_p = 0.0f;
+  if (!has("typ_p")) b.typical_p = 1.0f;
+  if (!has("top_n_sigma")) b.top_n_sigma = -1.0f;
+  if (!has("xtc")) b.xtc_probability = 0.0f;
   if (!has("temperature") && b.temperature > 0) b.temperature = 1.0f;
   if (!has("penalties")) {
     b.penalties.repetition_penalty = 1.0f;
@@ -328,7 +348,9 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   }
   for (const std::string& s : listed) {
     const bool active = (s == "top_k" && b.top_k > 0) || (s == "top_p" && b.top_p < 1.0f) ||
-                        (s == "min_p" && b.min_p > 0.0f) ||
+                        (s == "min_p" && b.min_p > 0.0f) || (s == "typ_p" && b.typical_p < 1.0f) ||
+                        (s == "top_n_sigma" && b.top_n_sigma > 0.0f) ||
+                        (s == "xtc" && b.xtc_probability > 0.0f && b.xtc_threshold <= 0.5f) ||
                         (s == "temperature" && b.temperature > 0) ||
                         (s == "penalties" && penalized);
     if (active) r.samplers.push_back(s);
@@ -343,6 +365,10 @@ json options_settings_json(const GenerationOptions& o, int32_t n_ctx) {
               {"top_k", o.sampling.top_k},
               {"top_p", o.sampling.top_p},
               {"min_p", o.sampling.min_p},
+              {"typical_p", o.sampling.typical_p},
+              {"top_n_sigma", o.sampling.top_n_sigma},
+              {"xtc_probability", o.sampling.xtc_probability},
+              {"xtc_threshold", o.sampling.xtc_threshold},
               {"repeat_penalty", p.repetition_penalty},
               {"presence_penalty", p.presence_penalty},
               {"frequency_penalty", p.frequency_penalty},

@@ -122,9 +122,12 @@ TEST(NativeApi, LogitBiasForms) {
 TEST(NativeApi, RefusalsNameTheField) {
   const auto c = NativeEndpoint::Completion;
   EXPECT_EQ(refused_param(c, {{"n_predict", 3}}), "prompt");
-  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"typical_p", 0.9}}), "typical_p");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"typical_p", -0.5}}), "typical_p");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"mirostat", 1}}), "mirostat");
-  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"top_n_sigma", 1.5}}), "top_n_sigma");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"dry_multiplier", 0.8}}), "dry_multiplier");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"top_n_sigma", "wide"}}), "top_n_sigma");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"xtc_probability", 1.5}}), "xtc_probability");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"xtc_threshold", -1}}), "xtc_threshold");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"temperature", "hot"}}), "temperature");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"logit_bias", {{"ab", 500}}}}), "logit_bias");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"logit_bias", 3}}), "logit_bias");
@@ -140,6 +143,38 @@ TEST(NativeApi, RefusalsNameTheField) {
                             {"xtc_probability", 0.5},
                             {"xtc_threshold", 0.9},
                             {"lora", json::array()}}));
+}
+
+TEST(NativeApi, TypicalTopNSigmaAndXtcFollowTheSamplersList) {
+  const auto c = NativeEndpoint::Completion;
+  const json body = {{"prompt", "x"},
+                     {"typical_p", 0.7},
+                     {"top_n_sigma", 1.5},
+                     {"xtc_probability", 0.5},
+                     {"xtc_threshold", 0.2}};
+  const auto r = parse(c, body);
+  EXPECT_FLOAT_EQ(r.base.typical_p, 0.7f);
+  EXPECT_FLOAT_EQ(r.base.top_n_sigma, 1.5f);
+  EXPECT_FLOAT_EQ(r.base.xtc_probability, 0.5f);
+  EXPECT_FLOAT_EQ(r.base.xtc_threshold, 0.2f);
+  EXPECT_EQ(r.samplers, (std::vector<std::string>{"top_n_sigma", "top_k", "typ_p", "top_p", "min_p",
+                                                  "xtc", "temperature"}));
+  // A list that leaves them out turns them off; llama-server's other names for them count.
+  json listed = body;
+  listed["samplers"] = {"top_k", "temperature"};
+  const auto off = parse(c, listed);
+  EXPECT_FLOAT_EQ(off.base.typical_p, 1.0f);
+  EXPECT_LE(off.base.top_n_sigma, 0.0f);
+  EXPECT_FLOAT_EQ(off.base.xtc_probability, 0.0f);
+  listed["samplers"] = {"typical", "top-n-sigma", "xtc"};
+  const auto on = parse(c, listed);
+  EXPECT_EQ(on.samplers, (std::vector<std::string>{"typ_p", "top_n_sigma", "xtc"}));
+  EXPECT_FLOAT_EQ(on.base.typical_p, 0.7f);
+  // typical_p above 1 is off, as in llama-server; an XTC threshold above 0.5 is not applied.
+  const auto above = parse(
+      c, {{"prompt", "x"}, {"typical_p", 3}, {"xtc_probability", 0.5}, {"xtc_threshold", 0.9}});
+  EXPECT_FLOAT_EQ(above.base.typical_p, 1.0f);
+  EXPECT_EQ(std::count(above.samplers.begin(), above.samplers.end(), "xtc"), 0);
 }
 
 TEST(NativeApi, StopTypesAndResponseFields) {

@@ -495,6 +495,12 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   r.top_p = static_cast<float>(get_number(j, "top_p", 1.0, 0.0, 1.0));
   if (auto k = get_int(j, "top_k", 0, 1 << 24)) r.top_k = static_cast<int32_t>(*k);
   r.min_p = static_cast<float>(get_number(j, "min_p", 0.0, 0.0, 1.0));
+  // As in llama-server: typical_p 1 or more and top_n_sigma 0 or less are off; typical_p 0 keeps
+  // the one most typical token.
+  r.typical_p = static_cast<float>(std::min(1.0, get_number(j, "typical_p", 1.0, 0.0, 1e9)));
+  r.top_n_sigma = static_cast<float>(get_number(j, "top_n_sigma", -1.0, -1e9, 1e9));
+  r.xtc_probability = static_cast<float>(get_number(j, "xtc_probability", 0.0, 0.0, 1.0));
+  r.xtc_threshold = static_cast<float>(get_number(j, "xtc_threshold", 0.1, 0.0, 1.0));
   if (auto s = get_int(j, "seed", std::numeric_limits<int64_t>::min(),
                        std::numeric_limits<int64_t>::max())) {
     r.seed = static_cast<uint64_t>(*s);

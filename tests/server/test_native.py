@@ -126,6 +126,40 @@ def test_n_probs_are_the_targets_logprobs(server):
     assert [p["id"] for p in streamed] == doc["tokens"]
 
 
+@pytest.mark.parametrize("speculative", [True, False])
+def test_xtc_typical_and_top_n_sigma_are_applied(server, speculative):
+    # XTC that always fires with threshold 0 makes every candidate a top choice and keeps only the
+    # least likely: with top_k 2, each token is the target's second choice (n_probs lists them).
+    doc = native(server, prompt=PROMPT, n_predict=8, ignore_eos=True, n_probs=2, top_k=2,
+                 top_p=1, min_p=0, xtc_probability=1, xtc_threshold=0, return_tokens=True,
+                 speculative=speculative)
+    assert doc["generation_settings"]["samplers"] == ["top_k", "xtc", "temperature"]
+    for p in doc["completion_probabilities"]:
+        assert p["id"] == p["top_logprobs"][1]["id"]
+    # top_n_sigma 0.01 leaves only the largest logit: the greedy text.
+    sigma = native(server, prompt=PROMPT, n_predict=8, ignore_eos=True, top_n_sigma=0.01, seed=5,
+                   speculative=speculative)
+    assert sigma["content"] == greedy_completion(server, PROMPT, 8)["choices"][0]["text"]
+    # Typical sampling through the OpenAI-style endpoint: a seeded request is reproducible and
+    # the settings are reported.
+    body = {"prompt": PROMPT, "max_tokens": 8, "temperature": 1, "typical_p": 0.5, "seed": 9,
+            "speculative": speculative}
+    a = post_json(server.base, "/v1/completions", body)
+    b = post_json(server.base, "/v1/completions", body)
+    assert a[0] == 200 and a[1]["choices"][0]["text"] == b[1]["choices"][0]["text"]
+    settings = native(server, prompt=PROMPT, n_predict=1, typical_p=0.5, top_n_sigma=2,
+                      xtc_probability=0.3, xtc_threshold=0.2)["generation_settings"]
+    assert settings["typical_p"] == pytest.approx(0.5)
+    assert settings["top_n_sigma"] == pytest.approx(2)
+    assert settings["xtc_probability"] == pytest.approx(0.3)
+    assert settings["xtc_threshold"] == pytest.approx(0.2)
+    assert settings["samplers"] == ["top_n_sigma", "top_k", "typ_p", "top_p", "min_p", "xtc",
+                                    "temperature"]
+    got, err = post_json(server.base, "/v1/chat/completions",
+                         {"messages": [{"role": "user", "content": "hi"}], "typical_p": -1})
+    assert got == 400 and err["error"]["param"] == "typical_p"
+
+
 def test_response_fields_select_and_lift(server):
     doc = native(server, prompt=PROMPT, n_predict=3, temperature=0,
                  response_fields=["content", "timings/predicted_n", "generation_settings/top_k",
@@ -215,10 +249,10 @@ def test_budget_and_truncation(server):
 
 
 @pytest.mark.parametrize("path,body,param", [
-    ("/completion", {"prompt": PROMPT, "typical_p": 0.5}, "typical_p"),
+    ("/completion", {"prompt": PROMPT, "typical_p": -0.5}, "typical_p"),
     ("/completion", {"prompt": PROMPT, "mirostat": 2}, "mirostat"),
     ("/completion", {"prompt": PROMPT, "dry_multiplier": 0.8}, "dry_multiplier"),
-    ("/completion", {"prompt": PROMPT, "xtc_probability": 0.5}, "xtc_probability"),
+    ("/completion", {"prompt": PROMPT, "xtc_probability": 1.5}, "xtc_probability"),
     ("/completion", {"prompt": PROMPT, "lora": [{"id": 0, "scale": 1}]}, "lora"),
     ("/completion", {"prompt": PROMPT, "post_sampling_probs": True}, "post_sampling_probs"),
     ("/completion", {"prompt": PROMPT, "repeat_penalty": 1.1, "repeat_last_n": 64},

@@ -1,0 +1,92 @@
+// llama.cpp's further filters (typical, top-n-sigma, XTC) under speculation: each is a function of
+// one row's logits, applied alike to the draft's q and the target's p, so the speculative output
+// must be exactly the target's filtered distribution (chi-square against enumeration at T > 0) and
+// greedy output the target's argmax whatever the filters say.
+#include <gtest/gtest.h>
+
+#include "sampling/chi_square.h"
+#include "speculative/drafter.h"
+#include "speculative/exactness_harness_test_util.h"
+
+namespace specdec {
+namespace {
+
+using testing::exact_joint;
+using testing::greedy_reference;
+using testing::joint_counts;
+using testing::Models;
+using testing::params;
+
+SamplingParams typical(float t, float typical_p) {
+  SamplingParams sp = params(t);
+  sp.typical_p = typical_p;
+  return sp;
+}
+
+SamplingParams sigma(float t, float n) {
+  SamplingParams sp = params(t);
+  sp.top_n_sigma = n;
+  return sp;
+}
+
+SamplingParams xtc(float t, float probability, float threshold) {
+  SamplingParams sp = params(t);
+  sp.xtc_probability = probability;
+  sp.xtc_threshold = threshold;
+  return sp;
+}
+
+SamplingParams all_of_them() {
+  SamplingParams sp = params(0.8f, 0.95f, 4);
+  sp.typical_p = 0.9f;
+  sp.top_n_sigma = 2.0f;
+  sp.xtc_probability = 0.5f;
+  sp.xtc_threshold = 0.1f;
+  return sp;
+}
+
+// 3-token continuations over 5 tokens (125 cells), γ 3, 40,000 runs each; level 1e-4 per fit.
+TEST(SamplerFiltersUnderSpeculation, JointDistributionIsTheFilteredTargets) {
+  Models m(5, 1.0f);
+  int config = 0;
+  for (const SamplingParams& sp : {typical(1.0f, 0.6f), sigma(1.0f, 1.0f), xtc(1.0f, 0.5f, 0.15f),
+                                   xtc(0.7f, 1.0f, 0.1f), all_of_them()}) {
+    const std::vector<int32_t> prompt{config % 5, 2, (config * 3) % 5};
+    ModelDrafter drafter(m.draft);
+    Rng rng(5100 + config);
+    SpeculativeDecoder dec(m.target, drafter, sp, 3, rng);
+    int64_t accepted = 0;
+    const std::vector<int64_t> counts = joint_counts(
+        dec, 5, prompt, 3, 40000, [&accepted](const DecodeStats& s) { accepted += s.accepted; });
+    const ChiSquareResult r = chi_square_test(counts, exact_joint(m.target, sp, prompt, 3));
+    EXPECT_EQ(r.impossible, 0) << "config " << config;
+    EXPECT_GT(r.p_value, 1e-4) << "config " << config << " stat " << r.stat << " dof " << r.dof;
+    EXPECT_GT(accepted, 0) << "config " << config;
+    // The filter really changed the distribution: the unfiltered joint does not fit the counts.
+    SamplingParams plain = params(sp.temperature, sp.top_p, sp.top_k);
+    EXPECT_LT(chi_square_test(counts, exact_joint(m.target, plain, prompt, 3)).p_value, 1e-6)
+        << "config " << config;
+    ++config;
+  }
+}
+
+TEST(SamplerFiltersUnderSpeculation, GreedyIgnoresTheFiltersAndEqualsTargetGreedy) {
+  Models m(7, 1.0f);
+  m.target.set_rounding(true);
+  SamplingParams sp = all_of_them();
+  sp.temperature = 0.0f;
+  sp.xtc_probability = 1.0f;  // would remove the argmax whenever two tokens pass 0.1
+  for (int trial = 0; trial < 6; ++trial) {
+    const std::vector<int32_t> prompt{trial % 7, (trial * 5) % 7, 3};
+    ModelDrafter drafter(m.draft);
+    Rng rng(61 + trial);
+    SpeculativeDecoder dec(m.target, drafter, sp, 4, rng);
+    dec.start(prompt, 20);
+    dec.run();
+    const std::vector<int32_t> got(dec.generated().begin(), dec.generated().end());
+    EXPECT_EQ(got, greedy_reference(m.target, prompt, 20)) << "trial " << trial;
+  }
+}
+
+}  // namespace
+}  // namespace specdec
