@@ -420,6 +420,12 @@ TEST_F(Cli, BadFlagsGiveOneLineErrors) {
                      "--top-p must be in [0, 1]");
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--frobnicate"}),
                      "unknown argument '--frobnicate'");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--typical", "-1"}),
+                     "typical_p must be a number >= 0");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--xtc-probability", "2"}),
+                     "xtc_probability must be in [0, 1]");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--top-nsigma", "inf"}),
+                     "--top-nsigma expects a number");
   expect_clean_error(run_cli({"run", "-m", *target_}), "a prompt is required");
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--presence-penalty", "3"}),
                      "presence penalty must be in [-2, 2]");
@@ -506,6 +512,25 @@ TEST_F(Cli, VerifyPassesWithPenaltiesAndLogitBias) {
                          "98+2"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("frequency penalty 1.5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, VerifyPassesWithTypicalTopNSigmaAndXtc) {
+  CliResult r = run_cli({"verify", "-m",
+                         *target_, "-md",
+                         *draft_,  "--samples",
+                         "150",    "-n",
+                         "3",      "--top-k",
+                         "8",      "-p",
+                         "ab",     "-t",
+                         "1",      "--typical",
+                         "0.8",    "--top-nsigma",
+                         "2.5",    "--xtc-probability",
+                         "0.5",    "--xtc-threshold",
+                         "0.05"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("typical 0.8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("XTC 0.5"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
 }
 
