@@ -424,6 +424,10 @@ TEST_F(Cli, BadFlagsGiveOneLineErrors) {
                      "typical_p must be a number >= 0");
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--xtc-probability", "2"}),
                      "xtc_probability must be in [0, 1]");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--dry-multiplier", "-1"}),
+                     "dry_multiplier must be a number >= 0");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--dry-penalty-last-n", "-5"}),
+                     "dry_penalty_last_n must be >= -1");
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--top-nsigma", "inf"}),
                      "--top-nsigma expects a number");
   expect_clean_error(run_cli({"run", "-m", *target_}), "a prompt is required");
@@ -532,6 +536,35 @@ TEST_F(Cli, VerifyPassesWithTypicalTopNSigmaAndXtc) {
   EXPECT_NE(r.out.find("typical 0.8"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("XTC 0.5"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
+}
+
+// DRY over a prompt that repeats itself, with a breaker given on the command line: exact under
+// speculation, and it changes the greedy text.
+TEST_F(Cli, DryIsExactUnderSpeculationAndChangesTheText) {
+  CliResult r = run_cli({"verify",     "-m",
+                         *target_,     "-md",
+                         *draft_,      "--samples",
+                         "150",        "-n",
+                         "3",          "--top-k",
+                         "8",          "-p",
+                         "ab ab ab a", "-t",
+                         "1",          "--dry-multiplier",
+                         "2",          "--dry-allowed-length",
+                         "1",          "--dry-sequence-breaker",
+                         "\\n"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
+  const std::vector<std::string> base = {"run", "-m",     *target_, "-p", "ab ab ab a",  "-n",
+                                         "24",  "--temp", "0",      "-q", "--ignore-eos"};
+  std::vector<std::string> dry = base;
+  for (const char* a : {"--dry-multiplier", "50", "--dry-allowed-length", "1"}) dry.push_back(a);
+  std::vector<std::string> dry_spec = dry;
+  dry_spec.push_back("-md");
+  dry_spec.push_back(*draft_);
+  const CliResult plain = run_cli(base), with = run_cli(dry), with_spec = run_cli(dry_spec);
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  EXPECT_NE(with.out, plain.out);
+  EXPECT_EQ(with_spec.out, with.out);
 }
 
 TEST_F(Cli, MakeDraftWritesALoadableSelfDraft) {

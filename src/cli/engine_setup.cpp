@@ -290,6 +290,25 @@ void take_filters(const SamplingParams& filters, SamplingParams& sampling) {
   sampling.xtc_threshold = filters.xtc_threshold;
 }
 
+namespace {
+
+// A breaker typed on a command line: \n, \t, \" and \\ stand for a newline, a tab, a quote
+// and a backslash (a newline is hard to type as an argument).
+std::string unescape_breaker(const std::string& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != '\\' || i + 1 == v.size()) {
+      out += v[i];
+      continue;
+    }
+    const char c = v[++i];
+    out += c == 'n' ? '\n' : c == 't' ? '\t' : c;
+  }
+  return out;
+}
+
+}  // namespace
+
 void add_penalty_options(ArgParser& p, PenaltyParams& penalties) {
   // Each value is checked as it is parsed, with the ranges of check_penalty_params (the
   // vocabulary is not known yet: ids are checked when the engine runs).
@@ -329,6 +348,44 @@ void add_penalty_options(ArgParser& p, PenaltyParams& penalties) {
                 penalties.logit_bias.emplace_back(static_cast<int32_t>(id),
                                                   static_cast<float>(bias));
                 checked();
+              });
+  // DRY, with llama.cpp's flags and defaults.
+  DryParams& dry = penalties.dry;
+  p.add_value({"--dry-multiplier"}, "N",
+              "DRY: lower the logit of a token that would extend a repeat of the text's end by "
+              "N * base^(length - allowed length) (0: off) (default: 0)",
+              [&dry, checked](const std::string& v) {
+                dry.multiplier = static_cast<float>(parse_float(v, "--dry-multiplier"));
+                checked();
+              });
+  p.add_value({"--dry-base"}, "N", "DRY: the base of the penalty's growth (default: 1.75)",
+              [&dry, checked](const std::string& v) {
+                dry.base = static_cast<float>(parse_float(v, "--dry-base"));
+                checked();
+              });
+  p.add_value({"--dry-allowed-length"}, "N",
+              "DRY: repeats this long or shorter are not penalized (default: 2)",
+              [&dry, checked](const std::string& v) {
+                dry.allowed_length = static_cast<int32_t>(
+                    std::clamp<int64_t>(parse_int(v, "--dry-allowed-length"), -1, 1 << 24));
+                checked();
+              });
+  p.add_value({"--dry-penalty-last-n"}, "N",
+              "DRY: how many of the text's last tokens (the prompt's included) are searched for "
+              "repeats (-1: all, 0: off) (default: -1)",
+              [&dry, checked](const std::string& v) {
+                dry.penalty_last_n = static_cast<int32_t>(
+                    std::clamp<int64_t>(parse_int(v, "--dry-penalty-last-n"), -2, 1 << 24));
+                checked();
+              });
+  auto replaced = std::make_shared<bool>(false);
+  p.add_value({"--dry-sequence-breaker"}, "TEXT",
+              "DRY: a repeat does not reach back past TEXT (repeatable; the first one replaces the "
+              "defaults \\n : \" *; 'none': no breakers)",
+              [&dry, replaced](const std::string& v) {
+                if (!*replaced || v == "none") dry.sequence_breakers.clear();
+                *replaced = true;
+                if (v != "none") dry.sequence_breakers.push_back(unescape_breaker(v));
               });
 }
 

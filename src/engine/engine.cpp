@@ -114,6 +114,7 @@ Engine::Engine(LoadedModel& target, LoadedModel* draft, const EngineOptions& opt
     fail("slots must be in [1, 256], got ", options_.n_slots);
   }
   pool_ = std::make_unique<ThreadPool>(std::max(1, options_.n_threads));
+  dry_breakers_ = std::make_unique<DryBreakerCache>(*target_.tokenizer);
   if (options_.draft_vocab < 0)
     fail("draft vocabulary size must be >= 0, got ", options_.draft_vocab);
   if (options_.n_slots > 1) {
@@ -282,6 +283,9 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // leaves the text free, ignore_eos included, until its trigger.
   const bool eos_ends =
       !opts.ignore_eos || (opts.grammar != nullptr && opts.grammar_trigger.empty());
+  if (penalties.dry.active()) {
+    penalties.dry_breakers = *dry_breakers_->get(penalties.dry.sequence_breakers);
+  }
   if (opts.min_tokens > 0) {
     penalties.min_tokens = opts.min_tokens;
     penalties.min_tokens_ids = opts.stop_token_ids;

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/dry_breakers.h"
 #include "engine/embedding.h"
 #include "engine/loaded_model.h"
 #include "engine/slot_file.h"
@@ -295,6 +296,7 @@ class Engine {
   std::mutex pool_guard_;  // slots take turns using the pool for distributions
   mutable std::mutex grammar_vocab_mu_;
   mutable std::shared_ptr<const GrammarVocab> grammar_vocab_;
+  std::unique_ptr<DryBreakerCache> dry_breakers_;  // DRY's breakers by breaker list
   struct Sequences;
   std::vector<std::unique_ptr<Sequences>> slots_;
   // The slot, or specdec::Error for a number outside [0, n_slots).

@@ -43,6 +43,13 @@ void check_penalty_params(const PenaltyParams& p, int32_t n_vocab) {
     fail("frequency penalty must be in [-2, 2], got ", p.frequency_penalty);
   }
   if (p.min_tokens < 0) fail("min_tokens must be >= 0, got ", p.min_tokens);
+  check_dry_params(p.dry);
+  for (const DryBreaker& b : p.dry_breakers) {
+    if (b.head < 0 || b.head >= n_vocab) fail("a DRY sequence breaker names token ", b.head);
+    for (int32_t t : b.tail) {
+      if (t < 0 || t >= n_vocab) fail("a DRY sequence breaker names token ", t);
+    }
+  }
   for (int32_t token : p.min_tokens_ids) {
     if (token < 0 || token >= n_vocab) {
       fail("min_tokens holds back token ", token, ", outside the vocabulary of ", n_vocab,
@@ -97,6 +104,13 @@ void TokenPenalties::reset(std::span<const int32_t> prompt) {
   }
   ids_.clear();
   generated_ = 0;
+  history_.clear();
+  if (params_.dry.active()) {
+    for (int32_t t : prompt) {
+      if (t < 0 || t >= n_vocab_) fail("penalties: prompt token ", t, " outside the vocabulary");
+    }
+    history_.assign(prompt.begin(), prompt.end());
+  }
   for (int32_t t : bias_ids_) list(t);
   // Only the repetition penalty reads the prompt; without it, its tokens need no listing.
   if (params_.repetition_penalty == 1.0f) return;
@@ -112,6 +126,7 @@ void TokenPenalties::add(int32_t token) {
   ++count_[static_cast<size_t>(token)];
   ++generated_;
   list(token);
+  if (params_.dry.active()) history_.push_back(token);
 }
 
 float TokenPenalties::adjusted(float logit, int32_t token, int32_t generated) const {
@@ -129,6 +144,44 @@ float TokenPenalties::adjusted(float logit, int32_t token, int32_t generated) co
 void TokenPenalties::apply(std::span<float> logits, std::span<const int32_t> extra,
                            std::span<const int32_t> ids) const {
   if (!params_.active()) return;
+  apply_counts(logits, extra, ids);
+  if (params_.dry.active()) apply_dry(logits, extra, ids);
+}
+
+void TokenPenalties::apply_dry(std::span<float> logits, std::span<const int32_t> extra,
+                               std::span<const int32_t> ids) const {
+  // The window: the last penalty_last_n tokens of the prompt, the text and the row's drafts.
+  const size_t total = history_.size() + extra.size();
+  const size_t n = params_.dry.penalty_last_n < 0
+                       ? total
+                       : std::min(total, static_cast<size_t>(params_.dry.penalty_last_n));
+  thread_local std::vector<int32_t> window;
+  window.clear();
+  const size_t skip = total - n;
+  if (skip < history_.size()) {
+    window.insert(window.end(), history_.begin() + static_cast<ptrdiff_t>(skip), history_.end());
+    window.insert(window.end(), extra.begin(), extra.end());
+  } else {
+    window.insert(window.end(), extra.begin() + static_cast<ptrdiff_t>(skip - history_.size()),
+                  extra.end());
+  }
+  thread_local std::vector<std::pair<int32_t, float>> amounts;
+  dry_penalties(params_.dry, params_.dry_breakers, window, amounts);
+  if (amounts.empty()) return;
+  if (ids.empty()) {
+    for (const auto& [t, a] : amounts) logits[static_cast<size_t>(t)] -= a;
+    return;
+  }
+  // A subset's columns: amounts is sorted by token, so each column is a binary search.
+  for (size_t j = 0; j < ids.size(); ++j) {
+    const auto it = std::lower_bound(amounts.begin(), amounts.end(),
+                                     std::pair<int32_t, float>{ids[j], -INFINITY});
+    if (it != amounts.end() && it->first == ids[j]) logits[j] -= it->second;
+  }
+}
+
+void TokenPenalties::apply_counts(std::span<float> logits, std::span<const int32_t> extra,
+                                  std::span<const int32_t> ids) const {
   const bool full = ids.empty();
   if (full && logits.size() != static_cast<size_t>(n_vocab_)) {
     fail("penalties: a row of ", logits.size(), " logits for a vocabulary of ", n_vocab_);

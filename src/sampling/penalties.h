@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "sampling/dry.h"
+
 namespace specdec {
 
 struct PenaltyParams {
@@ -34,10 +36,14 @@ struct PenaltyParams {
   // sampled (their logits become -inf). 0 disables.
   int32_t min_tokens = 0;
   std::vector<int32_t> min_tokens_ids;
+  // DRY over the prompt and the text so far, applied after the others (llama.cpp's order), with
+  // its breakers as token sequences of the vocabulary (dry_breakers; filled by the engine).
+  DryParams dry;
+  std::vector<DryBreaker> dry_breakers;
 
   bool active() const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f ||
-           !logit_bias.empty() || (min_tokens > 0 && !min_tokens_ids.empty());
+           !logit_bias.empty() || (min_tokens > 0 && !min_tokens_ids.empty()) || dry.active();
   }
 };
 
@@ -63,7 +69,8 @@ class TokenPenalties {
   // is token t's logit; with ids, logits[j] is token ids[j]'s (a draft's vocabulary subset). Every
   // adjusted logit gets each adjustment once, in the order bias, repetition, frequency and
   // presence, so that the result is a function of the logit and the counts alone (the same bits for
-  // the target's full row and for any caller).
+  // the target's full row and for any caller); then DRY's penalty over the prompt, the tokens added
+  // and `extra`.
   void apply(std::span<float> logits, std::span<const int32_t> extra,
              std::span<const int32_t> ids = {}) const;
 
@@ -71,6 +78,10 @@ class TokenPenalties {
 
  private:
   float adjusted(float logit, int32_t token, int32_t generated) const;
+  void apply_counts(std::span<float> logits, std::span<const int32_t> extra,
+                    std::span<const int32_t> ids) const;
+  void apply_dry(std::span<float> logits, std::span<const int32_t> extra,
+                 std::span<const int32_t> ids) const;
   void list(int32_t token);
 
   PenaltyParams params_;
@@ -83,6 +94,7 @@ class TokenPenalties {
   std::vector<int32_t> bias_ids_;   // the tokens logit_bias names, kept across reset()
   std::vector<uint8_t> held_back_;  // in min_tokens_ids
   int32_t generated_ = 0;           // tokens added since reset()
+  std::vector<int32_t> history_;    // with DRY on: the prompt and the tokens added, in order
 };
 
 }  // namespace specdec

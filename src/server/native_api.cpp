@@ -183,6 +183,7 @@ std::string canonical_sampler(const std::string& name) {
   if (name == "xtc") return "xtc";
   if (name == "temperature" || name == "temp") return "temperature";
   if (name == "penalties") return "penalties";
+  if (name == "dry") return "dry";
   return "";
 }
 
@@ -236,7 +237,6 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
     }
   };
   off_unless("mirostat", 0.0, "Mirostat");
-  off_unless("dry_multiplier", 0.0, "DRY sampling");
   off_unless("dynatemp_range", 0.0, "dynamic temperature");
   if (const ordered_json* l = field(j, "lora"); l != nullptr && !(l->is_array() && l->empty())) {
     unsupported("lora", "LoRA adapters are not supported");
@@ -268,6 +268,11 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
                            "top_n_sigma",
                            "xtc_probability",
                            "xtc_threshold",
+                           "dry_multiplier",
+                           "dry_base",
+                           "dry_allowed_length",
+                           "dry_penalty_last_n",
+                           "dry_sequence_breakers",
                            "speculative",
                            "draft_max",
                            "stop_token_ids",
@@ -308,8 +313,8 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
 
   // The samplers list: a filter it leaves out is off (the temperature then 1, as sampling
   // without llama-server's temperature stage is).
-  std::vector<std::string> listed = {"penalties", "top_n_sigma", "top_k", "typ_p",
-                                     "top_p",     "min_p",       "xtc",   "temperature"};
+  std::vector<std::string> listed = {"penalties", "dry",   "top_n_sigma", "top_k",      "typ_p",
+                                     "top_p",     "min_p", "xtc",         "temperature"};
   if (const ordered_json* s = field(j, "samplers")) {
     if (!s->is_array()) wrong_type("samplers", "an array of sampler names", *s);
     listed.clear();
@@ -329,6 +334,7 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   if (!has("top_p")) b.top_p = 1.0f;
   if (!has("min_p")) b.min_p = 0.0f;
   if (!has("typ_p")) b.typical_p = 1.0f;
+  if (!has("dry")) b.penalties.dry.multiplier = 0.0f;
   if (!has("top_n_sigma")) b.top_n_sigma = -1.0f;
   if (!has("xtc")) b.xtc_probability = 0.0f;
   if (!has("temperature") && b.temperature > 0) b.temperature = 1.0f;
@@ -347,12 +353,12 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
                 "window; send -1 or leave it out");
   }
   for (const std::string& s : listed) {
-    const bool active = (s == "top_k" && b.top_k > 0) || (s == "top_p" && b.top_p < 1.0f) ||
-                        (s == "min_p" && b.min_p > 0.0f) || (s == "typ_p" && b.typical_p < 1.0f) ||
-                        (s == "top_n_sigma" && b.top_n_sigma > 0.0f) ||
-                        (s == "xtc" && b.xtc_probability > 0.0f && b.xtc_threshold <= 0.5f) ||
-                        (s == "temperature" && b.temperature > 0) ||
-                        (s == "penalties" && penalized);
+    const bool active =
+        (s == "top_k" && b.top_k > 0) || (s == "top_p" && b.top_p < 1.0f) ||
+        (s == "min_p" && b.min_p > 0.0f) || (s == "typ_p" && b.typical_p < 1.0f) ||
+        (s == "top_n_sigma" && b.top_n_sigma > 0.0f) || (s == "dry" && b.penalties.dry.active()) ||
+        (s == "xtc" && b.xtc_probability > 0.0f && b.xtc_threshold <= 0.5f) ||
+        (s == "temperature" && b.temperature > 0) || (s == "penalties" && penalized);
     if (active) r.samplers.push_back(s);
   }
   return r;
@@ -369,6 +375,11 @@ json options_settings_json(const GenerationOptions& o, int32_t n_ctx) {
               {"top_n_sigma", o.sampling.top_n_sigma},
               {"xtc_probability", o.sampling.xtc_probability},
               {"xtc_threshold", o.sampling.xtc_threshold},
+              {"dry_multiplier", p.dry.multiplier},
+              {"dry_base", p.dry.base},
+              {"dry_allowed_length", p.dry.allowed_length},
+              {"dry_penalty_last_n", p.dry.penalty_last_n},
+              {"dry_sequence_breakers", p.dry.sequence_breakers},
               {"repeat_penalty", p.repetition_penalty},
               {"presence_penalty", p.presence_penalty},
               {"frequency_penalty", p.frequency_penalty},

@@ -124,7 +124,10 @@ TEST(NativeApi, RefusalsNameTheField) {
   EXPECT_EQ(refused_param(c, {{"n_predict", 3}}), "prompt");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"typical_p", -0.5}}), "typical_p");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"mirostat", 1}}), "mirostat");
-  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"dry_multiplier", 0.8}}), "dry_multiplier");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"dry_multiplier", -0.8}}), "dry_multiplier");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"dry_sequence_breakers", {1}}}),
+            "dry_sequence_breakers");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"dry_allowed_length", -1}}), "dry_allowed_length");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"top_n_sigma", "wide"}}), "top_n_sigma");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"xtc_probability", 1.5}}), "xtc_probability");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"xtc_threshold", -1}}), "xtc_threshold");
@@ -175,6 +178,32 @@ TEST(NativeApi, TypicalTopNSigmaAndXtcFollowTheSamplersList) {
       c, {{"prompt", "x"}, {"typical_p", 3}, {"xtc_probability", 0.5}, {"xtc_threshold", 0.9}});
   EXPECT_FLOAT_EQ(above.base.typical_p, 1.0f);
   EXPECT_EQ(std::count(above.samplers.begin(), above.samplers.end(), "xtc"), 0);
+}
+
+TEST(NativeApi, DryTakesLlamaServersFieldsAndFollowsTheSamplersList) {
+  const auto c = NativeEndpoint::Completion;
+  const json body = {{"prompt", "x"},
+                     {"dry_multiplier", 0.8},
+                     {"dry_base", 2},
+                     {"dry_allowed_length", 3},
+                     {"dry_penalty_last_n", 64},
+                     {"dry_sequence_breakers", {"\n", "###"}}};
+  const auto r = parse(c, body);
+  const DryParams& d = r.base.penalties.dry;
+  EXPECT_FLOAT_EQ(d.multiplier, 0.8f);
+  EXPECT_FLOAT_EQ(d.base, 2.0f);
+  EXPECT_EQ(d.allowed_length, 3);
+  EXPECT_EQ(d.penalty_last_n, 64);
+  EXPECT_EQ(d.sequence_breakers, (std::vector<std::string>{"\n", "###"}));
+  EXPECT_EQ(r.samplers.front(), "dry");
+  // Defaults: llama-server's breakers; off unless the multiplier is set.
+  const auto plain = parse(c, {{"prompt", "x"}});
+  EXPECT_FALSE(plain.base.penalties.dry.active());
+  EXPECT_EQ(plain.base.penalties.dry.sequence_breakers,
+            (std::vector<std::string>{"\n", ":", "\"", "*"}));
+  json listed = body;
+  listed["samplers"] = {"top_k"};
+  EXPECT_FALSE(parse(c, listed).base.penalties.dry.active());
 }
 
 TEST(NativeApi, StopTypesAndResponseFields) {

@@ -22,6 +22,34 @@ using nlohmann::json;
 // repeat_penalty too, the vLLM name winning when both are given) and logit_bias (OpenAI: an
 // object from token ids, as strings, to biases). Token ids are checked against the vocabulary
 // once the model is known (HttpServer).
+// llama-server's DRY fields (an extension here): dry_multiplier, dry_base, dry_allowed_length,
+// dry_penalty_last_n and dry_sequence_breakers (strings; [] for none), with its defaults.
+void get_dry(const json& j, DryParams& dry) {
+  dry.multiplier = static_cast<float>(get_number(j, "dry_multiplier", 0.0, 0.0, 1e6));
+  dry.base = static_cast<float>(get_number(j, "dry_base", 1.75, 0.0, 1e6));
+  constexpr int64_t kMaxLength = 1 << 24;
+  if (auto n = get_int(j, "dry_allowed_length", 0, kMaxLength)) {
+    dry.allowed_length = static_cast<int32_t>(*n);
+  }
+  if (auto n = get_int(j, "dry_penalty_last_n", -1, kMaxLength)) {
+    dry.penalty_last_n = static_cast<int32_t>(*n);
+  }
+  if (const json* b = field(j, "dry_sequence_breakers")) {
+    constexpr size_t kMaxBreakers = 64;
+    if (!b->is_array()) wrong_type("dry_sequence_breakers", "an array of strings", *b);
+    if (b->size() > kMaxBreakers) {
+      throw invalid_request(str_cat("'dry_sequence_breakers' may hold at most ", kMaxBreakers,
+                                    " strings, got ", b->size()),
+                            "dry_sequence_breakers", "invalid_value");
+    }
+    dry.sequence_breakers.clear();
+    for (const json& s : *b) {
+      if (!s.is_string()) wrong_type("dry_sequence_breakers", "an array of strings", *b);
+      dry.sequence_breakers.push_back(s.get<std::string>());
+    }
+  }
+}
+
 PenaltyParams get_penalties(const json& j) {
   PenaltyParams pp;
   pp.presence_penalty = static_cast<float>(get_number(j, "presence_penalty", 0.0, -2.0, 2.0));
@@ -34,6 +62,7 @@ PenaltyParams get_penalties(const json& j) {
     }
     pp.repetition_penalty = static_cast<float>(rep);
   }
+  get_dry(j, pp.dry);
   const json* bias = field(j, "logit_bias");
   if (bias == nullptr) return pp;
   require_object(*bias, "logit_bias");

@@ -160,6 +160,36 @@ def test_xtc_typical_and_top_n_sigma_are_applied(server, speculative):
     assert got == 400 and err["error"]["param"] == "typical_p"
 
 
+def test_dry_bans_repeated_pairs_and_keeps_speculation_exact(server):
+    # allowed_length 1 and a multiplier of 100: a token that followed an earlier occurrence of
+    # the last token loses 100 or more, so no pair of adjacent tokens repeats in prompt + text.
+    prompt = "one two one two one two one"
+    body = dict(prompt=prompt, n_predict=24, temperature=0, ignore_eos=True, return_tokens=True,
+                dry_multiplier=100, dry_allowed_length=1, dry_sequence_breakers=[])
+    docs = [native(server, speculative=s, **body) for s in (True, False)]
+    assert docs[0]["tokens"] == docs[1]["tokens"]  # greedy speculation is still the target's
+    text = token_ids(server, prompt) + docs[0]["tokens"]
+    pairs = list(zip(text, text[1:]))
+    prompt_pairs = len(token_ids(server, prompt)) - 1
+    for i in range(prompt_pairs, len(pairs)):
+        assert pairs[i] not in pairs[:i], (i, pairs[i])
+    # Without DRY the tiny model's greedy text repeats a pair (the check above can fail).
+    plain = native(server, prompt=prompt, n_predict=24, temperature=0, ignore_eos=True,
+                   return_tokens=True)["tokens"]
+    text = token_ids(server, prompt) + plain
+    pairs = list(zip(text, text[1:]))
+    assert any(pairs[i] in pairs[:i] for i in range(prompt_pairs, len(pairs)))
+    settings = docs[0]["generation_settings"]
+    assert settings["dry_multiplier"] == 100 and settings["dry_sequence_breakers"] == []
+    assert "dry" in settings["samplers"]
+    got, err = post_json(server.base, "/v1/completions",
+                         {"prompt": prompt, "dry_multiplier": -1})
+    assert got == 400 and err["error"]["param"] == "dry_multiplier"
+    got, err = post_json(server.base, "/completion",
+                         {"prompt": prompt, "dry_multiplier": 1, "dry_sequence_breakers": "\n"})
+    assert got == 400 and err["error"]["param"] == "dry_sequence_breakers"
+
+
 def test_response_fields_select_and_lift(server):
     doc = native(server, prompt=PROMPT, n_predict=3, temperature=0,
                  response_fields=["content", "timings/predicted_n", "generation_settings/top_k",
@@ -251,7 +281,7 @@ def test_budget_and_truncation(server):
 @pytest.mark.parametrize("path,body,param", [
     ("/completion", {"prompt": PROMPT, "typical_p": -0.5}, "typical_p"),
     ("/completion", {"prompt": PROMPT, "mirostat": 2}, "mirostat"),
-    ("/completion", {"prompt": PROMPT, "dry_multiplier": 0.8}, "dry_multiplier"),
+    ("/completion", {"prompt": PROMPT, "dry_multiplier": -0.8}, "dry_multiplier"),
     ("/completion", {"prompt": PROMPT, "xtc_probability": 1.5}, "xtc_probability"),
     ("/completion", {"prompt": PROMPT, "lora": [{"id": 0, "scale": 1}]}, "lora"),
     ("/completion", {"prompt": PROMPT, "post_sampling_probs": True}, "post_sampling_probs"),

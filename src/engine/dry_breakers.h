@@ -1,0 +1,33 @@
+// DRY's sequence breakers (sampling/dry.h) for a vocabulary: the breaker texts of a request as
+// token sequences, computed once per distinct list and kept (a scan of the whole vocabulary).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sampling/dry.h"
+#include "tokenizer/tokenizer.h"
+
+namespace specdec {
+
+// The breakers of `texts` over the tokenizer's vocabulary, with control tokens spelled out (as
+// llama.cpp's detokenize with special tokens does).
+std::vector<DryBreaker> vocabulary_dry_breakers(const Tokenizer& tokenizer,
+                                                const std::vector<std::string>& texts);
+
+// Thread-safe memo of vocabulary_dry_breakers for one tokenizer.
+class DryBreakerCache {
+ public:
+  explicit DryBreakerCache(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+  std::shared_ptr<const std::vector<DryBreaker>> get(const std::vector<std::string>& texts);
+
+ private:
+  Tokenizer tokenizer_;
+  std::mutex mutex_;
+  std::map<std::vector<std::string>, std::shared_ptr<const std::vector<DryBreaker>>> cache_;
+};
+
+}  // namespace specdec
