@@ -13,12 +13,18 @@
 
 namespace specdec {
 
-// The breakers of `texts` over the tokenizer's vocabulary, with control tokens spelled out (as
-// llama.cpp's detokenize with special tokens does).
+// Every token's text as DRY matches it: its bytes, control tokens spelled out (as llama.cpp's
+// detokenize with special tokens gives them).
+std::vector<std::string> dry_token_texts(const Tokenizer& tokenizer);
+
+// The breakers of `texts` over the vocabulary whose token texts are `token_texts`.
 std::vector<DryBreaker> vocabulary_dry_breakers(const Tokenizer& tokenizer,
+                                                const std::vector<std::string>& token_texts,
                                                 const std::vector<std::string>& texts);
 
-// Thread-safe memo of vocabulary_dry_breakers for one tokenizer.
+// Thread-safe memo of vocabulary_dry_breakers for one tokenizer: the token texts are decoded
+// once, on first use, so that a new breaker list costs a scan of strings (milliseconds), and the
+// last 16 lists are kept.
 class DryBreakerCache {
  public:
   explicit DryBreakerCache(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
@@ -27,6 +33,7 @@ class DryBreakerCache {
  private:
   Tokenizer tokenizer_;
   std::mutex mutex_;
+  std::vector<std::string> token_texts_;  // empty until first use
   std::map<std::vector<std::string>, std::shared_ptr<const std::vector<DryBreaker>>> cache_;
 };
 

@@ -38,11 +38,17 @@ void dry_penalties(const DryParams& params, std::span<const DryBreaker> breakers
 
   // (1) Reading back from the end, the first token that heads a breaker whose tail follows it
   // limits a repeat to the tokens after that breaker.
+  const auto headed_by = [&breakers](int32_t token) {
+    const auto by_head = [](const DryBreaker& b, int32_t t) { return b.head < t; };
+    const auto first = std::lower_bound(breakers.begin(), breakers.end(), token, by_head);
+    auto last = first;
+    while (last != breakers.end() && last->head == token) ++last;
+    return std::span<const DryBreaker>(first, last);
+  };
   int32_t rep_limit = m;
   for (int32_t i = 0; i < m; ++i) {
     int32_t longest = -1;
-    for (const DryBreaker& b : breakers) {
-      if (b.head != r(i)) continue;
+    for (const DryBreaker& b : headed_by(r(i))) {
       const auto len = static_cast<int32_t>(b.tail.size());
       if (len <= longest || len > i) continue;
       bool match = true;
@@ -90,9 +96,9 @@ void dry_penalties(const DryParams& params, std::span<const DryBreaker> breakers
     max_exponent = static_cast<int32_t>(88.7228391f / std::log(params.base));
   }
   for (const auto& [token, run] : longest_run) {
+    const std::span<const DryBreaker> own = headed_by(token);
     const bool breaks =
-        std::any_of(breakers.begin(), breakers.end(),
-                    [t = token](const DryBreaker& b) { return b.head == t && b.tail.empty(); });
+        std::any_of(own.begin(), own.end(), [](const DryBreaker& b) { return b.tail.empty(); });
     if (breaks) continue;
     int32_t exponent = run - params.allowed_length;
     if (max_exponent > 0) exponent = std::min(exponent, max_exponent);

@@ -8,7 +8,10 @@
 // a verify row counts the round's drafts before it (TokenPenalties::apply's `extra`).
 #pragma once
 
+#include <algorithm>
+#include <compare>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -38,19 +41,22 @@ struct DryBreaker {
   int32_t head = 0;
   std::vector<int32_t> tail;
   bool operator==(const DryBreaker&) const = default;
+  auto operator<=>(const DryBreaker&) const = default;
 };
 
 // The breakers of a vocabulary, llama.cpp's way: every token whose text contains a breaker is
 // one; a token whose text ends with a proper prefix of it heads one whose tail is the rest of the
 // breaker tokenized (at most 20 tokens; breakers are cut at 40 bytes). token_text(id) is the
 // token's text with control tokens spelled out; tokenize(text) tokenizes without special tokens.
+// The result is sorted (by head, then tail) and holds each breaker once.
 template <typename TokenText, typename Tokenize>
 std::vector<DryBreaker> dry_breakers(const std::vector<std::string>& breakers, int32_t n_vocab,
                                      const TokenText& token_text, const Tokenize& tokenize);
 
 // The penalty of every token that would extend a repeat in `window` (the text's last
 // penalty_last_n tokens, oldest first): `out` becomes the (token, amount to subtract) pairs,
-// sorted by token.
+// sorted by token. `breakers` must be sorted by head (dry_breakers' order), which makes each
+// token's breakers a binary search: a breaker such as "e" is held by tens of thousands of tokens.
 void dry_penalties(const DryParams& params, std::span<const DryBreaker> breakers,
                    std::span<const int32_t> window, std::vector<std::pair<int32_t, float>>& out);
 
@@ -60,17 +66,15 @@ std::vector<DryBreaker> dry_breakers(const std::vector<std::string>& breakers, i
   constexpr size_t kMaxBytes = 40;
   constexpr size_t kMaxTail = 20;
   std::vector<DryBreaker> out;
-  const auto add = [&out](DryBreaker b) {
-    for (const DryBreaker& o : out) {
-      if (o == b) return;
-    }
-    out.push_back(std::move(b));
-  };
+  const auto add = [&out](DryBreaker b) { out.push_back(std::move(b)); };
   for (std::string str : breakers) {
     if (str.empty()) continue;
     if (str.size() > kMaxBytes) str.resize(kMaxBytes);
+    // The tail depends only on how much of the breaker the token holds: tokenized once per
+    // length, not once per token (thousands of tokens end with a common first byte).
+    std::vector<std::optional<std::vector<int32_t>>> tails(str.size());
     for (int32_t id = 0; id < n_vocab; ++id) {
-      const std::string word = token_text(id);
+      const std::string& word = token_text(id);
       if (word.find(str) != std::string::npos) {
         add({id, {}});
         continue;
@@ -80,12 +84,17 @@ std::vector<DryBreaker> dry_breakers(const std::vector<std::string>& breakers, i
            pos = word.find(str[0], pos + 1)) {
         const size_t len = word.size() - pos;
         if (len >= str.size() || word.compare(pos, len, str, 0, len) != 0) continue;
-        std::vector<int32_t> tail = tokenize(str.substr(len));
-        if (tail.size() > kMaxTail) tail.resize(kMaxTail);
-        add({id, std::move(tail)});
+        std::optional<std::vector<int32_t>>& tail = tails[len];
+        if (!tail) {
+          tail = tokenize(str.substr(len));
+          if (tail->size() > kMaxTail) tail->resize(kMaxTail);
+        }
+        add({id, *tail});
       }
     }
   }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

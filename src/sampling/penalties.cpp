@@ -70,6 +70,7 @@ TokenPenalties::TokenPenalties(const PenaltyParams& params, int32_t n_vocab)
     : params_(params), n_vocab_(n_vocab) {
   if (n_vocab < 1) fail("penalties: vocabulary size must be >= 1, got ", n_vocab);
   check_penalty_params(params, n_vocab);
+  std::sort(params_.dry_breakers.begin(), params_.dry_breakers.end());  // dry_penalties' order
   const auto v = static_cast<size_t>(n_vocab);
   bias_.assign(v, 0.0f);
   count_.assign(v, 0);
