@@ -531,10 +531,12 @@ TEST_F(Cli, VerifyPassesWithTypicalTopNSigmaAndXtc) {
                          "0.8",    "--top-nsigma",
                          "2.5",    "--xtc-probability",
                          "0.5",    "--xtc-threshold",
-                         "0.05"});
+                         "0.05",   "--dynatemp-range",
+                         "0.5"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("typical 0.8"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("XTC 0.5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dynamic temperature +-0.5"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
 }
 

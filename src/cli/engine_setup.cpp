@@ -278,6 +278,12 @@ void add_filter_options(ArgParser& p, SamplingParams& filters) {
   add("--xtc-probability", &SamplingParams::xtc_probability,
       "XTC: with probability N, exclude the tokens at or above --xtc-threshold but the least "
       "likely of them, 0..1 (0: off) (default: 0)");
+  add("--dynatemp-range", &SamplingParams::dynatemp_range,
+      "dynamic temperature: sample at a temperature between --temp - N and --temp + N, higher "
+      "the flatter the filtered distribution (0: off) (default: 0)");
+  add("--dynatemp-exp", &SamplingParams::dynatemp_exponent,
+      "dynamic temperature: the exponent of the mapping from entropy to temperature "
+      "(default: 1)");
   add("--xtc-threshold", &SamplingParams::xtc_threshold,
       "XTC: the probability that makes a token a top choice, 0..1 (above 0.5: off) "
       "(default: 0.1)");
@@ -288,6 +294,8 @@ void take_filters(const SamplingParams& filters, SamplingParams& sampling) {
   sampling.top_n_sigma = filters.top_n_sigma;
   sampling.xtc_probability = filters.xtc_probability;
   sampling.xtc_threshold = filters.xtc_threshold;
+  sampling.dynatemp_range = filters.dynatemp_range;
+  sampling.dynatemp_exponent = filters.dynatemp_exponent;
 }
 
 namespace {

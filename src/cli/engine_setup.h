@@ -95,9 +95,10 @@ inline constexpr bool kDefaultDraftHybrid = true;
 // time, token ids against the vocabulary when the engine runs.
 void add_penalty_options(ArgParser& p, PenaltyParams& penalties);
 
-// llama.cpp's further filters, --typical, --top-nsigma, --xtc-probability and --xtc-threshold,
-// parsed into those fields of `filters` (each range-checked as it is parsed); the other fields of
-// `filters` are left alone. take_filters copies the four into a request's sampling settings.
+// llama.cpp's further filters, --typical, --top-nsigma, --xtc-probability, --xtc-threshold,
+// --dynatemp-range and --dynatemp-exp, parsed into those fields of `filters` (each range-checked
+// as it is parsed); the other fields of `filters` are left alone. take_filters copies them into a
+// request's sampling settings.
 void add_filter_options(ArgParser& p, SamplingParams& filters);
 void take_filters(const SamplingParams& filters, SamplingParams& sampling);
 

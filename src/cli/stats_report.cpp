@@ -110,6 +110,8 @@ nlohmann::json stats_to_json(const GenerationResult& r, const GenerationOptions&
                    {"top_n_sigma", o.sampling.top_n_sigma},
                    {"xtc_probability", o.sampling.xtc_probability},
                    {"xtc_threshold", o.sampling.xtc_threshold},
+                   {"dynatemp_range", o.sampling.dynatemp_range},
+                   {"dynatemp_exponent", o.sampling.dynatemp_exponent},
                    {"seed", o.sampling.seed}};
   j["speculative"] = s.speculative;
   if (s.speculative) {

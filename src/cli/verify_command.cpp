@@ -90,6 +90,10 @@ int verify_command(const std::vector<std::string>& args) {
             << ", top-p " << top_p << ", min-p " << min_p;
   if (filters.typical_p < 1.0f) std::cout << ", typical " << filters.typical_p;
   if (filters.top_n_sigma > 0.0f) std::cout << ", top-n-sigma " << filters.top_n_sigma;
+  if (filters.dynatemp_range > 0.0f) {
+    std::cout << ", dynamic temperature +-" << filters.dynatemp_range << " (exponent "
+              << filters.dynatemp_exponent << ")";
+  }
   if (filters.xtc_active()) {
     std::cout << ", XTC " << filters.xtc_probability << " above " << filters.xtc_threshold;
   }

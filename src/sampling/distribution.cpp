@@ -156,6 +156,12 @@ void check_sampling_params(const SamplingParams& params) {
   if (!in(params.xtc_threshold, 0.0f, 1.0f)) {
     fail("xtc_threshold must be in [0, 1] (above 0.5: off), got ", params.xtc_threshold);
   }
+  if (!(std::isfinite(params.dynatemp_range) && params.dynatemp_range >= 0.0f)) {
+    fail("dynatemp_range must be a number >= 0 (0: off), got ", params.dynatemp_range);
+  }
+  if (!(std::isfinite(params.dynatemp_exponent) && params.dynatemp_exponent >= 0.0f)) {
+    fail("dynatemp_exponent must be a number >= 0, got ", params.dynatemp_exponent);
+  }
 }
 
 namespace {
@@ -227,6 +233,34 @@ void keep_typical(std::vector<int32_t>& ids, const Weight& weight, double mass, 
     }
   }
   ids.assign(sel.begin(), sel.begin() + static_cast<ptrdiff_t>(cut));
+}
+
+// Dynamic temperature over the survivors (ids, in rank order): their entropy at temperature 1,
+// relative to the most it could be, picks the temperature; their weights are recomputed at it. At a
+// temperature of 0 only the first (the largest logit) stays, as llama.cpp's temperature 0 does.
+void apply_dynatemp(std::vector<int32_t>& ids, std::span<const float> logits, double* weights,
+                    const SamplingParams& params) {
+  const double top = logits[static_cast<size_t>(ids.front())];
+  const auto at = [&](int32_t id) { return static_cast<double>(logits[static_cast<size_t>(id)]); };
+  double z = 0;
+  for (int32_t id : ids) z += std::exp(at(id) - top);
+  double entropy = 0;
+  for (int32_t id : ids) {
+    const double p = std::exp(at(id) - top) / z;
+    if (p > 0) entropy -= p * std::log(p);
+  }
+  const double t = params.temperature, range = params.dynatemp_range;
+  const double t_min = std::max(0.0, t - range), t_max = t + range;
+  const double normalized = entropy / std::log(static_cast<double>(ids.size()));
+  const double t_dyn =
+      t_min + (t_max - t_min) * std::pow(normalized, static_cast<double>(params.dynatemp_exponent));
+  if (!(t_dyn > 0)) {
+    ids.resize(1);
+    return;
+  }
+  for (int32_t id : ids) weights[static_cast<size_t>(id)] = std::exp((at(id) - top) / t_dyn);
+  // A temperature near 0 underflows the others' weights: they can no longer be sampled.
+  std::erase_if(ids, [weights](int32_t id) { return !(weights[static_cast<size_t>(id)] > 0); });
 }
 
 // XTC as a mixture: with probability `chance` the entries at or above `threshold` but the last of
@@ -368,6 +402,10 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
     }
   }
   ids.resize(cut);
+  if (params.dynatemp_range > 0.0f && cut > 1) {
+    apply_dynatemp(ids, logits, weights.data(), params);
+    cut = ids.size();
+  }
 
   out.probs.resize(cut);
   double total = 0;

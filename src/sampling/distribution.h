@@ -25,12 +25,18 @@ struct SamplingParams {
   float top_n_sigma = -1.0f;     // keep logits within n standard deviations of the max; <= 0 off
   float xtc_probability = 0.0f;  // XTC: how often the top choices are excluded; 0 disables
   float xtc_threshold = 0.1f;    // XTC: the probability that makes a choice "top"; > 0.5 disables
+  // Dynamic temperature (llama.cpp's temp-ext): the survivors of the filters are sampled at a
+  // temperature between T - range and T + range, higher the flatter they are: T_min + (T_max -
+  // T_min) * (H / log n)^exponent, H their entropy at temperature 1. range 0 disables.
+  float dynatemp_range = 0.0f;
+  float dynatemp_exponent = 1.0f;
   bool greedy() const { return temperature <= 0.0f; }
   bool xtc_active() const { return xtc_probability > 0.0f && xtc_threshold <= 0.5f; }
 };
 
 // Throws specdec::Error naming the parameter when a filter's value is outside its range
-// (typical_p >= 0, top_n_sigma finite, xtc_probability in [0, 1], xtc_threshold in [0, 1]).
+// (typical_p >= 0, top_n_sigma finite, xtc_probability in [0, 1], xtc_threshold in [0, 1],
+// dynatemp_range and dynatemp_exponent finite and >= 0).
 void check_sampling_params(const SamplingParams& params);
 
 // A normalized distribution over a subset of the vocabulary: ids[i] has probability probs[i].
@@ -48,6 +54,8 @@ struct Distribution {
 // softmax(logits / T), then the filters in llama.cpp's order: top-n-sigma, top-k, typical, top-p,
 // min-p, XTC; renormalized. (llama.cpp applies its temperature after the filters; here it comes
 // first, as in vLLM and Hugging Face, so top-p and min-p measure the distribution that is sampled.)
+// A dynamic temperature re-weights the survivors of min-p (before XTC, which here is a mixture
+// over the final entries; llama.cpp measures its entropy after XTC's exclusion).
 // XTC, which llama.cpp applies at random (with probability xtc_probability the choices at or above
 // xtc_threshold but the least likely of them are removed), is here the mixture of the two outcomes
 // with those weights: the same distribution for the token, drawn with one uniform, so a speculative

@@ -245,6 +245,27 @@ Distribution reference(const std::vector<float>& logits, const SamplingParams& p
   for (size_t r : live) w_max = std::max(w_max, w[r]);
   const double min_p = std::min(1.0, double(std::max(0.0f, p.min_p)));
   std::erase_if(live, [&](size_t r) { return w[r] < min_p * w_max; });
+  if (p.dynatemp_range > 0 && live.size() > 1) {
+    // Entropy at temperature 1 of the survivors, over its most: the temperature between T -
+    // range and T + range; the survivors' weights at it.
+    const double top = logits[size_t(ids[live[0]])];
+    double z = 0, h = 0;
+    for (size_t r : live) z += std::exp(logits[size_t(ids[r])] - top);
+    for (size_t r : live) {
+      const double q = std::exp(logits[size_t(ids[r])] - top) / z;
+      if (q > 0) h -= q * std::log(q);
+    }
+    const double lo = std::max(0.0, double(p.temperature) - p.dynatemp_range);
+    const double hi = double(p.temperature) + p.dynatemp_range;
+    const double t =
+        lo + (hi - lo) * std::pow(h / std::log(double(live.size())), double(p.dynatemp_exponent));
+    if (t > 0) {
+      for (size_t r : live) w[r] = std::exp((logits[size_t(ids[r])] - top) / t);
+      std::erase_if(live, [&](size_t r) { return !(w[r] > 0); });
+    } else {
+      live.resize(1);
+    }
+  }
   Distribution d;
   d.n_vocab = n;
   const double total = mass_of();
@@ -395,6 +416,32 @@ TEST(Distribution, XtcMatchesTheCoinThenSampleProcedure) {
   EXPECT_LT(chi_square_test(counts, unmixed).p_value, 1e-9);
 }
 
+TEST(Distribution, DynamicTemperatureFollowsTheSurvivorsEntropy) {
+  // 0 and -1: at temperature 1 p = 0.731, 0.269, H = 0.5822 nats, 0.840 of log 2; with T 1 and
+  // range 0.5 the temperature is 0.5 + 1.0 * 0.840 = 1.340.
+  const std::vector<float> logits{0.0f, -1.0f};
+  SamplingParams p = no_filters(1.0f);
+  p.dynatemp_range = 0.5f;
+  Distribution d;
+  make_distribution(logits, p, d);
+  const double h =
+      -(std::log(1 / (1 + std::exp(-1.0))) / (1 + std::exp(-1.0)) +
+        std::log(std::exp(-1.0) / (1 + std::exp(-1.0))) * std::exp(-1.0) / (1 + std::exp(-1.0)));
+  const double t = 0.5 + 1.0 * h / std::log(2.0);
+  EXPECT_NEAR(t, 1.340, 1e-3);
+  const double w = std::exp(-1.0 / t);
+  expect_dist(d, {0, 1}, {1 / (1 + w), w / (1 + w)});
+  // Exponent 0: always the highest temperature; a range reaching 0 with the exponent large: a
+  // temperature near 0 (2 * 0.84^200), which leaves the largest logit only.
+  p.dynatemp_exponent = 0.0f;
+  make_distribution(logits, p, d);
+  expect_dist(d, {0, 1}, {1 / (1 + std::exp(-1 / 1.5)), 1 - 1 / (1 + std::exp(-1 / 1.5))});
+  p.dynatemp_range = 1.0f;
+  p.dynatemp_exponent = 200.0f;
+  make_distribution(logits, p, d);
+  expect_dist(d, {0}, {1.0});
+}
+
 TEST(Distribution, FilterValuesOutsideTheirRangesAreRefused) {
   SamplingParams p;
   EXPECT_NO_THROW(check_sampling_params(p));
@@ -422,6 +469,12 @@ TEST(Distribution, FilterValuesOutsideTheirRangesAreRefused) {
   q = p;
   q.xtc_threshold = std::nanf("");
   EXPECT_TRUE(refused(q, "xtc_threshold"));
+  q = p;
+  q.dynatemp_range = -1.0f;
+  EXPECT_TRUE(refused(q, "dynatemp_range"));
+  q = p;
+  q.dynatemp_exponent = std::numeric_limits<float>::infinity();
+  EXPECT_TRUE(refused(q, "dynatemp_exponent"));
 }
 
 TEST(Distribution, MatchesFullSortReferenceOnRandomInputs) {
@@ -445,6 +498,8 @@ TEST(Distribution, MatchesFullSortReferenceOnRandomInputs) {
       p.top_n_sigma = rng.uniform() < 0.5 ? -1.0f : static_cast<float>(0.3 + rng.uniform() * 3);
       p.xtc_probability = rng.uniform() < 0.5 ? 0.0f : static_cast<float>(rng.uniform());
       p.xtc_threshold = static_cast<float>(0.02 + rng.uniform() * 0.5);
+      p.dynatemp_range = rng.uniform() < 0.5 ? 0.0f : static_cast<float>(rng.uniform() * 1.5);
+      p.dynatemp_exponent = static_cast<float>(0.5 + rng.uniform() * 2);
     }
     make_distribution(logits, p, d);
     const Distribution r = reference(logits, p);

@@ -340,6 +340,8 @@ GenerationOptions HttpServer::Impl::request_options(const CompletionRequest& r,
   o.sampling.top_n_sigma = r.top_n_sigma;
   o.sampling.xtc_probability = r.xtc_probability;
   o.sampling.xtc_threshold = r.xtc_threshold;
+  o.sampling.dynatemp_range = r.dynatemp_range;
+  o.sampling.dynatemp_exponent = r.dynatemp_exponent;
   o.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   o.fixed_seed = r.seed.has_value();
   o.penalties = r.penalties;

@@ -237,7 +237,6 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
     }
   };
   off_unless("mirostat", 0.0, "Mirostat");
-  off_unless("dynatemp_range", 0.0, "dynamic temperature");
   if (const ordered_json* l = field(j, "lora"); l != nullptr && !(l->is_array() && l->empty())) {
     unsupported("lora", "LoRA adapters are not supported");
   }
@@ -268,6 +267,8 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
                            "top_n_sigma",
                            "xtc_probability",
                            "xtc_threshold",
+                           "dynatemp_range",
+                           "dynatemp_exponent",
                            "dry_multiplier",
                            "dry_base",
                            "dry_allowed_length",
@@ -337,7 +338,10 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   if (!has("dry")) b.penalties.dry.multiplier = 0.0f;
   if (!has("top_n_sigma")) b.top_n_sigma = -1.0f;
   if (!has("xtc")) b.xtc_probability = 0.0f;
-  if (!has("temperature") && b.temperature > 0) b.temperature = 1.0f;
+  if (!has("temperature") && b.temperature > 0) {
+    b.temperature = 1.0f;
+    b.dynatemp_range = 0.0f;  // llama-server's temperature stage is where it applies
+  }
   if (!has("penalties")) {
     b.penalties.repetition_penalty = 1.0f;
     b.penalties.presence_penalty = 0.0f;
@@ -375,6 +379,8 @@ json options_settings_json(const GenerationOptions& o, int32_t n_ctx) {
               {"top_n_sigma", o.sampling.top_n_sigma},
               {"xtc_probability", o.sampling.xtc_probability},
               {"xtc_threshold", o.sampling.xtc_threshold},
+              {"dynatemp_range", o.sampling.dynatemp_range},
+              {"dynatemp_exponent", o.sampling.dynatemp_exponent},
               {"dry_multiplier", p.dry.multiplier},
               {"dry_base", p.dry.base},
               {"dry_allowed_length", p.dry.allowed_length},

@@ -173,6 +173,13 @@ TEST(NativeApi, TypicalTopNSigmaAndXtcFollowTheSamplersList) {
   const auto on = parse(c, listed);
   EXPECT_EQ(on.samplers, (std::vector<std::string>{"typ_p", "top_n_sigma", "xtc"}));
   EXPECT_FLOAT_EQ(on.base.typical_p, 0.7f);
+  // The dynamic temperature belongs to the temperature stage: without it, it is off too.
+  json dyn = {{"prompt", "x"}, {"dynatemp_range", 0.5}, {"dynatemp_exponent", 2}};
+  EXPECT_FLOAT_EQ(parse(c, dyn).base.dynatemp_range, 0.5f);
+  EXPECT_FLOAT_EQ(parse(c, dyn).base.dynatemp_exponent, 2.0f);
+  dyn["samplers"] = {"top_k"};
+  EXPECT_FLOAT_EQ(parse(c, dyn).base.dynatemp_range, 0.0f);
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"dynatemp_range", -1}}), "dynatemp_range");
   // typical_p above 1 is off, as in llama-server; an XTC threshold above 0.5 is not applied.
   const auto above = parse(
       c, {{"prompt", "x"}, {"typical_p", 3}, {"xtc_probability", 0.5}, {"xtc_threshold", 0.9}});

@@ -530,6 +530,8 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   r.top_n_sigma = static_cast<float>(get_number(j, "top_n_sigma", -1.0, -1e9, 1e9));
   r.xtc_probability = static_cast<float>(get_number(j, "xtc_probability", 0.0, 0.0, 1.0));
   r.xtc_threshold = static_cast<float>(get_number(j, "xtc_threshold", 0.1, 0.0, 1.0));
+  r.dynatemp_range = static_cast<float>(get_number(j, "dynatemp_range", 0.0, 0.0, 1e6));
+  r.dynatemp_exponent = static_cast<float>(get_number(j, "dynatemp_exponent", 1.0, 0.0, 1e6));
   if (auto s = get_int(j, "seed", std::numeric_limits<int64_t>::min(),
                        std::numeric_limits<int64_t>::max())) {
     r.seed = static_cast<uint64_t>(*s);

@@ -57,11 +57,13 @@ struct CompletionRequest {
   int32_t top_k = 0;
   float min_p = 0.0f;
   // llama.cpp's further filters, read as extensions (llama-server's names; all off by default):
-  // typical_p, top_n_sigma, xtc_probability, xtc_threshold.
+  // typical_p, top_n_sigma, xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exponent.
   float typical_p = 1.0f;
   float top_n_sigma = -1.0f;
   float xtc_probability = 0.0f;
   float xtc_threshold = 0.1f;
+  float dynatemp_range = 0.0f;  // and llama-server's dynamic temperature
+  float dynatemp_exponent = 1.0f;
   std::optional<uint64_t> seed;  // nullopt: a random seed per request
   std::vector<std::string> stop;
   int32_t n = 1;            // choices, each its own sequence

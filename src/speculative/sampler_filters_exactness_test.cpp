@@ -36,12 +36,20 @@ SamplingParams xtc(float t, float probability, float threshold) {
   return sp;
 }
 
+SamplingParams dynatemp(float t, float range, float exponent) {
+  SamplingParams sp = params(t);
+  sp.dynatemp_range = range;
+  sp.dynatemp_exponent = exponent;
+  return sp;
+}
+
 SamplingParams all_of_them() {
   SamplingParams sp = params(0.8f, 0.95f, 4);
   sp.typical_p = 0.9f;
   sp.top_n_sigma = 2.0f;
   sp.xtc_probability = 0.5f;
   sp.xtc_threshold = 0.1f;
+  sp.dynatemp_range = 0.5f;
   return sp;
 }
 
@@ -49,8 +57,9 @@ SamplingParams all_of_them() {
 TEST(SamplerFiltersUnderSpeculation, JointDistributionIsTheFilteredTargets) {
   Models m(5, 1.0f);
   int config = 0;
-  for (const SamplingParams& sp : {typical(1.0f, 0.6f), sigma(1.0f, 1.0f), xtc(1.0f, 0.5f, 0.15f),
-                                   xtc(0.7f, 1.0f, 0.1f), all_of_them()}) {
+  for (const SamplingParams& sp :
+       {typical(1.0f, 0.6f), sigma(1.0f, 1.0f), xtc(1.0f, 0.5f, 0.15f), xtc(0.7f, 1.0f, 0.1f),
+        dynatemp(1.0f, 0.9f, 3.0f), all_of_them()}) {
     const std::vector<int32_t> prompt{config % 5, 2, (config * 3) % 5};
     ModelDrafter drafter(m.draft);
     Rng rng(5100 + config);

@@ -140,15 +140,18 @@ def test_xtc_typical_and_top_n_sigma_are_applied(server, speculative):
     sigma = native(server, prompt=PROMPT, n_predict=8, ignore_eos=True, top_n_sigma=0.01, seed=5,
                    speculative=speculative)
     assert sigma["content"] == greedy_completion(server, PROMPT, 8)["choices"][0]["text"]
-    # Typical sampling through the OpenAI-style endpoint: a seeded request is reproducible and
-    # the settings are reported.
+    # Typical sampling and a dynamic temperature through the OpenAI-style endpoint: a seeded
+    # request is reproducible and the settings are reported.
     body = {"prompt": PROMPT, "max_tokens": 8, "temperature": 1, "typical_p": 0.5, "seed": 9,
-            "speculative": speculative}
+            "dynatemp_range": 0.5, "speculative": speculative}
     a = post_json(server.base, "/v1/completions", body)
     b = post_json(server.base, "/v1/completions", body)
     assert a[0] == 200 and a[1]["choices"][0]["text"] == b[1]["choices"][0]["text"]
     settings = native(server, prompt=PROMPT, n_predict=1, typical_p=0.5, top_n_sigma=2,
-                      xtc_probability=0.3, xtc_threshold=0.2)["generation_settings"]
+                      xtc_probability=0.3, xtc_threshold=0.2, dynatemp_range=0.4)[
+                          "generation_settings"]
+    assert settings["dynatemp_range"] == pytest.approx(0.4)
+    assert settings["dynatemp_exponent"] == pytest.approx(1)
     assert settings["typical_p"] == pytest.approx(0.5)
     assert settings["top_n_sigma"] == pytest.approx(2)
     assert settings["xtc_probability"] == pytest.approx(0.3)
