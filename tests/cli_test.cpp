@@ -555,6 +555,7 @@ TEST_F(Cli, DryIsExactUnderSpeculationAndChangesTheText) {
                          "1",          "--dry-sequence-breaker",
                          "\\n"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("DRY 2.0000 x 1.7500^(run - 1)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
   const std::vector<std::string> base = {"run", "-m",     *target_, "-p", "ab ab ab a",  "-n",
                                          "24",  "--temp", "0",      "-q", "--ignore-eos"};

@@ -101,6 +101,10 @@ int verify_command(const std::vector<std::string>& args) {
     std::cout << ", repeat penalty " << penalties.repetition_penalty << ", presence penalty "
               << penalties.presence_penalty << ", frequency penalty " << penalties.frequency_penalty
               << ", " << penalties.logit_bias.size() << " logit biases";
+    if (penalties.dry.active()) {
+      std::cout << ", DRY " << penalties.dry.multiplier << " x " << penalties.dry.base << "^(run - "
+                << penalties.dry.allowed_length << ")";
+    }
   }
   std::cout << "\n\n";
   std::cout << "prompt                              distinct   TV      TV(noise)  chi2     dof  "
