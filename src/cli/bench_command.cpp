@@ -39,6 +39,8 @@ struct BenchOptions {
   std::vector<float> temps = {0.0f, 0.3f, 0.7f};
   std::vector<std::string> categories = {"summary", "opinion", "code"};
   float top_p = 0.9f;
+  SamplingParams filters;   // --typical, --top-nsigma, --xtc-*, --dynatemp-*
+  PenaltyParams penalties;  // --repeat-penalty ... and --dry-*
   int32_t n_predict = 200, repeats = 3, threads = 0, n_ctx = 2048, cache_tokens = 32;
   DraftModelOptions drafting;
   KvTypes kv_types;
@@ -128,6 +130,8 @@ void add_options(ArgParser& p, BenchOptions& o) {
               });
   p.add_float({"--top-p"}, "P", "top-p filter for T > 0 (1: off; top-k and min-p are off)", o.top_p,
               0.0, 1.0);
+  add_filter_options(p, o.filters);
+  add_penalty_options(p, o.penalties);
   p.add_string({"--prompts"}, "DIR", "prompt folder: one sub-folder of *.txt per category",
                o.prompts_dir);
   p.add_value({"--categories"}, "LIST", "comma-separated categories (default summary,opinion,code)",
@@ -239,6 +243,8 @@ int bench_command(const std::vector<std::string>& args) {
     go.sampling.top_k = 0;
     go.sampling.top_p = o.top_p;
     go.sampling.min_p = 0;
+    take_filters(o.filters, go.sampling);
+    go.penalties = o.penalties;
     go.sampling.seed = seed;
     go.ignore_eos = true;  // fixed-length runs
     go.speculative = gamma > 0;
@@ -375,6 +381,13 @@ int bench_command(const std::vector<std::string>& args) {
         {"gammas", o.gammas},
         {"temperatures", o.temps},
         {"top_p", o.top_p},
+        {"typical_p", o.filters.typical_p},
+        {"top_n_sigma", o.filters.top_n_sigma},
+        {"xtc_probability", o.filters.xtc_probability},
+        {"xtc_threshold", o.filters.xtc_threshold},
+        {"dynatemp_range", o.filters.dynatemp_range},
+        {"dry_multiplier", o.penalties.dry.multiplier},
+        {"repeat_penalty", o.penalties.repetition_penalty},
         {"seed", o.seed},
         {"chat", !o.no_chat},
         {"prompts", prompt_list}};

@@ -18,10 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-// presence_penalty, frequency_penalty (OpenAI), repetition_penalty (vLLM; llama-server's
-// repeat_penalty too, the vLLM name winning when both are given) and logit_bias (OpenAI: an
-// object from token ids, as strings, to biases). Token ids are checked against the vocabulary
-// once the model is known (HttpServer).
 // llama-server's DRY fields (an extension here): dry_multiplier, dry_base, dry_allowed_length,
 // dry_penalty_last_n and dry_sequence_breakers (strings; [] for none), with its defaults.
 void get_dry(const json& j, DryParams& dry) {
@@ -50,6 +46,10 @@ void get_dry(const json& j, DryParams& dry) {
   }
 }
 
+// presence_penalty, frequency_penalty (OpenAI), repetition_penalty (vLLM; llama-server's
+// repeat_penalty too, the vLLM name winning when both are given) and logit_bias (OpenAI: an
+// object from token ids, as strings, to biases). Token ids are checked against the vocabulary
+// once the model is known (HttpServer).
 PenaltyParams get_penalties(const json& j) {
   PenaltyParams pp;
   pp.presence_penalty = static_cast<float>(get_number(j, "presence_penalty", 0.0, -2.0, 2.0));
