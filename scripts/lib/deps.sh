@@ -95,6 +95,9 @@ specdec_configure() {
 specdec_build() {
   local dir=$1 target=${2:-}
   local args=(--build "$SPECDEC_ROOT/$dir" -j"$(nproc)")
+  # ccache keys on paths relative to the checkout, so that a clone in another folder (CI's
+  # fresh clone) reuses what an earlier build compiled: a cold ASan build takes half an hour.
+  export CCACHE_BASEDIR="$SPECDEC_ROOT" CCACHE_NOHASHDIR=true
   [[ -n $target ]] && args+=(--target "$target")
   specdec_log "building $dir${target:+ ($target)}"
   cmake "${args[@]}" >&2
