@@ -540,6 +540,40 @@ TEST_F(Cli, VerifyPassesWithTypicalTopNSigmaAndXtc) {
   EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
 }
 
+// Mirostat from the command line: speculative and target-only continuations agree in
+// distribution (mu carried through each round's verify rows), and a bad version is refused.
+TEST_F(Cli, VerifyPassesWithMirostat) {
+  for (const char* version : {"1", "2"}) {
+    // T 0.2 sharpens the tiny model's flat rows so that the cut keeps a few tokens each.
+    CliResult r = run_cli({"verify", "-m",
+                           *target_, "-md",
+                           *draft_,  "--samples",
+                           "150",    "-n",
+                           "3",      "-p",
+                           "ab",     "-t",
+                           "1",      "--temp",
+                           "0.2",    "--mirostat",
+                           version,  "--mirostat-ent",
+                           "2",      "--mirostat-lr",
+                           "0.5"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    // The check compared something: more than one distinct continuation.
+    const size_t row = r.out.find("\nab ");
+    ASSERT_NE(row, std::string::npos) << r.out;
+    std::istringstream fields(r.out.substr(row + 1));
+    std::string prompt;
+    int distinct = 0;
+    fields >> prompt >> distinct;
+    EXPECT_GE(distinct, 5) << r.out;
+    EXPECT_NE(r.out.find(std::string("Mirostat ") + version + " (tau 2"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
+  }
+  CliResult bad = run_cli({"run", "-m", *target_, "-p", "ab", "--mirostat", "3"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("mirostat must be 0 (off), 1 or 2"), std::string::npos) << bad.err;
+}
+
 // DRY over a prompt that repeats itself, with a breaker given on the command line: exact under
 // speculation, and it changes the greedy text.
 TEST_F(Cli, DryIsExactUnderSpeculationAndChangesTheText) {

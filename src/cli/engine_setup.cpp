@@ -287,6 +287,17 @@ void add_filter_options(ArgParser& p, SamplingParams& filters) {
   add("--xtc-threshold", &SamplingParams::xtc_threshold,
       "XTC: the probability that makes a token a top choice, 0..1 (above 0.5: off) "
       "(default: 0.1)");
+  p.add_value({"--mirostat"}, "N",
+              "Mirostat sampling, version 1 or 2 (0: off); it replaces top-k, top-p, min-p and "
+              "the filters above (default: 0)",
+              [&filters](const std::string& v) {
+                filters.mirostat = static_cast<int>(parse_int(v, "--mirostat"));
+                check_sampling_params(filters);
+              });
+  add("--mirostat-ent", &SamplingParams::mirostat_tau,
+      "Mirostat's target surprise tau, in bits per token (default: 5)");
+  add("--mirostat-lr", &SamplingParams::mirostat_eta,
+      "Mirostat's learning rate eta (default: 0.1)");
 }
 
 void take_filters(const SamplingParams& filters, SamplingParams& sampling) {
@@ -296,6 +307,9 @@ void take_filters(const SamplingParams& filters, SamplingParams& sampling) {
   sampling.xtc_threshold = filters.xtc_threshold;
   sampling.dynatemp_range = filters.dynatemp_range;
   sampling.dynatemp_exponent = filters.dynatemp_exponent;
+  sampling.mirostat = filters.mirostat;
+  sampling.mirostat_tau = filters.mirostat_tau;
+  sampling.mirostat_eta = filters.mirostat_eta;
 }
 
 namespace {

@@ -96,7 +96,8 @@ inline constexpr bool kDefaultDraftHybrid = true;
 void add_penalty_options(ArgParser& p, PenaltyParams& penalties);
 
 // llama.cpp's further filters, --typical, --top-nsigma, --xtc-probability, --xtc-threshold,
-// --dynatemp-range and --dynatemp-exp, parsed into those fields of `filters` (each range-checked
+// --dynatemp-range and --dynatemp-exp, and Mirostat's --mirostat, --mirostat-ent and
+// --mirostat-lr, parsed into those fields of `filters` (each range-checked
 // as it is parsed); the other fields of `filters` are left alone. take_filters copies them into a
 // request's sampling settings.
 void add_filter_options(ArgParser& p, SamplingParams& filters);

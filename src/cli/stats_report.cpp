@@ -112,6 +112,9 @@ nlohmann::json stats_to_json(const GenerationResult& r, const GenerationOptions&
                    {"xtc_threshold", o.sampling.xtc_threshold},
                    {"dynatemp_range", o.sampling.dynatemp_range},
                    {"dynatemp_exponent", o.sampling.dynatemp_exponent},
+                   {"mirostat", o.sampling.mirostat},
+                   {"mirostat_tau", o.sampling.mirostat_tau},
+                   {"mirostat_eta", o.sampling.mirostat_eta},
                    {"seed", o.sampling.seed}};
   j["speculative"] = s.speculative;
   if (s.speculative) {

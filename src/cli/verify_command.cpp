@@ -97,6 +97,10 @@ int verify_command(const std::vector<std::string>& args) {
   if (filters.xtc_active()) {
     std::cout << ", XTC " << filters.xtc_probability << " above " << filters.xtc_threshold;
   }
+  if (filters.mirostat != 0) {
+    std::cout << ", Mirostat " << filters.mirostat << " (tau " << filters.mirostat_tau << ", eta "
+              << filters.mirostat_eta << "; replaces the filters)";
+  }
   if (penalties.active()) {
     std::cout << ", repeat penalty " << penalties.repetition_penalty << ", presence penalty "
               << penalties.presence_penalty << ", frequency penalty " << penalties.frequency_penalty

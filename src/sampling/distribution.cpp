@@ -23,6 +23,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "sampling/mirostat.h"
 #include "tensor/vec_ops.h"
 
 namespace specdec {
@@ -162,6 +163,15 @@ void check_sampling_params(const SamplingParams& params) {
   if (!(std::isfinite(params.dynatemp_exponent) && params.dynatemp_exponent >= 0.0f)) {
     fail("dynatemp_exponent must be a number >= 0, got ", params.dynatemp_exponent);
   }
+  if (params.mirostat < 0 || params.mirostat > 2) {
+    fail("mirostat must be 0 (off), 1 or 2, got ", params.mirostat);
+  }
+  if (!(std::isfinite(params.mirostat_tau) && params.mirostat_tau >= 0.0f)) {
+    fail("mirostat_tau must be a number >= 0, got ", params.mirostat_tau);
+  }
+  if (!(std::isfinite(params.mirostat_eta) && params.mirostat_eta >= 0.0f)) {
+    fail("mirostat_eta must be a number >= 0, got ", params.mirostat_eta);
+  }
 }
 
 namespace {
@@ -300,6 +310,10 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
   out.n_vocab = n;
   if (params.greedy()) {
     make_one_hot(logits, out);
+    return;
+  }
+  if (params.mirostat != 0) {
+    make_distribution(logits, mirostat_filters(logits, params), out);
     return;
   }
 

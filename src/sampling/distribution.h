@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -30,13 +31,23 @@ struct SamplingParams {
   // T_min) * (H / log n)^exponent, H their entropy at temperature 1. range 0 disables.
   float dynatemp_range = 0.0f;
   float dynatemp_exponent = 1.0f;
+  // Mirostat (sampling/mirostat.h; llama.cpp's --mirostat): 1 or 2 replaces every filter above
+  // with Mirostat's truncation at temperature T, which aims the text's surprise at tau bits per
+  // token; 0 (the default) is off. mirostat_mu is the sequence's state, the surprise cap mu this
+  // row is sampled at: NaN (the default) means the start of a sequence, 2 tau. The decoder keeps
+  // it per sequence and sets it for each row; mirostat_eta is how fast it follows.
+  int mirostat = 0;
+  float mirostat_tau = 5.0f;
+  float mirostat_eta = 0.1f;
+  float mirostat_mu = std::numeric_limits<float>::quiet_NaN();
   bool greedy() const { return temperature <= 0.0f; }
   bool xtc_active() const { return xtc_probability > 0.0f && xtc_threshold <= 0.5f; }
 };
 
 // Throws specdec::Error naming the parameter when a filter's value is outside its range
 // (typical_p >= 0, top_n_sigma finite, xtc_probability in [0, 1], xtc_threshold in [0, 1],
-// dynatemp_range and dynatemp_exponent finite and >= 0).
+// dynatemp_range and dynatemp_exponent finite and >= 0, mirostat 0, 1 or 2 with tau and eta finite
+// and >= 0).
 void check_sampling_params(const SamplingParams& params);
 
 // A normalized distribution over a subset of the vocabulary: ids[i] has probability probs[i].
@@ -60,7 +71,8 @@ struct Distribution {
 // xtc_threshold but the least likely of them are removed), is here the mixture of the two outcomes
 // with those weights: the same distribution for the token, drawn with one uniform, so a speculative
 // verify pass can compare it against the draft's. Greedy params give a one-hot distribution on the
-// argmax; no filter changes that.
+// argmax; no filter changes that. With params.mirostat on (and T > 0), Mirostat's truncation at
+// params.mirostat_mu replaces the filters (make_mirostat_distribution).
 void make_distribution(std::span<const float> logits, const SamplingParams& params,
                        Distribution& out);
 

@@ -264,9 +264,10 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only)
       oai["stop"] = *s;
     }
     // specdec's own extensions and llama-server's GBNF grammar, as the chat endpoint takes them.
-    for (const char* name : {"seed", "min_p", "typical_p", "top_n_sigma", "xtc_probability",
-                             "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "speculative",
-                             "draft_max", "ignore_eos", "grammar"}) {
+    for (const char* name :
+         {"seed", "min_p", "typical_p", "top_n_sigma", "xtc_probability", "xtc_threshold",
+          "dynatemp_range", "dynatemp_exponent", "mirostat", "mirostat_tau", "mirostat_eta",
+          "speculative", "draft_max", "ignore_eos", "grammar"}) {
       if (const ordered_json* v = field(j, name)) oai[name] = *v;
     }
   }

@@ -342,6 +342,9 @@ GenerationOptions HttpServer::Impl::request_options(const CompletionRequest& r,
   o.sampling.xtc_threshold = r.xtc_threshold;
   o.sampling.dynatemp_range = r.dynatemp_range;
   o.sampling.dynatemp_exponent = r.dynatemp_exponent;
+  o.sampling.mirostat = r.mirostat;
+  o.sampling.mirostat_tau = r.mirostat_tau;
+  o.sampling.mirostat_eta = r.mirostat_eta;
   o.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   o.fixed_seed = r.seed.has_value();
   o.penalties = r.penalties;

@@ -16,12 +16,6 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-// A number of any value (the samplers' switches, compared with their "off" values).
-double get_switch(const ordered_json& body, const char* name, double fallback) {
-  return get_number(body, name, fallback, std::numeric_limits<double>::lowest(),
-                    std::numeric_limits<double>::max());
-}
-
 std::string get_string(const ordered_json& body, const char* name, const std::string& param) {
   const ordered_json* v = field(body, name);
   if (v == nullptr) return "";
@@ -230,13 +224,7 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
     get_bool(j, name, false);
   }
 
-  // Samplers specdec does not have are refused when switched on, never silently skipped.
-  const auto off_unless = [&](const char* name, double off, const char* what) {
-    if (get_switch(j, name, off) != off) {
-      unsupported(name, str_cat(what, " is not supported; leave '", name, "' at ", off));
-    }
-  };
-  off_unless("mirostat", 0.0, "Mirostat");
+  // What specdec does not have is refused when switched on, never silently skipped.
   if (const ordered_json* l = field(j, "lora"); l != nullptr && !(l->is_array() && l->empty())) {
     unsupported("lora", "LoRA adapters are not supported");
   }
@@ -269,6 +257,9 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
                            "xtc_threshold",
                            "dynatemp_range",
                            "dynatemp_exponent",
+                           "mirostat",
+                           "mirostat_tau",
+                           "mirostat_eta",
                            "dry_multiplier",
                            "dry_base",
                            "dry_allowed_length",
@@ -338,7 +329,8 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   if (!has("dry")) b.penalties.dry.multiplier = 0.0f;
   if (!has("top_n_sigma")) b.top_n_sigma = -1.0f;
   if (!has("xtc")) b.xtc_probability = 0.0f;
-  if (!has("temperature") && b.temperature > 0) {
+  // Under Mirostat llama-server samples at the temperature whatever the list says.
+  if (!has("temperature") && b.temperature > 0 && b.mirostat == 0) {
     b.temperature = 1.0f;
     b.dynatemp_range = 0.0f;  // llama-server's temperature stage is where it applies
   }
@@ -381,6 +373,9 @@ json options_settings_json(const GenerationOptions& o, int32_t n_ctx) {
               {"xtc_threshold", o.sampling.xtc_threshold},
               {"dynatemp_range", o.sampling.dynatemp_range},
               {"dynatemp_exponent", o.sampling.dynatemp_exponent},
+              {"mirostat", o.sampling.mirostat},
+              {"mirostat_tau", o.sampling.mirostat_tau},
+              {"mirostat_eta", o.sampling.mirostat_eta},
               {"dry_multiplier", p.dry.multiplier},
               {"dry_base", p.dry.base},
               {"dry_allowed_length", p.dry.allowed_length},

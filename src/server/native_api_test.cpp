@@ -123,7 +123,10 @@ TEST(NativeApi, RefusalsNameTheField) {
   const auto c = NativeEndpoint::Completion;
   EXPECT_EQ(refused_param(c, {{"n_predict", 3}}), "prompt");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"typical_p", -0.5}}), "typical_p");
-  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"mirostat", 1}}), "mirostat");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"mirostat", 3}}), "mirostat");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"mirostat", 1.5}}), "mirostat");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"mirostat_tau", -1}}), "mirostat_tau");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"mirostat_eta", "fast"}}), "mirostat_eta");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"dry_multiplier", -0.8}}), "dry_multiplier");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"dry_sequence_breakers", {1}}}),
             "dry_sequence_breakers");
@@ -185,6 +188,28 @@ TEST(NativeApi, TypicalTopNSigmaAndXtcFollowTheSamplersList) {
       c, {{"prompt", "x"}, {"typical_p", 3}, {"xtc_probability", 0.5}, {"xtc_threshold", 0.9}});
   EXPECT_FLOAT_EQ(above.base.typical_p, 1.0f);
   EXPECT_EQ(std::count(above.samplers.begin(), above.samplers.end(), "xtc"), 0);
+}
+
+TEST(NativeApi, MirostatTakesLlamaServersFieldsAndKeepsTheTemperature) {
+  const auto c = NativeEndpoint::Completion;
+  const auto r = parse(c, {{"prompt", "x"},
+                           {"temperature", 0.7},
+                           {"mirostat", 2},
+                           {"mirostat_tau", 3.5},
+                           {"mirostat_eta", 0.2}});
+  EXPECT_EQ(r.base.mirostat, 2);
+  EXPECT_FLOAT_EQ(r.base.mirostat_tau, 3.5f);
+  EXPECT_FLOAT_EQ(r.base.mirostat_eta, 0.2f);
+  EXPECT_FLOAT_EQ(r.base.temperature, 0.7f);
+  // llama-server's defaults when only the version is given.
+  const auto d = parse(c, {{"prompt", "x"}, {"mirostat", 1}});
+  EXPECT_FLOAT_EQ(d.base.mirostat_tau, 5.0f);
+  EXPECT_FLOAT_EQ(d.base.mirostat_eta, 0.1f);
+  // Under Mirostat the samplers list does not change the temperature (llama-server ignores it).
+  const auto listed =
+      parse(c, {{"prompt", "x"}, {"temperature", 0.7}, {"mirostat", 2}, {"samplers", {"top_k"}}});
+  EXPECT_FLOAT_EQ(listed.base.temperature, 0.7f);
+  EXPECT_EQ(parse(c, {{"prompt", "x"}}).base.mirostat, 0);
 }
 
 TEST(NativeApi, DryTakesLlamaServersFieldsAndFollowsTheSamplersList) {

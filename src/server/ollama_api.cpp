@@ -26,11 +26,19 @@ constexpr int kDefaultTopK = 40;
 constexpr double kDefaultTopP = 0.9;
 
 // Options that pass to the chat parser under the same name.
-constexpr std::array<const char*, 10> kSamplingOptions = {"temperature",    "top_p",
-                                                          "top_k",          "min_p",
-                                                          "typical_p",      "seed",
-                                                          "stop",           "presence_penalty",
-                                                          "repeat_penalty", "frequency_penalty"};
+constexpr std::array<const char*, 13> kSamplingOptions = {"temperature",
+                                                          "top_p",
+                                                          "top_k",
+                                                          "min_p",
+                                                          "typical_p",
+                                                          "seed",
+                                                          "stop",
+                                                          "mirostat",
+                                                          "mirostat_tau",
+                                                          "mirostat_eta",
+                                                          "presence_penalty",
+                                                          "repeat_penalty",
+                                                          "frequency_penalty"};
 
 std::string optional_string(const ordered_json& body, const char* name) {
   const ordered_json* v = field(body, name);
@@ -72,9 +80,6 @@ void translate_options(const ordered_json& body, ordered_json& out) {
                 str_cat("must be a token count, -1 (no limit) or -2 (fill the context), got ", n));
     }
   }
-  refuse_unless_neutral(*o, "mirostat", 0,
-                        "must be 0: Mirostat sampling is not available here (use temperature, "
-                        "top_k, top_p and min_p)");
   refuse_unless_neutral(*o, "tfs_z", 1, "must be 1: tail-free sampling is not available");
   if (const ordered_json* v = field(*o, "repeat_last_n")) {
     // Ollama (llama.cpp) applies its penalties over the last N tokens; here the repetition

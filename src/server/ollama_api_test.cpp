@@ -50,6 +50,9 @@ TEST(OllamaApi, OptionsBecomeTheSamplingSettings) {
                                   {"top_p", 0.5},
                                   {"min_p", 0.1},
                                   {"typical_p", 0.7},
+                                  {"mirostat", 2},
+                                  {"mirostat_tau", 4},
+                                  {"mirostat_eta", 0.3},
                                   {"seed", 42},
                                   {"num_predict", 17},
                                   {"stop", {"\n\n", "END"}},
@@ -69,6 +72,9 @@ TEST(OllamaApi, OptionsBecomeTheSamplingSettings) {
   EXPECT_FLOAT_EQ(r.top_p, 0.5f);
   EXPECT_FLOAT_EQ(r.min_p, 0.1f);
   EXPECT_FLOAT_EQ(r.typical_p, 0.7f);
+  EXPECT_EQ(r.mirostat, 2);
+  EXPECT_FLOAT_EQ(r.mirostat_tau, 4.0f);
+  EXPECT_FLOAT_EQ(r.mirostat_eta, 0.3f);
   EXPECT_EQ(r.seed, 42u);
   EXPECT_EQ(r.max_tokens, 17);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"\n\n", "END"}));
@@ -99,7 +105,8 @@ TEST(OllamaApi, RefusalsNameOllamasFields) {
   EXPECT_EQ(refused_chat(with_options({{"top_p", 2}})), "options.top_p");
   EXPECT_EQ(refused_chat(with_options({{"num_predict", -5}})), "options.num_predict");
   EXPECT_EQ(refused_chat(with_options({{"num_predict", 1.5}})), "options.num_predict");
-  EXPECT_EQ(refused_chat(with_options({{"mirostat", 2}})), "options.mirostat");
+  EXPECT_EQ(refused_chat(with_options({{"mirostat", 4}})), "options.mirostat");
+  EXPECT_EQ(refused_chat(with_options({{"mirostat_eta", -0.1}})), "options.mirostat_eta");
   EXPECT_EQ(refused_chat(with_options({{"typical_p", -0.5}})), "options.typical_p");
   EXPECT_EQ(refused_chat(with_options({{"tfs_z", 0.9}})), "options.tfs_z");
   EXPECT_EQ(refused_chat(with_options({{"repeat_penalty", 1.1}, {"repeat_last_n", 64}})),

@@ -532,6 +532,9 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   r.xtc_threshold = static_cast<float>(get_number(j, "xtc_threshold", 0.1, 0.0, 1.0));
   r.dynatemp_range = static_cast<float>(get_number(j, "dynatemp_range", 0.0, 0.0, 1e6));
   r.dynatemp_exponent = static_cast<float>(get_number(j, "dynatemp_exponent", 1.0, 0.0, 1e6));
+  if (auto m = get_int(j, "mirostat", 0, 2)) r.mirostat = static_cast<int32_t>(*m);
+  r.mirostat_tau = static_cast<float>(get_number(j, "mirostat_tau", 5.0, 0.0, 1e6));
+  r.mirostat_eta = static_cast<float>(get_number(j, "mirostat_eta", 0.1, 0.0, 1e6));
   if (auto s = get_int(j, "seed", std::numeric_limits<int64_t>::min(),
                        std::numeric_limits<int64_t>::max())) {
     r.seed = static_cast<uint64_t>(*s);

@@ -64,6 +64,11 @@ struct CompletionRequest {
   float xtc_threshold = 0.1f;
   float dynatemp_range = 0.0f;  // and llama-server's dynamic temperature
   float dynatemp_exponent = 1.0f;
+  // Mirostat (llama-server's mirostat, mirostat_tau, mirostat_eta; sampling/mirostat.h): 1 or 2
+  // replaces top-k, top-p, min-p and the filters above.
+  int32_t mirostat = 0;
+  float mirostat_tau = 5.0f;
+  float mirostat_eta = 0.1f;
   std::optional<uint64_t> seed;  // nullopt: a random seed per request
   std::vector<std::string> stop;
   int32_t n = 1;            // choices, each its own sequence

@@ -224,9 +224,10 @@ ResponsesRequest parse_responses_request(std::string_view body) {
   // Sampling, and specdec's, vLLM's and llama-server's (grammar) extensions, as the chat
   // endpoint takes them.
   for (const char* name :
-       {"temperature", "top_p", "parallel_tool_calls", "stream", "seed", "top_k", "min_p",
-        "typical_p", "top_n_sigma", "xtc_probability", "xtc_threshold", "dynatemp_range",
-        "dynatemp_exponent", "speculative", "draft_max", "ignore_eos", "grammar"}) {
+       {"temperature",   "top_p",          "parallel_tool_calls", "stream",      "seed",
+        "top_k",         "min_p",          "typical_p",           "top_n_sigma", "xtc_probability",
+        "xtc_threshold", "dynatemp_range", "dynatemp_exponent",   "mirostat",    "mirostat_tau",
+        "mirostat_eta",  "speculative",    "draft_max",           "ignore_eos",  "grammar"}) {
     if (const ordered_json* v = field(j, name)) chat[name] = *v;
   }
   if (const ordered_json* t = field(j, "tools")) chat["tools"] = translate_tools(*t);

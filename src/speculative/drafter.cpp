@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "common/error.h"
+#include "sampling/mirostat.h"
 #include "tensor/vec_ops.h"
 
 namespace specdec {
@@ -152,6 +153,10 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
   read(committed, n, &logits_);
   size_t last_row = 0;
   const bool greedy = params.greedy();
+  // Mirostat's state moves with each draft as it would with the text (sampling/mirostat.h), so
+  // that q_i resembles the target's row i, which is built at the mu the drafts before it leave.
+  SamplingParams row_params = params;
+  const bool mirostat = params.mirostat != 0 && !greedy;
   double all_pass = 1.0;  // adaptive: estimated P(drafts 1..i all accepted)
   for (int32_t i = 0; i < gamma; ++i) {
     Distribution& qi = q[static_cast<size_t>(i)];
@@ -169,7 +174,7 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
       }
       li = penalized_;
     }
-    make_distribution(li, params, qi);
+    make_distribution(li, row_params, qi);
     if (!subset.empty()) {
       for (int32_t& id : qi.ids) id = subset[static_cast<size_t>(id)];
       qi.n_vocab = v;
@@ -183,6 +188,10 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
       if (all_pass < row_cost(i)) return i;
     }
     drafts[static_cast<size_t>(i)] = greedy ? qi.argmax() : sample(qi, rng);
+    if (mirostat) {
+      row_params.mirostat_mu =
+          mirostat_next_mu(row_params, qi.prob(drafts[static_cast<size_t>(i)]));
+    }
     if (length_.adaptive && i + 1 < gamma &&
         all_pass * accept_rate_ < length_.draft_cost + row_cost(i + 1)) {
       return i + 1;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/error.h"
+#include "sampling/mirostat.h"
 #include "tensor/thread_pool.h"
 
 namespace specdec {
@@ -81,6 +82,7 @@ void SpeculativeDecoder::start(std::span<const int32_t> prompt, int32_t max_new_
   if (drafter_) drafter_->start(prompt, n_cached);
   if (penalties_) penalties_->reset(prompt);
   if (constraint_ != nullptr) constraint_->reset();
+  mirostat_mu_ = mirostat_mu_of(params_);
   tokens_.assign(prompt.begin(), prompt.end());
   origins_.clear();
   logprobs_.clear();
@@ -143,6 +145,11 @@ bool SpeculativeDecoder::commit(int32_t token, TokenOrigin origin, size_t row_in
   tokens_.push_back(token);
   if (penalties_) penalties_->add(token);
   if (constraint_ != nullptr) constraint_->add(token);
+  // p_[row] is the distribution the token was emitted from, built at mirostat_mu_ after the
+  // tokens committed before it (make_target_distributions).
+  if (mirostat_on()) {
+    mirostat_mu_ = mirostat_next_mu(row_params(), p_[row_index].prob(token));
+  }
   origins_.push_back(origin);
   if (logprobs_top_ >= 0) {
     logprobs_.push_back(
@@ -184,7 +191,7 @@ int32_t SpeculativeDecoder::step_baseline() {
   p_.resize(std::max<size_t>(p_.size(), 1));
   live_drafts_ = 0;
   target_.forward(std::span<const int32_t>(&tokens_.back(), 1), logits_);
-  make_distribution(target_row(0), params_, p_[0]);
+  make_distribution(target_row(0), row_params(), p_[0]);
   const int32_t token = params_.greedy() ? p_[0].argmax() : sample(p_[0], rng_);
   stats_.verify_seconds += seconds_since(t0);
   ++stats_.baseline_steps;
@@ -205,7 +212,7 @@ int32_t SpeculativeDecoder::step() {
 
   // 1. Draft: m <= γ proposals with their distributions.
   auto t0 = Clock::now();
-  int32_t m = drafter_->propose(tokens_, g, params_, rng_, drafts_, q_);
+  int32_t m = drafter_->propose(tokens_, g, row_params(), rng_, drafts_, q_);
   stats_.draft_seconds += seconds_since(t0);
   if (m < 0 || m > g || drafts_.size() < static_cast<size_t>(m) ||
       q_.size() < static_cast<size_t>(m)) {
@@ -284,6 +291,19 @@ void SpeculativeDecoder::make_target_distributions(int32_t k) {
   }
   target_rows_.resize(static_cast<size_t>(k));
   for (int32_t j = 0; j < k; ++j) target_rows_[static_cast<size_t>(j)] = target_row(j);
+  if (mirostat_on()) {
+    // Row j is sampled at the mu that drafts y_1..y_j leave, so the rows are built in order.
+    // After a draft the row before gives probability 0, the rest are never used (that draft is
+    // rejected for certain); they are built at the last mu, as valid but unused distributions.
+    SamplingParams row = row_params();
+    for (int32_t j = 0; j < k; ++j) {
+      const auto jj = static_cast<size_t>(j);
+      make_distribution(target_rows_[jj], row, p_[jj]);
+      const float p_draft = j + 1 < k ? p_[jj].prob(drafts_[jj]) : 0.0f;
+      if (p_draft > 0.0f) row.mirostat_mu = mirostat_next_mu(row, p_draft);
+    }
+    return;
+  }
   const auto build = [&](int64_t j) {
     make_distribution(target_rows_[static_cast<size_t>(j)], params_, p_[static_cast<size_t>(j)]);
   };

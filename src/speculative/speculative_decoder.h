@@ -144,6 +144,13 @@ class SpeculativeDecoder {
   // adjusted for the text it follows (the committed tokens and drafts_[0..j)).
   std::span<const float> target_row(int32_t j);
   int32_t effective_gamma() const;
+  bool mirostat_on() const { return params_.mirostat != 0 && !params_.greedy(); }
+  // params_ at the sequence's Mirostat state (sampling/mirostat.h).
+  SamplingParams row_params() const {
+    SamplingParams p = params_;
+    p.mirostat_mu = mirostat_mu_;
+    return p;
+  }
   bool target_full();
 
   CausalLM& target_;
@@ -168,6 +175,7 @@ class SpeculativeDecoder {
   int32_t live_drafts_ = 0;                    // this round's leading drafts the constraint allows
   std::vector<float> penalized_;               // target_row()'s adjusted copies
   std::vector<std::span<const float>> target_rows_;
+  float mirostat_mu_ = 0;  // Mirostat's mu after the committed text (start(): 2 tau)
   size_t prompt_len_ = 0;
   int32_t max_new_ = 0, generated_ = 0;
   StopReason reason_ = StopReason::MaxTokens;  // nothing to do before start()

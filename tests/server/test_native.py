@@ -163,6 +163,32 @@ def test_xtc_typical_and_top_n_sigma_are_applied(server, speculative):
     assert got == 400 and err["error"]["param"] == "typical_p"
 
 
+@pytest.mark.parametrize("speculative", [True, False])
+def test_mirostat_is_applied_and_reported(server, speculative):
+    # Mirostat 2 with tau 0 starts at mu 0 and keeps only tokens of surprise 0 (probability 1
+    # after the cut): the most likely token alone, whose surprise keeps mu at 0, so the text is
+    # the greedy text although the temperature is 1 (the default filters are ignored under it).
+    doc = native(server, prompt=PROMPT, n_predict=10, ignore_eos=True, temperature=1, seed=4,
+                 mirostat=2, mirostat_tau=0, speculative=speculative)
+    assert doc["content"] == greedy_completion(server, PROMPT, 10)["choices"][0]["text"]
+    settings = doc["generation_settings"]
+    assert settings["mirostat"] == 2 and settings["mirostat_tau"] == 0
+    assert settings["mirostat_eta"] == pytest.approx(0.1)
+    # Without the cap the same seed samples something else (the check above can fail).
+    free = native(server, prompt=PROMPT, n_predict=10, ignore_eos=True, temperature=1, seed=4,
+                  mirostat=2, mirostat_tau=100, speculative=speculative)
+    assert free["content"] != doc["content"]
+    # Version 1 through the OpenAI-style endpoints: a seeded request is reproducible.
+    body = {"prompt": PROMPT, "max_tokens": 8, "temperature": 1, "mirostat": 1,
+            "mirostat_tau": 3, "mirostat_eta": 0.5, "seed": 9, "speculative": speculative}
+    a = post_json(server.base, "/v1/completions", body)
+    b = post_json(server.base, "/v1/completions", body)
+    assert a[0] == 200 and a[1]["choices"][0]["text"] == b[1]["choices"][0]["text"]
+    got, err = post_json(server.base, "/v1/chat/completions",
+                         {"messages": [{"role": "user", "content": "hi"}], "mirostat": 7})
+    assert got == 400 and err["error"]["param"] == "mirostat"
+
+
 def test_dry_bans_repeated_pairs_and_keeps_speculation_exact(server):
     # allowed_length 1 and a multiplier of 100: a token that followed an earlier occurrence of
     # the last token loses 100 or more, so no pair of adjacent tokens repeats in prompt + text.
@@ -283,7 +309,8 @@ def test_budget_and_truncation(server):
 
 @pytest.mark.parametrize("path,body,param", [
     ("/completion", {"prompt": PROMPT, "typical_p": -0.5}, "typical_p"),
-    ("/completion", {"prompt": PROMPT, "mirostat": 2}, "mirostat"),
+    ("/completion", {"prompt": PROMPT, "mirostat": 3}, "mirostat"),
+    ("/completion", {"prompt": PROMPT, "mirostat": 2, "mirostat_tau": -1}, "mirostat_tau"),
     ("/completion", {"prompt": PROMPT, "dry_multiplier": -0.8}, "dry_multiplier"),
     ("/completion", {"prompt": PROMPT, "xtc_probability": 1.5}, "xtc_probability"),
     ("/completion", {"prompt": PROMPT, "lora": [{"id": 0, "scale": 1}]}, "lora"),

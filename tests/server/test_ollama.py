@@ -271,7 +271,7 @@ def test_tool_calls_come_as_objects_whole_and_streamed(tool_server):  # noqa: F8
 BAD = [
     ({"options": {"temperature": "hot"}}, "options.temperature"),
     ({"options": {"num_predict": -3}}, "options.num_predict"),
-    ({"options": {"mirostat": 1}}, "options.mirostat"),
+    ({"options": {"mirostat": 3}}, "options.mirostat"),
     ({"options": {"repeat_penalty": 1.1, "repeat_last_n": 64}}, "options.repeat_last_n"),
     ({"options": []}, "options"),
     ({"format": "yaml"}, "format"),
