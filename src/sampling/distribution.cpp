@@ -24,47 +24,12 @@
 
 #include "common/error.h"
 #include "sampling/mirostat.h"
+#include "sampling/rank_order.h"
 #include "tensor/vec_ops.h"
 
 namespace specdec {
 
 namespace {
-
-// Strict total order "a ranks before b": higher logit first, then the lower id.
-struct RanksBefore {
-  const float* logit;
-  bool operator()(int32_t a, int32_t b) const {
-    return logit[a] > logit[b] || (logit[a] == logit[b] && a < b);
-  }
-};
-
-// Leaves the k best ids (unordered) in ids.
-void select_top_k(std::span<const float> logits, int32_t k, std::vector<int32_t>& ids) {
-  const RanksBefore before{logits.data()};
-  const auto n = static_cast<int32_t>(logits.size());
-  ids.resize(static_cast<size_t>(k));
-  std::iota(ids.begin(), ids.end(), 0);
-  if (static_cast<int64_t>(k) * 8 > n) {
-    // Large k: a heap would churn; quickselect over all ids is O(n) as well.
-    ids.resize(static_cast<size_t>(n));
-    std::iota(ids.begin() + k, ids.end(), k);
-    std::nth_element(ids.begin(), ids.begin() + (k - 1), ids.end(), before);
-    ids.resize(static_cast<size_t>(k));
-    return;
-  }
-  // Heap of the best k seen so far with the worst at the front. Later ids lose ties to every id
-  // already in the heap, so the scan only needs a strict > against the front's logit.
-  std::make_heap(ids.begin(), ids.end(), before);
-  float threshold = logits[static_cast<size_t>(ids.front())];
-  for (int32_t i = k; i < n; ++i) {
-    if (logits[static_cast<size_t>(i)] > threshold) {
-      std::pop_heap(ids.begin(), ids.end(), before);
-      ids.back() = i;
-      std::push_heap(ids.begin(), ids.end(), before);
-      threshold = logits[static_cast<size_t>(ids.front())];
-    }
-  }
-}
 
 // Sorts ids only as far as needed for the cumulative weight to reach target and returns the
 // length of that prefix (ids.size() if it is never reached).
@@ -303,18 +268,20 @@ void mix_xtc(Distribution& out, double chance, double threshold) {
 
 }  // namespace
 
-void make_distribution(std::span<const float> logits, const SamplingParams& params,
-                       Distribution& out) {
-  if (logits.empty()) fail("make_distribution: empty logits");
+namespace {
+
+// make_distribution's filters, plus a floor on the probability in softmax(logits / T) below
+// which tokens are dropped (Mirostat 2's cut; 0: none; only without top-k).
+void build_distribution(std::span<const float> logits, const SamplingParams& params,
+                        double prob_floor, Distribution& out) {
   const auto n = static_cast<int32_t>(logits.size());
   out.n_vocab = n;
   if (params.greedy()) {
     make_one_hot(logits, out);
     return;
   }
-  if (params.mirostat != 0) {
-    make_distribution(logits, mirostat_filters(logits, params), out);
-    return;
+  if (prob_floor > 0 && params.top_k > 0 && params.top_k < n) {
+    fail("make_distribution: a probability floor with top-k");
   }
 
   const float max_logit = max_f32(logits.data(), n);
@@ -374,8 +341,16 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
     // The first scan also sums the mass, in index order: that sum is a chain of dependent adds,
     // and the comparisons and appends run alongside it instead of in a pass of their own.
     // Typical sampling needs every candidate, so it starts from all of them (tau 0, no min-p).
+    // A probability floor needs the mass before the first scan: p_i >= floor <=> w_i >= floor *
+    // mass (capped at the maximum's weight, 1, which always survives).
+    bool mass_known = false;
+    if (prob_floor > 0) {
+      for (int32_t i = 0; i < n; ++i) mass += weights[static_cast<size_t>(i)];
+      w_min = std::min(1.0, std::max(w_min, prob_floor * mass));
+      mass_known = true;
+    }
     double tau = params.top_p < 1.0f && !typical ? 1e-3 : 0.0;
-    for (bool first = true;; first = false) {
+    for (bool first = !mass_known;; first = false) {
       ids.clear();
       double held = 0;
       for (int32_t i = 0; i < n; ++i) {
@@ -432,6 +407,19 @@ void make_distribution(std::span<const float> logits, const SamplingParams& para
     mix_xtc(out, static_cast<double>(params.xtc_probability),
             static_cast<double>(params.xtc_threshold));
   }
+}
+
+}  // namespace
+
+void make_distribution(std::span<const float> logits, const SamplingParams& params,
+                       Distribution& out) {
+  if (logits.empty()) fail("make_distribution: empty logits");
+  if (params.mirostat != 0 && !params.greedy()) {
+    const MirostatCut cut = mirostat_cut(logits, params);
+    build_distribution(logits, cut.filters, cut.prob_floor, out);
+    return;
+  }
+  build_distribution(logits, params, 0.0, out);
 }
 
 int32_t sample(const Distribution& dist, Rng& rng) {

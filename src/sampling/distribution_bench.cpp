@@ -27,7 +27,7 @@ std::vector<float> lm_like_logits(int32_t n_vocab, uint32_t seed) {
 }
 
 // args: vocabulary size, setting (0: T 0.7 top-p 0.9 only; 1: llama.cpp's defaults, top-k 40,
-// top-p 0.95, min-p 0.05; 2: greedy).
+// top-p 0.95, min-p 0.05; 2: greedy; 3 and 4: Mirostat 1 and 2 at mu 10, their start at tau 5).
 void BM_MakeDistribution(benchmark::State& state) {
   const auto n_vocab = static_cast<int32_t>(state.range(0));
   std::vector<std::vector<float>> rows;
@@ -40,6 +40,10 @@ void BM_MakeDistribution(benchmark::State& state) {
     params.min_p = 0.0f;
   }
   if (state.range(1) == 2) params.temperature = 0.0f;
+  if (state.range(1) >= 3) {
+    params.mirostat = static_cast<int>(state.range(1)) - 2;
+    params.mirostat_mu = 10.0f;
+  }
   Distribution dist;
   size_t i = 0, support = 0;
   for (auto _ : state) {
@@ -47,14 +51,13 @@ void BM_MakeDistribution(benchmark::State& state) {
     support += dist.size();
     benchmark::DoNotOptimize(dist.probs.data());
   }
-  state.SetLabel(std::string(state.range(1) == 0   ? "T 0.7 top-p 0.9"
-                             : state.range(1) == 1 ? "T 0.7 defaults"
-                                                   : "greedy") +
-                 ", mean support " +
+  static const char* const kLabels[] = {"T 0.7 top-p 0.9", "T 0.7 defaults", "greedy",
+                                        "T 0.7 Mirostat 1", "T 0.7 Mirostat 2"};
+  state.SetLabel(std::string(kLabels[state.range(1)]) + ", mean support " +
                  std::to_string(support / std::max<size_t>(1, state.iterations())));
 }
 BENCHMARK(BM_MakeDistribution)
-    ->ArgsProduct({{49152, 262144}, {0, 1, 2}})
+    ->ArgsProduct({{49152, 151936, 262144}, {0, 1, 2, 3, 4}})
     ->ArgNames({"vocab", "setting"})
     ->Unit(benchmark::kMicrosecond);
 

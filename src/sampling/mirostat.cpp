@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "sampling/rank_order.h"
 #include "tensor/vec_ops.h"
 
 namespace specdec {
@@ -30,17 +31,11 @@ SamplingParams plain_at_temperature(const SamplingParams& params) {
 int32_t zipf_top_k(std::span<const float> logits, float temperature, float mu) {
   const auto n = static_cast<int32_t>(logits.size());
   thread_local std::vector<int32_t> ids;
-  ids.clear();
-  for (int32_t i = 0; i < n; ++i) {
-    if (std::isfinite(logits[static_cast<size_t>(i)])) ids.push_back(i);
-  }
-  const auto m = std::min<size_t>(kZipfCandidates, ids.size());
+  select_top_k(logits, std::min(kZipfCandidates, n), ids);
+  std::sort(ids.begin(), ids.end(), RanksBefore{logits.data()});
+  while (!ids.empty() && !std::isfinite(logits[static_cast<size_t>(ids.back())])) ids.pop_back();
+  const size_t m = ids.size();
   if (m < 2) return 1;
-  const auto before = [&logits](int32_t a, int32_t b) {
-    const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
-    return la > lb || (la == lb && a < b);
-  };
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(m), ids.end(), before);
   double sum_tb = 0, sum_tt = 0;
   for (size_t i = 0; i + 1 < m; ++i) {
     const double t = std::log(static_cast<double>(i + 2) / static_cast<double>(i + 1));
@@ -62,41 +57,25 @@ int32_t zipf_top_k(std::span<const float> logits, float temperature, float mu) {
   return static_cast<int32_t>(k);
 }
 
-// Version 2's cut as a min-p: a token survives when p_i >= 2^-mu, i.e. when its weight
-// w_i = exp((l_i - max) / T) is at least 2^-mu * sum(w); the largest weight is 1, so that is
-// min_p = 2^-mu * sum(w). (At least the most likely token survives: min_p is capped at 1.)
-float surprise_cap_as_min_p(std::span<const float> logits, float max_logit, float temperature,
-                            float mu) {
-  const auto n = static_cast<int64_t>(logits.size());
-  thread_local std::vector<double> weights;
-  if (weights.size() < logits.size()) weights.resize(logits.size());
-  exp_shifted_scaled_f64(logits.data(), n, max_logit, 1.0 / static_cast<double>(temperature),
-                         weights.data());
-  double mass = 0;
-  for (int64_t i = 0; i < n; ++i) mass += weights[static_cast<size_t>(i)];
-  const double min_p = std::exp2(-static_cast<double>(mu)) * mass;
-  // min_p 0 would mean "off", which keeps every token with weight > 0: the same set.
-  return static_cast<float>(std::clamp(min_p, 0.0, 1.0));
-}
-
 }  // namespace
 
 float mirostat_mu_of(const SamplingParams& params) {
   return std::isnan(params.mirostat_mu) ? 2.0f * params.mirostat_tau : params.mirostat_mu;
 }
 
-SamplingParams mirostat_filters(std::span<const float> logits, const SamplingParams& params) {
-  SamplingParams out = plain_at_temperature(params);
-  if (logits.empty()) return out;
+MirostatCut mirostat_cut(std::span<const float> logits, const SamplingParams& params) {
+  MirostatCut cut{plain_at_temperature(params)};
+  if (logits.empty()) return cut;
   const float max_logit = max_f32(logits.data(), static_cast<int64_t>(logits.size()));
-  if (!std::isfinite(max_logit)) return out;  // NaN included
+  if (!std::isfinite(max_logit)) return cut;  // NaN included
   const float mu = mirostat_mu_of(params);
   if (params.mirostat == 1) {
-    out.top_k = zipf_top_k(logits, params.temperature, mu);
+    cut.filters.top_k = zipf_top_k(logits, params.temperature, mu);
   } else {
-    out.min_p = surprise_cap_as_min_p(logits, max_logit, params.temperature, mu);
+    // Version 2 keeps the tokens of surprise -log2 p <= mu, i.e. p >= 2^-mu.
+    cut.prob_floor = std::exp2(-static_cast<double>(mu));
   }
-  return out;
+  return cut;
 }
 
 float mirostat_next_mu(const SamplingParams& params, float token_prob) {

@@ -22,11 +22,17 @@
 
 namespace specdec {
 
-// The plain filters that give Mirostat's distribution for these logits at params.mirostat_mu
-// (NaN: 2 tau): temperature T, a top-k (version 1) or a min-p (version 2) and nothing else, with
-// mirostat off. params.mirostat must be 1 or 2. Logits without a finite maximum come back
-// unfiltered, for make_distribution to refuse.
-SamplingParams mirostat_filters(std::span<const float> logits, const SamplingParams& params);
+// How Mirostat cuts one row: the plain filters (temperature T, a top-k for version 1, nothing
+// else; mirostat off) and, for version 2, a probability floor 2^-mu: the tokens whose
+// probability in softmax(logits / T) is below it are dropped (the most likely one never is).
+// make_distribution applies both. params.mirostat must be 1 or 2; mu is params.mirostat_mu
+// (NaN: 2 tau). Logits without a finite maximum come back unfiltered, for make_distribution to
+// refuse.
+struct MirostatCut {
+  SamplingParams filters;
+  double prob_floor = 0.0;
+};
+MirostatCut mirostat_cut(std::span<const float> logits, const SamplingParams& params);
 
 // mu for the next row after a token that had probability token_prob (> 0) in this row's
 // distribution, sampled at params.mirostat_mu (NaN: 2 tau).

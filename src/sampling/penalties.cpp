@@ -145,7 +145,18 @@ float TokenPenalties::adjusted(float logit, int32_t token, int32_t generated) co
 void TokenPenalties::apply(std::span<float> logits, std::span<const int32_t> extra,
                            std::span<const int32_t> ids) const {
   if (!params_.active()) return;
-  apply_counts(logits, extra, ids);
+  const bool full = ids.empty();
+  if (full && logits.size() != static_cast<size_t>(n_vocab_)) {
+    fail("penalties: a row of ", logits.size(), " logits for a vocabulary of ", n_vocab_);
+  }
+  if (!full && logits.size() != ids.size()) {
+    fail("penalties: ", logits.size(), " logits for ", ids.size(), " token ids");
+  }
+  for (int32_t t : extra) {
+    if (t < 0 || t >= n_vocab_) fail("penalties: token ", t, " outside the vocabulary");
+  }
+  // DRY alone (a common setting) skips the counting pass, which would change nothing.
+  if (params_.counts_active()) apply_counts(logits, extra, ids);
   if (params_.dry.active()) apply_dry(logits, extra, ids);
 }
 
@@ -183,16 +194,8 @@ void TokenPenalties::apply_dry(std::span<float> logits, std::span<const int32_t>
 
 void TokenPenalties::apply_counts(std::span<float> logits, std::span<const int32_t> extra,
                                   std::span<const int32_t> ids) const {
+  // apply() checked the row's shape and the drafts' ids.
   const bool full = ids.empty();
-  if (full && logits.size() != static_cast<size_t>(n_vocab_)) {
-    fail("penalties: a row of ", logits.size(), " logits for a vocabulary of ", n_vocab_);
-  }
-  if (!full && logits.size() != ids.size()) {
-    fail("penalties: ", logits.size(), " logits for ", ids.size(), " token ids");
-  }
-  for (int32_t t : extra) {
-    if (t < 0 || t >= n_vocab_) fail("penalties: token ", t, " outside the vocabulary");
-  }
   const auto drafted = distinct_counts(extra);
   // Drafted tokens not listed yet: their only reason to be adjusted is the round itself.
   std::vector<std::pair<int32_t, int32_t>> new_only;

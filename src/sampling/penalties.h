@@ -41,10 +41,12 @@ struct PenaltyParams {
   DryParams dry;
   std::vector<DryBreaker> dry_breakers;
 
-  bool active() const {
+  // The adjustments that count tokens (all but DRY).
+  bool counts_active() const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f ||
-           !logit_bias.empty() || (min_tokens > 0 && !min_tokens_ids.empty()) || dry.active();
+           !logit_bias.empty() || (min_tokens > 0 && !min_tokens_ids.empty());
   }
+  bool active() const { return counts_active() || dry.active(); }
 };
 
 // The ranges accepted (the OpenAI API's for presence, frequency and bias). Throws
