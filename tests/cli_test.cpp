@@ -435,6 +435,8 @@ TEST_F(Cli, BadFlagsGiveOneLineErrors) {
                      "presence penalty must be in [-2, 2]");
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--repeat-penalty", "0"}),
                      "repetition penalty must be in (0, 10]");
+  expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--repeat-last-n", "-2"}),
+                     "--repeat-last-n must be >= 0, or -1 (all)");
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--logit-bias", "12"}),
                      "--logit-bias wants TOKEN+BIAS or TOKEN-BIAS");
   expect_clean_error(run_cli({"run", "-m", *target_, "-p", "x", "--logit-bias", "5+200"}),
@@ -517,6 +519,22 @@ TEST_F(Cli, VerifyPassesWithPenaltiesAndLogitBias) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("frequency penalty 1.5"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
+  // llama.cpp's window: the last 2 tokens of prompt and text, sliding within a round.
+  CliResult w = run_cli({"verify", "-m",
+                         *target_, "-md",
+                         *draft_,  "--samples",
+                         "150",    "-n",
+                         "3",      "--top-k",
+                         "6",      "-p",
+                         "ab",     "-t",
+                         "1",      "--frequency-penalty",
+                         "1.5",    "--repeat-penalty",
+                         "1.5",    "--repeat-last-n",
+                         "2"});
+  EXPECT_EQ(w.exit_code, 0) << w.out << w.err;
+  EXPECT_NE(w.out.find("(penalties over the last 2 tokens of prompt and text)"), std::string::npos)
+      << w.out;
+  EXPECT_NE(w.out.find("distribution check: PASS"), std::string::npos) << w.out;
 }
 
 TEST_F(Cli, VerifyPassesWithTypicalTopNSigmaAndXtc) {

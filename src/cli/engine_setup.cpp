@@ -354,6 +354,19 @@ void add_penalty_options(ArgParser& p, PenaltyParams& penalties) {
   add_penalty("--frequency-penalty", &PenaltyParams::frequency_penalty,
               "subtract P per earlier occurrence in the generated text, -2..2 (0: off; OpenAI "
               "frequency_penalty) (default: 0)");
+  p.add_value({"--repeat-last-n"}, "N",
+              "count the three penalties over the last N tokens of the prompt and the text, all "
+              "three alike (llama.cpp's rule; -1: all of them, 0: off); without it, OpenAI's "
+              "rule: the repetition penalty over the prompt and the text, presence and frequency "
+              "over the generated text",
+              [&penalties, checked](const std::string& v) {
+                const int64_t n = parse_int(v, "--repeat-last-n");
+                if (n < -1) fail("--repeat-last-n must be >= 0, or -1 (all), got ", n);
+                penalties.last_n = n == -1 || n > PenaltyParams::kWholeText
+                                       ? PenaltyParams::kWholeText
+                                       : static_cast<int32_t>(n);
+                checked();
+              });
   p.add_value({"-l", "--logit-bias"}, "TOKEN(+|-)BIAS",
               "add BIAS (-100..100; -100 bans the token) to token id TOKEN's logit, e.g. "
               "15043+1.5 or 151645-100 (repeatable)",

@@ -90,9 +90,9 @@ const char* draft_policy_name(const DraftLengthParams& params);
 // --ngram-* settings) when the lookup proposes at least 2 tokens, the model's otherwise
 // (speculative/hybrid_drafter.h). kDefaultDraftHybrid is the measured default.
 inline constexpr bool kDefaultDraftHybrid = true;
-// --repeat-penalty, --presence-penalty, --frequency-penalty and -l/--logit-bias TOKEN(+|-)BIAS
-// (llama.cpp's names; sampling/penalties.h has what each does). Ranges are checked at parse
-// time, token ids against the vocabulary when the engine runs.
+// --repeat-penalty, --presence-penalty, --frequency-penalty, --repeat-last-n and -l/--logit-bias
+// TOKEN(+|-)BIAS (llama.cpp's names; sampling/penalties.h has what each does). Ranges are checked
+// at parse time, token ids against the vocabulary when the engine runs.
 void add_penalty_options(ArgParser& p, PenaltyParams& penalties);
 
 // llama.cpp's further filters, --typical, --top-nsigma, --xtc-probability, --xtc-threshold,

@@ -105,6 +105,15 @@ int verify_command(const std::vector<std::string>& args) {
     std::cout << ", repeat penalty " << penalties.repetition_penalty << ", presence penalty "
               << penalties.presence_penalty << ", frequency penalty " << penalties.frequency_penalty
               << ", " << penalties.logit_bias.size() << " logit biases";
+    if (penalties.last_n >= 0) {
+      std::cout << " (penalties over the last ";
+      if (penalties.last_n == PenaltyParams::kWholeText) {
+        std::cout << "all";
+      } else {
+        std::cout << penalties.last_n;
+      }
+      std::cout << " tokens of prompt and text)";
+    }
     if (penalties.dry.active()) {
       std::cout << ", DRY " << penalties.dry.multiplier << " x " << penalties.dry.base << "^(run - "
                 << penalties.dry.allowed_length << ")";

@@ -43,6 +43,7 @@ void check_penalty_params(const PenaltyParams& p, int32_t n_vocab) {
     fail("frequency penalty must be in [-2, 2], got ", p.frequency_penalty);
   }
   if (p.min_tokens < 0) fail("min_tokens must be >= 0, got ", p.min_tokens);
+  if (p.last_n < -1) fail("the penalty window must be >= 0 tokens, or -1, got ", p.last_n);
   check_dry_params(p.dry);
   for (const DryBreaker& b : p.dry_breakers) {
     if (b.head < 0 || b.head >= n_vocab) fail("a DRY sequence breaker names token ", b.head);
@@ -106,15 +107,16 @@ void TokenPenalties::reset(std::span<const int32_t> prompt) {
   ids_.clear();
   generated_ = 0;
   history_.clear();
-  if (params_.dry.active()) {
+  if (keeps_history()) {
     for (int32_t t : prompt) {
       if (t < 0 || t >= n_vocab_) fail("penalties: prompt token ", t, " outside the vocabulary");
     }
     history_.assign(prompt.begin(), prompt.end());
   }
   for (int32_t t : bias_ids_) list(t);
-  // Only the repetition penalty reads the prompt; without it, its tokens need no listing.
-  if (params_.repetition_penalty == 1.0f) return;
+  // Only the repetition penalty reads the prompt; without it, its tokens need no listing. (A
+  // window counts from history_ instead.)
+  if (params_.repetition_penalty == 1.0f || windowed()) return;
   for (int32_t t : prompt) {
     if (t < 0 || t >= n_vocab_) fail("penalties: prompt token ", t, " outside the vocabulary");
     in_prompt_[static_cast<size_t>(t)] = 1;
@@ -127,7 +129,62 @@ void TokenPenalties::add(int32_t token) {
   ++count_[static_cast<size_t>(token)];
   ++generated_;
   list(token);
-  if (params_.dry.active()) history_.push_back(token);
+  if (keeps_history()) history_.push_back(token);
+}
+
+float TokenPenalties::adjusted_in_window(float logit, int32_t token, int32_t count) const {
+  float l = logit + bias_[static_cast<size_t>(token)];
+  if (count > 0) {
+    const float rep = params_.repetition_penalty;
+    if (rep != 1.0f) l = l > 0.0f ? l / rep : l * rep;
+    l -= params_.frequency_penalty * static_cast<float>(count);
+    l -= params_.presence_penalty;
+  }
+  return l;
+}
+
+void TokenPenalties::apply_window(std::span<float> logits, std::span<const int32_t> extra,
+                                  std::span<const int32_t> ids) const {
+  // The window: the last last_n tokens of the prompt, the text and the row's drafts (llama.cpp
+  // feeds its sampler the prompt too). Counted in a dense row, cleared again before returning.
+  thread_local std::vector<int32_t> count;
+  if (count.size() < static_cast<size_t>(n_vocab_)) count.resize(static_cast<size_t>(n_vocab_), 0);
+  thread_local std::vector<int32_t> seen;  // the window's distinct tokens
+  seen.clear();
+  const size_t total = history_.size() + extra.size();
+  const size_t n =
+      params_.penalties_active() ? std::min(total, static_cast<size_t>(params_.last_n)) : 0;
+  for (size_t k = total - n; k < total; ++k) {
+    const int32_t t = k < history_.size() ? history_[k] : extra[k - history_.size()];
+    if (count[static_cast<size_t>(t)]++ == 0) seen.push_back(t);
+  }
+  const bool hold_back =
+      params_.min_tokens > 0 &&
+      static_cast<int64_t>(generated_) + static_cast<int64_t>(extra.size()) < params_.min_tokens;
+  if (ids.empty()) {
+    for (int32_t t : bias_ids_) {
+      if (count[static_cast<size_t>(t)] == 0)
+        logits[static_cast<size_t>(t)] += bias_[static_cast<size_t>(t)];
+    }
+    for (int32_t t : seen) {
+      float& l = logits[static_cast<size_t>(t)];
+      l = adjusted_in_window(l, t, count[static_cast<size_t>(t)]);
+    }
+    if (hold_back) {
+      for (int32_t t : params_.min_tokens_ids) logits[static_cast<size_t>(t)] = -INFINITY;
+    }
+  } else {
+    for (size_t j = 0; j < ids.size(); ++j) {
+      const int32_t t = ids[j];
+      if (t < 0 || t >= n_vocab_) fail("penalties: token ", t, " outside the vocabulary");
+      if (hold_back && held_back_[static_cast<size_t>(t)] != 0) {
+        logits[j] = -INFINITY;
+      } else if (count[static_cast<size_t>(t)] > 0 || bias_[static_cast<size_t>(t)] != 0.0f) {
+        logits[j] = adjusted_in_window(logits[j], t, count[static_cast<size_t>(t)]);
+      }
+    }
+  }
+  for (int32_t t : seen) count[static_cast<size_t>(t)] = 0;
 }
 
 float TokenPenalties::adjusted(float logit, int32_t token, int32_t generated) const {
@@ -195,6 +252,10 @@ void TokenPenalties::apply_dry(std::span<float> logits, std::span<const int32_t>
 void TokenPenalties::apply_counts(std::span<float> logits, std::span<const int32_t> extra,
                                   std::span<const int32_t> ids) const {
   // apply() checked the row's shape and the drafts' ids.
+  if (windowed()) {
+    apply_window(logits, extra, ids);
+    return;
+  }
   const bool full = ids.empty();
   const auto drafted = distinct_counts(extra);
   // Drafted tokens not listed yet: their only reason to be adjusted is the round itself.

@@ -40,11 +40,22 @@ struct PenaltyParams {
   // its breakers as token sequences of the vocabulary (dry_breakers; filled by the engine).
   DryParams dry;
   std::vector<DryBreaker> dry_breakers;
+  // Which tokens the three penalties above count. -1 (the default): OpenAI's and vLLM's rule, the
+  // repetition penalty over the prompt and the text, presence and frequency over the generated
+  // text. >= 0: llama.cpp's rule (its repeat_last_n): all three count the last `last_n` tokens
+  // of the prompt and the text together; 0 turns them off; a window longer than the text covers
+  // all of it (llama.cpp's -1 is kWholeText).
+  int32_t last_n = -1;
+  static constexpr int32_t kWholeText = 1 << 30;
 
+  // The three penalties, as last_n leaves them.
+  bool penalties_active() const {
+    return last_n != 0 &&
+           (repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f);
+  }
   // The adjustments that count tokens (all but DRY).
   bool counts_active() const {
-    return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f ||
-           !logit_bias.empty() || (min_tokens > 0 && !min_tokens_ids.empty());
+    return penalties_active() || !logit_bias.empty() || (min_tokens > 0 && !min_tokens_ids.empty());
   }
   bool active() const { return counts_active() || dry.active(); }
 };
@@ -80,6 +91,12 @@ class TokenPenalties {
 
  private:
   float adjusted(float logit, int32_t token, int32_t generated) const;
+  // llama.cpp's rule: `count` occurrences in the window.
+  float adjusted_in_window(float logit, int32_t token, int32_t count) const;
+  void apply_window(std::span<float> logits, std::span<const int32_t> extra,
+                    std::span<const int32_t> ids) const;
+  bool windowed() const { return params_.last_n >= 0; }
+  bool keeps_history() const { return params_.dry.active() || windowed(); }
   void apply_counts(std::span<float> logits, std::span<const int32_t> extra,
                     std::span<const int32_t> ids) const;
   void apply_dry(std::span<float> logits, std::span<const int32_t> extra,
@@ -96,7 +113,7 @@ class TokenPenalties {
   std::vector<int32_t> bias_ids_;   // the tokens logit_bias names, kept across reset()
   std::vector<uint8_t> held_back_;  // in min_tokens_ids
   int32_t generated_ = 0;           // tokens added since reset()
-  std::vector<int32_t> history_;    // with DRY on: the prompt and the tokens added, in order
+  std::vector<int32_t> history_;    // with DRY or a window: the prompt and the tokens added
 };
 
 }  // namespace specdec

@@ -57,6 +57,67 @@ TEST(TokenPenalties, RepetitionDividesPositiveAndMultipliesNegativeLogitsOfPromp
   EXPECT_FLOAT_EQ(again[6], 0.5f);
 }
 
+// llama.cpp's rule (its repeat_last_n): all three penalties count the last N tokens of the prompt
+// and the text together, a round's drafts included.
+TEST(TokenPenalties, AWindowCountsTheLastTokensOfPromptAndTextForAllThree) {
+  PenaltyParams p;
+  p.repetition_penalty = 2.0f;
+  p.frequency_penalty = 0.5f;
+  p.presence_penalty = 0.25f;
+  p.logit_bias = {{0, 1.0f}, {7, -1.0f}};
+  p.last_n = 4;
+  TokenPenalties pen(p, 10);
+  const std::vector<int32_t> prompt = {1, 2, 7, 3};
+  pen.reset(prompt);
+  pen.add(3);
+  pen.add(5);
+  // Window: 7 3 3 5 (1 and 2 fell out).
+  const std::vector<float> raw = ramp(10);  // l[t] = -2 + t/2
+  const auto penalized = [&](size_t t, int count, float bias = 0.0f) {
+    float l = raw[t] + bias;
+    l = l > 0 ? l / 2.0f : l * 2.0f;
+    return l - 0.5f * static_cast<float>(count) - 0.25f;
+  };
+  std::vector<float> l = raw;
+  pen.apply(l, {});
+  EXPECT_EQ(l[1], raw[1]);
+  EXPECT_EQ(l[2], raw[2]);
+  EXPECT_FLOAT_EQ(l[3], penalized(3, 2));
+  EXPECT_FLOAT_EQ(l[5], penalized(5, 1));
+  EXPECT_FLOAT_EQ(l[7], penalized(7, 1, -1.0f));  // the prompt counts, after its bias
+  EXPECT_FLOAT_EQ(l[0], raw[0] + 1.0f);           // bias alone outside the window
+  for (size_t t : {4u, 6u, 8u, 9u}) EXPECT_EQ(l[t], raw[t]);
+  // Two drafts push 7 and one 3 out: window 3 5 2 2.
+  std::vector<float> d = raw;
+  const std::vector<int32_t> drafts = {2, 2};
+  pen.apply(d, drafts);
+  EXPECT_FLOAT_EQ(d[2], penalized(2, 2));
+  EXPECT_FLOAT_EQ(d[3], penalized(3, 1));
+  EXPECT_FLOAT_EQ(d[7], raw[7] - 1.0f);
+  // A vocabulary subset's columns get the same values.
+  const std::vector<int32_t> ids = {7, 2, 0, 3, 9};
+  std::vector<float> sub = {raw[7], raw[2], raw[0], raw[3], raw[9]};
+  pen.apply(sub, drafts, ids);
+  for (size_t j = 0; j < ids.size(); ++j) EXPECT_EQ(sub[j], d[static_cast<size_t>(ids[j])]) << j;
+  // The window covering everything, and a window of 0 (the three off, the bias kept).
+  p.last_n = PenaltyParams::kWholeText;
+  TokenPenalties whole(p, 10);
+  whole.reset(prompt);
+  std::vector<float> w = raw;
+  whole.apply(w, {});
+  EXPECT_FLOAT_EQ(w[1], penalized(1, 1));
+  p.last_n = 0;
+  TokenPenalties off(p, 10);
+  off.reset(prompt);
+  off.add(3);
+  std::vector<float> o = raw;
+  off.apply(o, {});
+  EXPECT_EQ(o[3], raw[3]);
+  EXPECT_FLOAT_EQ(o[7], raw[7] - 1.0f);
+  p.last_n = -2;
+  EXPECT_THROW(TokenPenalties(p, 10), Error);
+}
+
 TEST(TokenPenalties, LogitBiasIsAddedAndSurvivesReset) {
   PenaltyParams p;
   p.logit_bias = {{2, -100.0f}, {7, 3.0f}, {2, -50.0f}};  // the last value of a token wins

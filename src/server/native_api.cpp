@@ -181,6 +181,32 @@ std::string canonical_sampler(const std::string& name) {
   return "";
 }
 
+// llama-server's one-letter names, for `samplers` given as a string such as "kfypmt".
+std::string sampler_of_letter(char c) {
+  switch (c) {
+    case 'd':
+      return "dry";
+    case 'k':
+      return "top_k";
+    case 'y':
+      return "typ_p";
+    case 'p':
+      return "top_p";
+    case 's':
+      return "top_n_sigma";
+    case 'm':
+      return "min_p";
+    case 't':
+      return "temperature";
+    case 'x':
+      return "xtc";
+    case 'e':
+      return "penalties";
+    default:
+      return "";
+  }
+}
+
 }  // namespace
 
 NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view body) {
@@ -277,6 +303,10 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
     // llama-server samples greedily at any temperature <= 0.
     o["temperature"] = t->is_number() && t->get<double>() <= 0 ? ordered_json(0.0) : *t;
   }
+  // llama-server's penalties count the last repeat_last_n tokens of the prompt and the text
+  // (default 64; -1: all of them; 0: off).
+  o["repeat_last_n"] = 64;
+  if (const ordered_json* n = field(j, "repeat_last_n")) o["repeat_last_n"] = *n;
   o["top_k"] = 40;
   if (const ordered_json* k = field(j, "top_k")) {
     o["top_k"] = k->is_number() && k->get<double>() <= 0 ? ordered_json(0) : *k;  // <= 0: off
@@ -307,15 +337,26 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   // without llama-server's temperature stage is).
   std::vector<std::string> listed = {"penalties", "dry",   "top_n_sigma", "top_k",      "typ_p",
                                      "top_p",     "min_p", "xtc",         "temperature"};
+  // Names llama-server does not implement here (infill, adaptive-p) are skipped, as llama-server
+  // skips names it does not know.
   if (const ordered_json* s = field(j, "samplers")) {
-    if (!s->is_array()) wrong_type("samplers", "an array of sampler names", *s);
-    listed.clear();
-    for (const ordered_json& name : *s) {
-      if (!name.is_string()) wrong_type("samplers", "an array of sampler names", *s);
-      const std::string c = canonical_sampler(name.get<std::string>());
+    const auto take = [&listed](const std::string& c) {
       if (!c.empty() && std::find(listed.begin(), listed.end(), c) == listed.end()) {
         listed.push_back(c);
       }
+    };
+    listed.clear();
+    if (s->is_string()) {
+      for (char c : s->get<std::string>()) take(sampler_of_letter(c));
+    } else if (s->is_array()) {
+      for (const ordered_json& name : *s) {
+        if (!name.is_string()) {
+          wrong_type("samplers", "an array of sampler names or a string of their letters", *s);
+        }
+        take(canonical_sampler(name.get<std::string>()));
+      }
+    } else {
+      wrong_type("samplers", "an array of sampler names or a string of their letters", *s);
     }
   }
   const auto has = [&listed](const char* name) {
@@ -342,12 +383,6 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   const bool penalized = b.penalties.repetition_penalty != 1.0f ||
                          b.penalties.presence_penalty != 0.0f ||
                          b.penalties.frequency_penalty != 0.0f;
-  if (auto last_n = get_int(j, "repeat_last_n", -1, 1 << 24);
-      last_n && penalized && *last_n != -1) {
-    unsupported("repeat_last_n",
-                "penalties apply to the whole text here (OpenAI's and vLLM's rule), not to a "
-                "window; send -1 or leave it out");
-  }
   for (const std::string& s : listed) {
     const bool active =
         (s == "top_k" && b.top_k > 0) || (s == "top_p" && b.top_p < 1.0f) ||

@@ -78,7 +78,34 @@ TEST(NativeApi, TheSamplersListSwitchesFiltersOff) {
   const NativeRequest q = parse(NativeEndpoint::Completion,
                                 {{"prompt", "x"}, {"repeat_penalty", 1.3}, {"repeat_last_n", -1}});
   EXPECT_FLOAT_EQ(q.base.penalties.repetition_penalty, 1.3f);
+  EXPECT_EQ(q.base.penalties.last_n, PenaltyParams::kWholeText);
   EXPECT_EQ(q.samplers.front(), "penalties");
+  // llama-server's window: 64 unless given, 0 turns the penalties off.
+  EXPECT_EQ(parse(NativeEndpoint::Completion, {{"prompt", "x"}, {"repeat_penalty", 1.3}})
+                .base.penalties.last_n,
+            64);
+  const NativeRequest off = parse(NativeEndpoint::Completion,
+                                  {{"prompt", "x"}, {"repeat_penalty", 1.3}, {"repeat_last_n", 0}});
+  EXPECT_FALSE(off.base.penalties.active());
+  // llama-server's letters: d dry, k top_k, y typical, p top_p, s top-n-sigma, m min_p,
+  // t temperature, x XTC, e penalties; others (i: infill) are skipped.
+  const NativeRequest letters = parse(NativeEndpoint::Completion, {{"prompt", "x"},
+                                                                   {"samplers", "ikpt"},
+                                                                   {"top_p", 0.9},
+                                                                   {"typical_p", 0.5},
+                                                                   {"min_p", 0.2},
+                                                                   {"temperature", 0.6}});
+  EXPECT_EQ(letters.samplers, (std::vector<std::string>{"top_k", "top_p", "temperature"}));
+  EXPECT_EQ(letters.base.top_k, 40);
+  EXPECT_FLOAT_EQ(letters.base.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(letters.base.typical_p, 1.0f);  // y not given
+  EXPECT_EQ(letters.base.min_p, 0.0f);            // m not given
+  EXPECT_FLOAT_EQ(letters.base.temperature, 0.6f);
+  const NativeRequest all =
+      parse(NativeEndpoint::Completion,
+            {{"prompt", "x"}, {"samplers", "edskypmxt"}, {"typical_p", 0.5}, {"top_n_sigma", 2}});
+  EXPECT_EQ(all.samplers, (std::vector<std::string>{"top_n_sigma", "top_k", "typ_p", "top_p",
+                                                    "min_p", "temperature"}));
 }
 
 TEST(NativeApi, PromptForms) {
@@ -124,6 +151,7 @@ TEST(NativeApi, RefusalsNameTheField) {
   EXPECT_EQ(refused_param(c, {{"n_predict", 3}}), "prompt");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"typical_p", -0.5}}), "typical_p");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"mirostat", 3}}), "mirostat");
+  EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"repeat_last_n", -2}}), "repeat_last_n");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"mirostat", 1.5}}), "mirostat");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"mirostat_tau", -1}}), "mirostat_tau");
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"mirostat_eta", "fast"}}), "mirostat_eta");

@@ -24,9 +24,10 @@ using nlohmann::ordered_json;
 constexpr double kDefaultTemperature = 0.8;
 constexpr int kDefaultTopK = 40;
 constexpr double kDefaultTopP = 0.9;
+constexpr int kDefaultRepeatLastN = 64;
 
 // Options that pass to the chat parser under the same name.
-constexpr std::array<const char*, 13> kSamplingOptions = {"temperature",
+constexpr std::array<const char*, 14> kSamplingOptions = {"temperature",
                                                           "top_p",
                                                           "top_k",
                                                           "min_p",
@@ -38,7 +39,8 @@ constexpr std::array<const char*, 13> kSamplingOptions = {"temperature",
                                                           "mirostat_eta",
                                                           "presence_penalty",
                                                           "repeat_penalty",
-                                                          "frequency_penalty"};
+                                                          "frequency_penalty",
+                                                          "repeat_last_n"};
 
 std::string optional_string(const ordered_json& body, const char* name) {
   const ordered_json* v = field(body, name);
@@ -63,6 +65,9 @@ void translate_options(const ordered_json& body, ordered_json& out) {
   out["temperature"] = kDefaultTemperature;
   out["top_k"] = kDefaultTopK;
   out["top_p"] = kDefaultTopP;
+  // Ollama (llama.cpp) applies its penalties to the last repeat_last_n tokens of the prompt and
+  // the text (-1: all of them; 0: off): the chat parser's llama.cpp rule.
+  out["repeat_last_n"] = kDefaultRepeatLastN;
   const ordered_json* o = field(body, "options");
   if (o == nullptr) return;
   require_object(*o, "options");
@@ -81,31 +86,6 @@ void translate_options(const ordered_json& body, ordered_json& out) {
     }
   }
   refuse_unless_neutral(*o, "tfs_z", 1, "must be 1: tail-free sampling is not available");
-  if (const ordered_json* v = field(*o, "repeat_last_n")) {
-    // Ollama (llama.cpp) applies its penalties over the last N tokens; here the repetition
-    // penalty covers the whole context (N = -1) and presence/frequency count the generated
-    // tokens (OpenAI's rule). 0 turns them off, as in Ollama; a window is refused when a
-    // penalty is on rather than silently applied to a different span.
-    if (!v->is_number_integer()) wrong_type("options.repeat_last_n", "an integer", *v);
-    const int64_t n = v->get<int64_t>();
-    if (n == 0) {
-      for (const char* p : {"repeat_penalty", "presence_penalty", "frequency_penalty"}) {
-        out.erase(p);
-      }
-    } else if (n != -1) {
-      const auto on = [&](const char* p, double neutral) {
-        const auto it = out.find(p);
-        return it != out.end() && it->is_number() && it->get<double>() != neutral;
-      };
-      if (on("repeat_penalty", 1) || on("presence_penalty", 0) || on("frequency_penalty", 0)) {
-        bad_field("options.repeat_last_n",
-                  str_cat("is ", n,
-                          "; penalties here cover the whole context: send -1 (or 0 to turn "
-                          "them off)"),
-                  "unsupported_value");
-      }
-    }
-  }
   // The rest are ignored: the options that configure how Ollama loads a model (num_ctx,
   // num_gpu, num_thread, use_mmap, ...), which a request cannot change on this server (clients
   // such as Open WebUI and Continue send num_ctx with every request), and unknown ones, which

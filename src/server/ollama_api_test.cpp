@@ -79,6 +79,7 @@ TEST(OllamaApi, OptionsBecomeTheSamplingSettings) {
   EXPECT_EQ(r.max_tokens, 17);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"\n\n", "END"}));
   EXPECT_FLOAT_EQ(r.penalties.repetition_penalty, 1.2f);
+  EXPECT_EQ(r.penalties.last_n, PenaltyParams::kWholeText);  // -1: all of the text
   EXPECT_FLOAT_EQ(r.penalties.presence_penalty, 0.5f);
   EXPECT_FLOAT_EQ(r.penalties.frequency_penalty, 0.25f);
   for (int n : {-1, -2}) {
@@ -91,9 +92,13 @@ TEST(OllamaApi, OptionsBecomeTheSamplingSettings) {
             {"messages", kUser},
             {"options", {{"repeat_penalty", 1.3}, {"presence_penalty", 1}, {"repeat_last_n", 0}}}});
   EXPECT_FALSE(off.request.penalties.active());
-  // A window with no penalty on is harmless (clients send Ollama's default 64).
-  EXPECT_NO_THROW(
-      chat({{"model", "m"}, {"messages", kUser}, {"options", {{"repeat_last_n", 64}}}}));
+  // Ollama's window: its default 64 unless given, llama.cpp's rule (the prompt counts).
+  EXPECT_EQ(chat({{"model", "m"}, {"messages", kUser}}).request.penalties.last_n, 64);
+  EXPECT_EQ(chat({{"model", "m"},
+                  {"messages", kUser},
+                  {"options", {{"repeat_penalty", 1.1}, {"repeat_last_n", 128}}}})
+                .request.penalties.last_n,
+            128);
 }
 
 TEST(OllamaApi, RefusalsNameOllamasFields) {
@@ -109,8 +114,9 @@ TEST(OllamaApi, RefusalsNameOllamasFields) {
   EXPECT_EQ(refused_chat(with_options({{"mirostat_eta", -0.1}})), "options.mirostat_eta");
   EXPECT_EQ(refused_chat(with_options({{"typical_p", -0.5}})), "options.typical_p");
   EXPECT_EQ(refused_chat(with_options({{"tfs_z", 0.9}})), "options.tfs_z");
-  EXPECT_EQ(refused_chat(with_options({{"repeat_penalty", 1.1}, {"repeat_last_n", 64}})),
+  EXPECT_EQ(refused_chat(with_options({{"repeat_penalty", 1.1}, {"repeat_last_n", -5}})),
             "options.repeat_last_n");
+  EXPECT_EQ(refused_chat(with_options({{"repeat_last_n", "all"}})), "options.repeat_last_n");
   EXPECT_EQ(refused_chat(with_options(json::array())), "options");
   EXPECT_EQ(refused_chat({{"model", "m"}, {"messages", kUser}, {"format", "xml"}}), "format");
   EXPECT_EQ(refused_chat({{"model", "m"}, {"messages", kUser}, {"format", 3}}), "format");

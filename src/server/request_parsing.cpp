@@ -62,6 +62,11 @@ PenaltyParams get_penalties(const json& j) {
     }
     pp.repetition_penalty = static_cast<float>(rep);
   }
+  // llama-server's and Ollama's window (an extension here): given, the three penalties follow
+  // llama.cpp's rule over the last N tokens of the prompt and the text; -1 is all of them.
+  if (auto n = get_int(j, "repeat_last_n", -1, PenaltyParams::kWholeText)) {
+    pp.last_n = *n == -1 ? PenaltyParams::kWholeText : static_cast<int32_t>(*n);
+  }
   get_dry(j, pp.dry);
   const json* bias = field(j, "logit_bias");
   if (bias == nullptr) return pp;

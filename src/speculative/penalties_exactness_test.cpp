@@ -26,6 +26,25 @@ using testing::params;
 std::vector<float> reference_logits(const FakeLM& target, const PenaltyParams& pp,
                                     const std::vector<int32_t>& ctx, size_t prompt_len) {
   std::vector<float> l = target.logits_for(ctx);
+  if (pp.last_n >= 0) {
+    // llama.cpp's rule: all three count the last last_n tokens of prompt and text.
+    const size_t n = std::min(ctx.size(), static_cast<size_t>(pp.last_n));
+    for (size_t t = 0; t < l.size(); ++t) {
+      const auto id = static_cast<int32_t>(t);
+      const auto count = std::count(ctx.end() - static_cast<std::ptrdiff_t>(n), ctx.end(), id);
+      for (const auto& [token, bias] : pp.logit_bias) {
+        if (token == id) l[t] += bias;
+      }
+      if (count > 0) {
+        if (pp.repetition_penalty != 1.0f) {
+          l[t] = l[t] > 0 ? l[t] / pp.repetition_penalty : l[t] * pp.repetition_penalty;
+        }
+        l[t] -= pp.frequency_penalty * static_cast<float>(count);
+        l[t] -= pp.presence_penalty;
+      }
+    }
+    return l;
+  }
   for (size_t t = 0; t < l.size(); ++t) {
     const auto id = static_cast<int32_t>(t);
     const auto generated =
@@ -93,6 +112,33 @@ TEST(PenaltiesUnderSpeculation, JointDistributionIsThePenalizedTargets) {
       EXPECT_GT(accepted, 0);
       ++config;
     }
+  }
+}
+
+// llama.cpp's window (repeat_last_n): a verify row's window holds the drafts before it and drops
+// as many of the oldest tokens, so it slides within a round.
+TEST(PenaltiesUnderSpeculation, AWindowOfTheLastTokensIsExact) {
+  Models m(6, 1.0f);
+  int config = 0;
+  for (int32_t last_n : {1, 2, 3}) {
+    PenaltyParams pp = strong_penalties();
+    pp.last_n = last_n;
+    const SamplingParams sp = params(1.0f);
+    const std::vector<int32_t> prompt{config % 6, (config * 5 + 1) % 6, 3};
+    Rng rng(1300 + config);
+    SpeculativeDecoder dec(m.target, &m.draft, sp, 3, rng);
+    dec.set_penalties(pp);
+    const std::vector<int64_t> counts = joint_counts(dec, 6, prompt, 3, 40000);
+    const ChiSquareResult r = chi_square_test(counts, penalized_joint(m.target, sp, pp, prompt, 3));
+    EXPECT_EQ(r.impossible, 0) << "last_n " << last_n;
+    EXPECT_GT(r.p_value, 1e-4) << "last_n " << last_n << " stat " << r.stat << " dof " << r.dof;
+    // The window mattered: OpenAI's rule (the whole text) does not fit the counts.
+    PenaltyParams whole = pp;
+    whole.last_n = -1;
+    EXPECT_LT(chi_square_test(counts, penalized_joint(m.target, sp, whole, prompt, 3)).p_value,
+              1e-6)
+        << "last_n " << last_n;
+    ++config;
   }
 }
 

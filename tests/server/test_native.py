@@ -66,6 +66,10 @@ def test_llama_server_defaults_and_the_samplers_list(server):
     assert s["temperature"] == 1.0 and s["min_p"] == 0.0 and s["top_k"] == 40
     assert native(server, prompt=PROMPT, n_predict=2, samplers=[])["generation_settings"][
         "samplers"] == []
+    # llama-server's string of letters (k top_k, p top_p, t temperature, ...).
+    s = native(server, prompt=PROMPT, n_predict=2, samplers="kpt", top_p=0.99)[
+        "generation_settings"]
+    assert s["samplers"] == ["top_k", "top_p", "temperature"] and s["min_p"] == 0.0
     # Greedy at any temperature <= 0, as there.
     assert native(server, prompt=PROMPT, n_predict=6, temperature=-1, ignore_eos=True)[
         "content"] == greedy_completion(server, PROMPT, 6)["choices"][0]["text"]
@@ -187,6 +191,31 @@ def test_mirostat_is_applied_and_reported(server, speculative):
     got, err = post_json(server.base, "/v1/chat/completions",
                          {"messages": [{"role": "user", "content": "hi"}], "mirostat": 7})
     assert got == 400 and err["error"]["param"] == "mirostat"
+
+
+def test_penalties_count_llama_servers_window(server):
+    # repeat_penalty 10 with presence 2 and frequency 2 all but bans a token inside the window
+    # (the tiny model's logits are flat): with repeat_last_n 4 no token repeats one of the four
+    # before it, with -1 none repeats anything before it, prompt included (llama.cpp's rule).
+    prompt = "one two one two one two one"
+    base = dict(prompt=prompt, n_predict=20, temperature=0, ignore_eos=True, return_tokens=True,
+                repeat_penalty=10, presence_penalty=2, frequency_penalty=2)
+    ids = token_ids(server, prompt)
+    texts = {}
+    for last_n in (4, -1):
+        docs = [native(server, speculative=s, repeat_last_n=last_n, **base) for s in (True, False)]
+        assert docs[0]["tokens"] == docs[1]["tokens"]  # still the target's greedy text
+        text = ids + docs[0]["tokens"]
+        for i in range(len(ids), len(text)):
+            window = text[max(0, i - 4):i] if last_n == 4 else text[:i]
+            assert text[i] not in window, (last_n, i)
+        texts[last_n] = docs[0]["tokens"]
+    assert texts[4] != texts[-1]  # the window changed the text
+    # llama-server's default window is 64.
+    assert native(server, **base)["tokens"] == native(server, repeat_last_n=64, **base)["tokens"]
+    off = native(server, repeat_last_n=0, **base)["tokens"]
+    assert off == native(server, prompt=prompt, n_predict=20, temperature=0, ignore_eos=True,
+                         return_tokens=True)["tokens"]
 
 
 def test_dry_bans_repeated_pairs_and_keeps_speculation_exact(server):
@@ -315,14 +344,15 @@ def test_budget_and_truncation(server):
     ("/completion", {"prompt": PROMPT, "xtc_probability": 1.5}, "xtc_probability"),
     ("/completion", {"prompt": PROMPT, "lora": [{"id": 0, "scale": 1}]}, "lora"),
     ("/completion", {"prompt": PROMPT, "post_sampling_probs": True}, "post_sampling_probs"),
-    ("/completion", {"prompt": PROMPT, "repeat_penalty": 1.1, "repeat_last_n": 64},
+    ("/completion", {"prompt": PROMPT, "repeat_penalty": 1.1, "repeat_last_n": -3},
      "repeat_last_n"),
     ("/completion", {"prompt": {"prompt_string": "x"}}, "prompt"),
     ("/completion", {"prompt": [1, {"a": 1}]}, "prompt"),
     ("/completion", {"prompt": [10 ** 7]}, "prompt"),
     ("/completion", {"prompt": PROMPT, "n_predict": -2}, "n_predict"),
     ("/completion", {"prompt": PROMPT, "n_probs": 99}, "n_probs"),
-    ("/completion", {"prompt": PROMPT, "samplers": "kt"}, "samplers"),
+    ("/completion", {"prompt": PROMPT, "samplers": 7}, "samplers"),
+    ("/completion", {"prompt": PROMPT, "samplers": ["top_k", 1]}, "samplers"),
     ("/completion", {"prompt": PROMPT, "logit_bias": [[1]]}, "logit_bias"),
     ("/completion", {"prompt": PROMPT, "response_fields": "content"}, "response_fields"),
     ("/completion", {"n_predict": 3}, "prompt"),

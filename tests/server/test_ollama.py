@@ -272,7 +272,7 @@ BAD = [
     ({"options": {"temperature": "hot"}}, "options.temperature"),
     ({"options": {"num_predict": -3}}, "options.num_predict"),
     ({"options": {"mirostat": 3}}, "options.mirostat"),
-    ({"options": {"repeat_penalty": 1.1, "repeat_last_n": 64}}, "options.repeat_last_n"),
+    ({"options": {"repeat_penalty": 1.1, "repeat_last_n": -3}}, "options.repeat_last_n"),
     ({"options": []}, "options"),
     ({"format": "yaml"}, "format"),
     ({"messages": [{"role": "user", "content": "hi", "images": ["aGk="]}]}, "messages[0].images"),
