@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sampling/distribution.h"
+#include "speculative/drafter.h"
 #include "speculative/fake_lm.h"
 #include "speculative/speculative_decoder.h"
 
@@ -116,6 +117,26 @@ inline std::vector<int32_t> greedy_reference(const FakeLM& target, std::vector<i
                                              int n) {
   return greedy_reference_of(
       [&target](const std::vector<int32_t>& c) { return target.logits_for(c); }, std::move(ctx), n);
+}
+
+// For several prompts over the models' 7-token vocabulary: speculative decoding with a model
+// drafter at these (greedy) settings, γ 4, 20 tokens, gives the target's own greedy text.
+// Returns the number of prompts where it did not (each also reported as a failure).
+inline int expect_greedy_is_target_greedy(Models& m, const SamplingParams& sp, int trials) {
+  int wrong = 0;
+  for (int trial = 0; trial < trials; ++trial) {
+    const std::vector<int32_t> prompt{trial % 7, (trial * 5) % 7, 3};
+    ModelDrafter drafter(m.draft);
+    Rng rng(static_cast<uint64_t>(61 + trial));
+    SpeculativeDecoder dec(m.target, drafter, sp, 4, rng);
+    dec.start(prompt, 20);
+    dec.run();
+    const std::vector<int32_t> got(dec.generated().begin(), dec.generated().end());
+    const bool same = got == greedy_reference(m.target, prompt, 20);
+    EXPECT_TRUE(same) << "trial " << trial;
+    wrong += same ? 0 : 1;
+  }
+  return wrong;
 }
 
 }  // namespace specdec::testing
