@@ -475,7 +475,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
       return batch_gamma_cap(lookup_cost, active, acceptance);
     });
   }
-  decoder.set_logprobs(opts.logprobs);
+  decoder.set_logprobs(opts.logprobs, opts.post_sampling_probs);
   decoder.set_penalties(penalties);
   if (constraint) decoder.set_constraint(&*constraint);
   const Tokenizer& tok = tokenizer();

@@ -117,6 +117,9 @@ struct GenerationOptions {
   // Per generated token, its log-probability under the target's own distribution and this many
   // alternatives (0..kMaxTopLogprobs); -1: none. Costs one log-softmax per token.
   int32_t logprobs = -1;
+  // Those entries from the distribution each token was sampled from instead (llama-server's
+  // post_sampling_probs): after the filters, penalties and grammar; one-hot when greedy.
+  bool post_sampling_probs = false;
   // Per prompt token after the first, its log-probability given the tokens before it under the
   // target's distribution, with this many alternatives (0..kMaxTopLogprobs); -1: none (the
   // completions API's `echo` with `logprobs`: scoring a text). The target then reads the whole

@@ -59,4 +59,20 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t
   return out;
 }
 
+TokenLogprob sampled_logprob(const Distribution& dist, int32_t token, int32_t top_n) {
+  if (top_n < 0 || top_n > kMaxTopLogprobs) {
+    fail("sampled_logprob: top_n must be in [0, ", kMaxTopLogprobs, "], got ", top_n);
+  }
+  const float p = dist.prob(token);
+  if (!(p > 0.0f)) fail("sampled_logprob: token ", token, " has no probability in the row");
+  TokenLogprob out;
+  out.token = token;
+  out.logprob = std::log(p);
+  out.rank = 1 + static_cast<int32_t>(std::count_if(dist.probs.begin(), dist.probs.end(),
+                                                    [p](float q) { return q > p; }));
+  const size_t n = std::min(dist.size(), static_cast<size_t>(top_n));
+  for (size_t i = 0; i < n; ++i) out.top.emplace_back(dist.ids[i], std::log(dist.probs[i]));
+  return out;
+}
+
 }  // namespace specdec

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "sampling/distribution.h"
+
 namespace specdec {
 
 inline constexpr int32_t kMaxTopLogprobs = 20;
@@ -23,5 +25,11 @@ struct TokenLogprob {
 // The entry of `token` at a position with these logits; top_n in [0, kMaxTopLogprobs]. Ties in
 // the top list go to the smaller token id, so the list is deterministic.
 TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int32_t top_n);
+
+// The same entry under the distribution a token was sampled from, after the sampling chain
+// (llama-server's post_sampling_probs): log of the token's probability in `dist` and the first
+// top_n entries of its support (fewer when the support is smaller; Distribution's order). The
+// token must have probability > 0 in it.
+TokenLogprob sampled_logprob(const Distribution& dist, int32_t token, int32_t top_n);
 
 }  // namespace specdec

@@ -77,5 +77,36 @@ TEST(TokenLogprob, RefusesBadArguments) {
   EXPECT_THROW(token_logprob(bad, 0, 0), Error);
 }
 
+TEST(SampledLogprob, IsTheSampledDistributionsEntry) {
+  // 0.4, 0.3, 0.2, 0.1 at T 1; top-k 3 leaves 4/9, 3/9, 2/9.
+  const std::vector<float> logits = {std::log(4.0f), std::log(3.0f), std::log(2.0f), 0.0f};
+  SamplingParams sp;
+  sp.temperature = 1.0f;
+  sp.top_k = 3;
+  sp.top_p = 1.0f;
+  sp.min_p = 0.0f;
+  Distribution d;
+  make_distribution(logits, sp, d);
+  const TokenLogprob e = sampled_logprob(d, 1, 5);
+  EXPECT_EQ(e.token, 1);
+  EXPECT_NEAR(std::exp(e.logprob), 3.0 / 9, 1e-6);
+  EXPECT_EQ(e.rank, 2);
+  ASSERT_EQ(e.top.size(), 3u);  // the support is smaller than 5
+  EXPECT_EQ(e.top[0].first, 0);
+  EXPECT_NEAR(std::exp(e.top[0].second), 4.0 / 9, 1e-6);
+  EXPECT_EQ(e.top[2].first, 2);
+  EXPECT_EQ(sampled_logprob(d, 0, 1).top.size(), 1u);
+  // Outside the support (cut by top-k) it has no probability to report.
+  EXPECT_THROW(sampled_logprob(d, 3, 1), Error);
+  EXPECT_THROW(sampled_logprob(d, 0, kMaxTopLogprobs + 1), Error);
+  // Greedy: one-hot.
+  sp.temperature = 0.0f;
+  make_distribution(logits, sp, d);
+  const TokenLogprob g = sampled_logprob(d, 0, 3);
+  EXPECT_EQ(g.logprob, 0.0f);
+  ASSERT_EQ(g.top.size(), 1u);
+  EXPECT_EQ(g.top[0].first, 0);
+}
+
 }  // namespace
 }  // namespace specdec

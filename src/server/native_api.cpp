@@ -254,12 +254,7 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   if (const ordered_json* l = field(j, "lora"); l != nullptr && !(l->is_array() && l->empty())) {
     unsupported("lora", "LoRA adapters are not supported");
   }
-  if (const ordered_json* p = field(j, "post_sampling_probs");
-      p != nullptr && !(p->is_boolean() && !p->get<bool>())) {
-    unsupported("post_sampling_probs",
-                "probabilities after the sampling chain are not reported; n_probs gives the "
-                "target's own distribution");
-  }
+  r.post_sampling_probs = get_bool(j, "post_sampling_probs", false);
 
   // The fields shared with /v1/completions go through its parser, with llama-server's
   // defaults.
@@ -432,6 +427,7 @@ nlohmann::json native_settings_json(const NativeRequest& r, const GenerationOpti
   json doc = options_settings_json(o, n_ctx);
   doc["n_predict"] = r.n_predict;
   doc["n_probs"] = r.n_probs;
+  doc["post_sampling_probs"] = r.post_sampling_probs;
   doc["n_indent"] = r.n_indent;
   doc["t_max_predict_ms"] = r.t_max_predict_ms;
   doc["samplers"] = r.samplers;
@@ -450,19 +446,28 @@ const char* native_stop_type(const GenerationResult& result) {
   }
 }
 
-nlohmann::json native_probs_json(const Tokenizer& tok, std::span<const TokenLogprob> entries) {
-  const auto entry = [&tok](int32_t id, float logprob) {
+nlohmann::json native_probs_json(const Tokenizer& tok, std::span<const TokenLogprob> entries,
+                                 bool post_sampling) {
+  // llama-server names the numbers by what they are: log-probabilities of the model's own
+  // distribution, or probabilities after the sampling chain.
+  const auto entry = [&tok, post_sampling](int32_t id, float logprob) {
     const std::string piece = tok.token_bytes(id);
     json bytes = json::array();
     for (unsigned char c : piece) bytes.push_back(c);
-    return json{{"id", id}, {"token", piece}, {"bytes", std::move(bytes)}, {"logprob", logprob}};
+    json e{{"id", id}, {"token", piece}, {"bytes", std::move(bytes)}};
+    if (post_sampling) {
+      e["prob"] = std::exp(logprob);
+    } else {
+      e["logprob"] = logprob;
+    }
+    return e;
   };
   json out = json::array();
   for (const TokenLogprob& e : entries) {
     json item = entry(e.token, e.logprob);
     json top = json::array();
     for (const auto& [id, lp] : e.top) top.push_back(entry(id, lp));
-    item["top_logprobs"] = std::move(top);
+    item[post_sampling ? "top_probs" : "top_logprobs"] = std::move(top);
     out.push_back(std::move(item));
   }
   return out;
@@ -532,7 +537,8 @@ nlohmann::json native_result_json(const NativeMeta& meta, const GenerationResult
     if (result.finish == FinishReason::EndOfGeneration && !entries.empty()) {
       entries = entries.first(entries.size() - 1);
     }
-    doc["completion_probabilities"] = native_probs_json(*meta.tokenizer, entries);
+    doc["completion_probabilities"] =
+        native_probs_json(*meta.tokenizer, entries, meta.post_sampling_probs);
   }
   return doc;
 }

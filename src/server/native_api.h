@@ -41,9 +41,12 @@ struct NativeRequest {
   CompletionRequest base;
   // /completion: each prompt as pieces (a string; token ids; or ids and strings mixed).
   std::vector<std::vector<NativePromptPiece>> prompts;
-  InfillInput infill;           // /infill: input_prefix, input_suffix, input_extra, prompt
-  int32_t n_predict = -1;       // -1: until the end of generation or a full context
-  int32_t n_probs = 0;          // alternatives per token in completion_probabilities; 0: none
+  InfillInput infill;      // /infill: input_prefix, input_suffix, input_extra, prompt
+  int32_t n_predict = -1;  // -1: until the end of generation or a full context
+  int32_t n_probs = 0;     // alternatives per token in completion_probabilities; 0: none
+  // completion_probabilities from the distribution each token was sampled from (probabilities
+  // after the sampling chain) instead of the target's own log-probabilities.
+  bool post_sampling_probs = false;
   int32_t n_indent = 0;         // GenerationOptions::min_indent
   double t_max_predict_ms = 0;  // GenerationOptions::newline_time_limit_ms
   bool return_tokens = false;
@@ -62,6 +65,7 @@ struct NativeMeta {
   std::string model;
   const Tokenizer* tokenizer = nullptr;
   nlohmann::json generation_settings;
+  bool post_sampling_probs = false;  // NativeRequest::post_sampling_probs
 };
 
 // The settings a generation runs with, in llama-server's names (sampling, penalties, stop,
@@ -75,8 +79,10 @@ nlohmann::json native_settings_json(const NativeRequest& r, const GenerationOpti
 // context, n_indent, t_max_predict_ms).
 const char* native_stop_type(const GenerationResult& result);
 
-// completion_probabilities entries: {id, token, bytes, logprob, top_logprobs: [...]}.
-nlohmann::json native_probs_json(const Tokenizer& tok, std::span<const TokenLogprob> entries);
+// completion_probabilities entries: {id, token, bytes, logprob, top_logprobs: [...]}, or with
+// post_sampling {id, token, bytes, prob, top_probs: [...]} (the entries' exp).
+nlohmann::json native_probs_json(const Tokenizer& tok, std::span<const TokenLogprob> entries,
+                                 bool post_sampling = false);
 
 // A finished generation: the whole response (content and all), or, streamed, the last event
 // (content "", the text having gone out in the chunks before it). `slot`: the slot it ran on

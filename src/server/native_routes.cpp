@@ -82,6 +82,7 @@ void HttpServer::Impl::native(NativeEndpoint endpoint, const HttpRequest& req, H
   }
   GenerationOptions o = request_options(r.base, e);
   o.min_indent = r.n_indent;
+  o.post_sampling_probs = r.post_sampling_probs;
   o.newline_time_limit_ms = r.t_max_predict_ms;
   const std::vector<std::shared_ptr<Job>> jobs = submit_jobs(prompts, max_tokens, o, r.base);
 
@@ -89,6 +90,7 @@ void HttpServer::Impl::native(NativeEndpoint endpoint, const HttpRequest& req, H
   meta.model = r.base.model.empty() ? config.model_id : r.base.model;
   meta.tokenizer = &tok;
   meta.generation_settings = native_settings_json(r, o, n_ctx);
+  meta.post_sampling_probs = r.post_sampling_probs;
   // Whether a draft will propose: asked for, and a draft model loaded.
   meta.generation_settings["speculative"] = o.speculative && e.has_draft();
   const auto per_prompt = static_cast<size_t>(r.base.n);
@@ -127,7 +129,8 @@ void HttpServer::Impl::native_stream(const std::vector<std::shared_ptr<Job>>& jo
       if (!text.empty()) {
         any_text = true;
         const nlohmann::json probs =
-            r.n_probs > 0 ? native_probs_json(*meta.tokenizer, logprobs) : nlohmann::json();
+            r.n_probs > 0 ? native_probs_json(*meta.tokenizer, logprobs, meta.post_sampling_probs)
+                          : nlohmann::json();
         ok = res.write(sse_event(native_chunk_json(text, i, probs, jobs[i]->slot())));
       }
       if (ok && done) {

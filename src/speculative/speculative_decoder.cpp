@@ -102,11 +102,12 @@ void SpeculativeDecoder::start(std::span<const int32_t> prompt, int32_t max_new_
   reason_ = max_new_tokens > 0 ? StopReason::None : StopReason::MaxTokens;
 }
 
-void SpeculativeDecoder::set_logprobs(int32_t top_n) {
+void SpeculativeDecoder::set_logprobs(int32_t top_n, bool post_sampling) {
   if (top_n < -1 || top_n > kMaxTopLogprobs) {
     fail("speculative decoder: top logprobs must be in [-1, ", kMaxTopLogprobs, "], got ", top_n);
   }
   logprobs_top_ = top_n;
+  logprobs_post_sampling_ = post_sampling;
 }
 
 void SpeculativeDecoder::set_penalties(const PenaltyParams& params) {
@@ -153,7 +154,9 @@ bool SpeculativeDecoder::commit(int32_t token, TokenOrigin origin, size_t row_in
   origins_.push_back(origin);
   if (logprobs_top_ >= 0) {
     logprobs_.push_back(
-        token_logprob(row(logits_, target_.n_vocab(), row_index), token, logprobs_top_));
+        logprobs_post_sampling_
+            ? sampled_logprob(p_[row_index], token, logprobs_top_)
+            : token_logprob(row(logits_, target_.n_vocab(), row_index), token, logprobs_top_));
   }
   ++generated_;
   ++stats_.emitted;

@@ -108,8 +108,11 @@ class SpeculativeDecoder {
 
   // Record, for every generated token, its log-probability under the target's own distribution
   // (sampling/logprobs.h) and the top_n most likely alternatives, from the logits the verify
-  // pass computed anyway; -1 (the default) records nothing. Call before start().
-  void set_logprobs(int32_t top_n);
+  // pass computed anyway; -1 (the default) records nothing. With post_sampling, the entries are
+  // taken from the distribution each token was sampled from instead (filters, penalties and
+  // constraint applied: llama-server's post_sampling_probs; one-hot when greedy). Call before
+  // start().
+  void set_logprobs(int32_t top_n, bool post_sampling = false);
   // Repetition, presence and frequency penalties and logit bias (sampling/penalties.h) on every
   // target distribution, counting the generated text and, on a verify row, the drafts before it;
   // the drafter gets them too. Inactive params (the default) adjust nothing. Logprobs stay the
@@ -169,6 +172,7 @@ class SpeculativeDecoder {
   std::vector<int32_t> tokens_;
   std::vector<TokenOrigin> origins_;  // one per generated token
   int32_t logprobs_top_ = -1;
+  bool logprobs_post_sampling_ = false;
   std::vector<TokenLogprob> logprobs_;         // one per generated token when logprobs_top_ >= 0
   std::unique_ptr<TokenPenalties> penalties_;  // null: none (heap: the drafter points at it)
   TokenConstraint* constraint_ = nullptr;      // not owned; null: none

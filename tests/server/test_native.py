@@ -131,6 +131,33 @@ def test_n_probs_are_the_targets_logprobs(server):
 
 
 @pytest.mark.parametrize("speculative", [True, False])
+def test_post_sampling_probs_are_the_sampled_distribution(server, speculative):
+    # top_k 2 leaves two tokens a row: their probabilities after the chain sum to 1 and the
+    # sampled token is one of them, with its probability there.
+    doc = native(server, prompt=PROMPT, n_predict=8, ignore_eos=True, n_probs=3, top_k=2,
+                 top_p=1, min_p=0, seed=3, post_sampling_probs=True, return_tokens=True,
+                 speculative=speculative)
+    probs = doc["completion_probabilities"]
+    assert [p["id"] for p in probs] == doc["tokens"]
+    assert doc["generation_settings"]["post_sampling_probs"] is True
+    for p in probs:
+        assert "logprob" not in p and len(p["top_probs"]) == 2
+        assert sum(t["prob"] for t in p["top_probs"]) == pytest.approx(1, abs=1e-5)
+        assert p["prob"] == pytest.approx(
+            next(t["prob"] for t in p["top_probs"] if t["id"] == p["id"]))
+    # Greedy: the chain leaves the argmax alone, probability 1, streamed the same.
+    body = {"prompt": PROMPT, "n_predict": 5, "temperature": 0, "ignore_eos": True, "n_probs": 2,
+            "post_sampling_probs": True, "speculative": speculative}
+    greedy = native(server, return_tokens=True, **body)
+    for p in greedy["completion_probabilities"]:
+        assert p["prob"] == 1 and [t["id"] for t in p["top_probs"]] == [p["id"]]
+    status, events, _ = sse_stream(server.port, "/completion", {**body, "stream": True})
+    streamed = [p for e in events[:-1] for p in e.get("completion_probabilities", [])]
+    assert [p["id"] for p in streamed] == greedy["tokens"]
+    assert all(p["prob"] == 1 for p in streamed)
+
+
+@pytest.mark.parametrize("speculative", [True, False])
 def test_xtc_typical_and_top_n_sigma_are_applied(server, speculative):
     # XTC that always fires with threshold 0 makes every candidate a top choice and keeps only the
     # least likely: with top_k 2, each token is the target's second choice (n_probs lists them).
@@ -343,7 +370,7 @@ def test_budget_and_truncation(server):
     ("/completion", {"prompt": PROMPT, "dry_multiplier": -0.8}, "dry_multiplier"),
     ("/completion", {"prompt": PROMPT, "xtc_probability": 1.5}, "xtc_probability"),
     ("/completion", {"prompt": PROMPT, "lora": [{"id": 0, "scale": 1}]}, "lora"),
-    ("/completion", {"prompt": PROMPT, "post_sampling_probs": True}, "post_sampling_probs"),
+    ("/completion", {"prompt": PROMPT, "post_sampling_probs": "yes"}, "post_sampling_probs"),
     ("/completion", {"prompt": PROMPT, "repeat_penalty": 1.1, "repeat_last_n": -3},
      "repeat_last_n"),
     ("/completion", {"prompt": {"prompt_string": "x"}}, "prompt"),
