@@ -151,6 +151,12 @@ void TokenPenalties::apply_window(std::span<float> logits, std::span<const int32
   if (count.size() < static_cast<size_t>(n_vocab_)) count.resize(static_cast<size_t>(n_vocab_), 0);
   thread_local std::vector<int32_t> seen;  // the window's distinct tokens
   seen.clear();
+  // Cleared on every way out, a throw included, so that the next row starts from zeros.
+  struct ClearCounts {
+    ~ClearCounts() {
+      for (int32_t t : seen) count[static_cast<size_t>(t)] = 0;
+    }
+  } clear_counts;
   const size_t total = history_.size() + extra.size();
   const size_t n =
       params_.penalties_active() ? std::min(total, static_cast<size_t>(params_.last_n)) : 0;
@@ -184,7 +190,6 @@ void TokenPenalties::apply_window(std::span<float> logits, std::span<const int32
       }
     }
   }
-  for (int32_t t : seen) count[static_cast<size_t>(t)] = 0;
 }
 
 float TokenPenalties::adjusted(float logit, int32_t token, int32_t generated) const {

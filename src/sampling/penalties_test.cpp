@@ -99,6 +99,13 @@ TEST(TokenPenalties, AWindowCountsTheLastTokensOfPromptAndTextForAllThree) {
   std::vector<float> sub = {raw[7], raw[2], raw[0], raw[3], raw[9]};
   pen.apply(sub, drafts, ids);
   for (size_t j = 0; j < ids.size(); ++j) EXPECT_EQ(sub[j], d[static_cast<size_t>(ids[j])]) << j;
+  // A bad column is refused and leaves no count behind for the next row.
+  const std::vector<int32_t> bad_ids = {3, 12};
+  std::vector<float> bad = {raw[3], raw[2]};
+  EXPECT_THROW(pen.apply(bad, drafts, bad_ids), Error);
+  std::vector<float> again = raw;
+  pen.apply(again, drafts);
+  EXPECT_EQ(again, d);
   // The window covering everything, and a window of 0 (the three off, the bias kept).
   p.last_n = PenaltyParams::kWholeText;
   TokenPenalties whole(p, 10);
