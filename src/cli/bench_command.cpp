@@ -391,6 +391,7 @@ int bench_command(const std::vector<std::string>& args) {
         {"mirostat_eta", o.filters.mirostat_eta},
         {"dry_multiplier", o.penalties.dry.multiplier},
         {"repeat_penalty", o.penalties.repetition_penalty},
+        {"repeat_last_n", o.penalties.last_n},
         {"seed", o.seed},
         {"chat", !o.no_chat},
         {"prompts", prompt_list}};
