@@ -79,6 +79,22 @@ def test_greedy_reply_is_the_chat_endpoints(server, speculative):
     assert doc["load_duration"] == 0
 
 
+def test_mirostat_and_the_penalty_window_are_ollamas_options(server):
+    # Mirostat 2 with tau 0 keeps only the likeliest token: the greedy reply at temperature 1.
+    capped = chat(server, options={"temperature": 1, "num_predict": 12, "seed": 5,
+                                   "mirostat": 2, "mirostat_tau": 0})
+    assert capped["message"]["content"] == chat_text(server, USER)
+    # Penalties of 10/2/2 over Ollama's default window of 64 change the greedy reply, and an
+    # explicit 64 is the same window; repeat_last_n 0 turns them off.
+    strong = {"temperature": 0, "num_predict": 12, "repeat_penalty": 10,
+              "presence_penalty": 2, "frequency_penalty": 2}
+    default = chat(server, options=strong)["message"]["content"]
+    assert default != chat_text(server, USER)
+    assert chat(server, options={**strong, "repeat_last_n": 64})["message"]["content"] == default
+    assert chat(server, options={**strong, "repeat_last_n": 0})["message"]["content"] == \
+        chat_text(server, USER)
+
+
 def test_the_stream_is_ndjson_with_the_same_reply(server):
     whole = chat(server, options={"temperature": 0, "num_predict": 16})
     status, ctype, docs = ndjson(server.port, CHAT, {
