@@ -132,6 +132,27 @@ void TokenPenalties::add(int32_t token) {
   if (keeps_history()) history_.push_back(token);
 }
 
+bool TokenPenalties::holds_back(size_t drafted) const {
+  return params_.min_tokens > 0 &&
+         static_cast<int64_t>(generated_) + static_cast<int64_t>(drafted) < params_.min_tokens;
+}
+
+std::span<const int32_t> TokenPenalties::last_tokens(std::span<const int32_t> extra,
+                                                     int32_t n) const {
+  thread_local std::vector<int32_t> window;
+  window.clear();
+  const size_t total = history_.size() + extra.size();
+  const size_t skip = total - std::min(total, static_cast<size_t>(std::max(n, 0)));
+  if (skip < history_.size()) {
+    window.insert(window.end(), history_.begin() + static_cast<ptrdiff_t>(skip), history_.end());
+    window.insert(window.end(), extra.begin(), extra.end());
+  } else {
+    window.insert(window.end(), extra.begin() + static_cast<ptrdiff_t>(skip - history_.size()),
+                  extra.end());
+  }
+  return window;
+}
+
 float TokenPenalties::adjusted_in_window(float logit, int32_t token, int32_t count) const {
   float l = logit + bias_[static_cast<size_t>(token)];
   if (count > 0) {
@@ -157,16 +178,12 @@ void TokenPenalties::apply_window(std::span<float> logits, std::span<const int32
       for (int32_t t : seen) count[static_cast<size_t>(t)] = 0;
     }
   } clear_counts;
-  const size_t total = history_.size() + extra.size();
-  const size_t n =
-      params_.penalties_active() ? std::min(total, static_cast<size_t>(params_.last_n)) : 0;
-  for (size_t k = total - n; k < total; ++k) {
-    const int32_t t = k < history_.size() ? history_[k] : extra[k - history_.size()];
-    if (count[static_cast<size_t>(t)]++ == 0) seen.push_back(t);
+  if (params_.penalties_active()) {
+    for (int32_t t : last_tokens(extra, params_.last_n)) {
+      if (count[static_cast<size_t>(t)]++ == 0) seen.push_back(t);
+    }
   }
-  const bool hold_back =
-      params_.min_tokens > 0 &&
-      static_cast<int64_t>(generated_) + static_cast<int64_t>(extra.size()) < params_.min_tokens;
+  const bool hold_back = holds_back(extra.size());
   if (ids.empty()) {
     for (int32_t t : bias_ids_) {
       if (count[static_cast<size_t>(t)] == 0)
@@ -225,20 +242,9 @@ void TokenPenalties::apply(std::span<float> logits, std::span<const int32_t> ext
 void TokenPenalties::apply_dry(std::span<float> logits, std::span<const int32_t> extra,
                                std::span<const int32_t> ids) const {
   // The window: the last penalty_last_n tokens of the prompt, the text and the row's drafts.
-  const size_t total = history_.size() + extra.size();
-  const size_t n = params_.dry.penalty_last_n < 0
-                       ? total
-                       : std::min(total, static_cast<size_t>(params_.dry.penalty_last_n));
-  thread_local std::vector<int32_t> window;
-  window.clear();
-  const size_t skip = total - n;
-  if (skip < history_.size()) {
-    window.insert(window.end(), history_.begin() + static_cast<ptrdiff_t>(skip), history_.end());
-    window.insert(window.end(), extra.begin(), extra.end());
-  } else {
-    window.insert(window.end(), extra.begin() + static_cast<ptrdiff_t>(skip - history_.size()),
-                  extra.end());
-  }
+  const std::span<const int32_t> window =
+      last_tokens(extra, params_.dry.penalty_last_n < 0 ? PenaltyParams::kWholeText
+                                                        : params_.dry.penalty_last_n);
   thread_local std::vector<std::pair<int32_t, float>> amounts;
   dry_penalties(params_.dry, params_.dry_breakers, window, amounts);
   if (amounts.empty()) return;
@@ -272,9 +278,7 @@ void TokenPenalties::apply_counts(std::span<float> logits, std::span<const int32
     return count_[static_cast<size_t>(t)] + count_in(drafted, t);
   };
   // min_tokens: the row's position counts the round's drafts before it.
-  const bool hold_back =
-      params_.min_tokens > 0 &&
-      static_cast<int64_t>(generated_) + static_cast<int64_t>(extra.size()) < params_.min_tokens;
+  const bool hold_back = holds_back(extra.size());
   if (full) {
     for (int32_t t : ids_) {
       float& l = logits[static_cast<size_t>(t)];

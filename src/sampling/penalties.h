@@ -96,6 +96,11 @@ class TokenPenalties {
   void apply_window(std::span<float> logits, std::span<const int32_t> extra,
                     std::span<const int32_t> ids) const;
   bool windowed() const { return params_.last_n >= 0; }
+  // min_tokens: whether the ending tokens are held back on a row after `drafted` drafts.
+  bool holds_back(size_t drafted) const;
+  // The last n tokens of the prompt, the tokens added and `extra` (fewer when there are fewer),
+  // in a buffer of this thread's that the next call reuses.
+  std::span<const int32_t> last_tokens(std::span<const int32_t> extra, int32_t n) const;
   bool keeps_history() const { return params_.dry.active() || windowed(); }
   void apply_counts(std::span<float> logits, std::span<const int32_t> extra,
                     std::span<const int32_t> ids) const;
