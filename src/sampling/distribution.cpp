@@ -414,7 +414,7 @@ void build_distribution(std::span<const float> logits, const SamplingParams& par
 void make_distribution(std::span<const float> logits, const SamplingParams& params,
                        Distribution& out) {
   if (logits.empty()) fail("make_distribution: empty logits");
-  if (params.mirostat != 0 && !params.greedy()) {
+  if (params.mirostat_active()) {
     const MirostatCut cut = mirostat_cut(logits, params);
     build_distribution(logits, cut.filters, cut.prob_floor, out);
     return;

@@ -42,6 +42,7 @@ struct SamplingParams {
   float mirostat_mu = std::numeric_limits<float>::quiet_NaN();
   bool greedy() const { return temperature <= 0.0f; }
   bool xtc_active() const { return xtc_probability > 0.0f && xtc_threshold <= 0.5f; }
+  bool mirostat_active() const { return mirostat != 0 && !greedy(); }
 };
 
 // Throws specdec::Error naming the parameter when a filter's value is outside its range

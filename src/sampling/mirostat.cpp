@@ -66,10 +66,13 @@ float mirostat_mu_of(const SamplingParams& params) {
 MirostatCut mirostat_cut(std::span<const float> logits, const SamplingParams& params) {
   MirostatCut cut{plain_at_temperature(params)};
   if (logits.empty()) return cut;
-  const float max_logit = max_f32(logits.data(), static_cast<int64_t>(logits.size()));
-  if (!std::isfinite(max_logit)) return cut;  // NaN included
   const float mu = mirostat_mu_of(params);
   if (params.mirostat == 1) {
+    // The fit sorts by logit, which a NaN would break; make_distribution refuses such a row (and one
+    // without a finite maximum) with its own message, so it is left to it. Version 2 reads no
+    // logit here and leaves that check to make_distribution's own pass.
+    const float max_logit = max_f32(logits.data(), static_cast<int64_t>(logits.size()));
+    if (!std::isfinite(max_logit)) return cut;  // NaN included
     cut.filters.top_k = zipf_top_k(logits, params.temperature, mu);
   } else {
     // Version 2 keeps the tokens of surprise -log2 p <= mu, i.e. p >= 2^-mu.

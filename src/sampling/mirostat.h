@@ -26,8 +26,8 @@ namespace specdec {
 // else; mirostat off) and, for version 2, a probability floor 2^-mu: the tokens whose
 // probability in softmax(logits / T) is below it are dropped (the most likely one never is).
 // make_distribution applies both. params.mirostat must be 1 or 2; mu is params.mirostat_mu
-// (NaN: 2 tau). Logits without a finite maximum come back unfiltered, for make_distribution to
-// refuse.
+// (NaN: 2 tau). Logits without a finite maximum are for make_distribution to refuse (version 1
+// then comes back without a top-k).
 struct MirostatCut {
   SamplingParams filters;
   double prob_floor = 0.0;

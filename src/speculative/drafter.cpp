@@ -156,7 +156,6 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
   // Mirostat's state moves with each draft as it would with the text (sampling/mirostat.h), so
   // that q_i resembles the target's row i, which is built at the mu the drafts before it leave.
   SamplingParams row_params = params;
-  const bool mirostat = params.mirostat != 0 && !greedy;
   double all_pass = 1.0;  // adaptive: estimated P(drafts 1..i all accepted)
   for (int32_t i = 0; i < gamma; ++i) {
     Distribution& qi = q[static_cast<size_t>(i)];
@@ -188,7 +187,7 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
       if (all_pass < row_cost(i)) return i;
     }
     drafts[static_cast<size_t>(i)] = greedy ? qi.argmax() : sample(qi, rng);
-    if (mirostat) {
+    if (params.mirostat_active()) {
       row_params.mirostat_mu =
           mirostat_next_mu(row_params, qi.prob(drafts[static_cast<size_t>(i)]));
     }

@@ -148,7 +148,7 @@ bool SpeculativeDecoder::commit(int32_t token, TokenOrigin origin, size_t row_in
   if (constraint_ != nullptr) constraint_->add(token);
   // p_[row] is the distribution the token was emitted from, built at mirostat_mu_ after the
   // tokens committed before it (make_target_distributions).
-  if (mirostat_on()) {
+  if (params_.mirostat_active()) {
     mirostat_mu_ = mirostat_next_mu(row_params(), p_[row_index].prob(token));
   }
   origins_.push_back(origin);
@@ -294,7 +294,7 @@ void SpeculativeDecoder::make_target_distributions(int32_t k) {
   }
   target_rows_.resize(static_cast<size_t>(k));
   for (int32_t j = 0; j < k; ++j) target_rows_[static_cast<size_t>(j)] = target_row(j);
-  if (mirostat_on()) {
+  if (params_.mirostat_active()) {
     // Row j is sampled at the mu that drafts y_1..y_j leave, so the rows are built in order.
     // After a draft the row before gives probability 0, the rest are never used (that draft is
     // rejected for certain); they are built at the last mu, as valid but unused distributions.

@@ -147,7 +147,6 @@ class SpeculativeDecoder {
   // adjusted for the text it follows (the committed tokens and drafts_[0..j)).
   std::span<const float> target_row(int32_t j);
   int32_t effective_gamma() const;
-  bool mirostat_on() const { return params_.mirostat != 0 && !params_.greedy(); }
   // params_ at the sequence's Mirostat state (sampling/mirostat.h).
   SamplingParams row_params() const {
     SamplingParams p = params_;
