@@ -68,11 +68,13 @@ void check_sampling(const CompletionRequest& r, std::string_view text) {
     logits.push_back(static_cast<float>(static_cast<uint8_t>(text[i]) % 32) * 0.5f - 4.0f);
   }
   if (logits.empty()) logits = {0.0f, 1.0f, 1.0f};
+  // The filters that keep the argmax (typical sampling and XTC may drop it), in either order.
   SamplingParams p;
-  p.temperature = r.temperature;
-  p.top_k = r.top_k;
-  p.top_p = r.top_p;
-  p.min_p = r.min_p;
+  p.temperature = r.sampling.temperature;
+  p.top_k = r.sampling.top_k;
+  p.top_p = r.sampling.top_p;
+  p.min_p = r.sampling.min_p;
+  p.temperature_last = r.sampling.temperature_last;
   p.seed = r.seed.value_or(0);
   Distribution d;
   make_distribution(logits, p, d);
@@ -224,8 +226,9 @@ void check_native(uint8_t flags, std::string_view body) {
   FUZZ_CHECK(r.n_predict >= -1 && r.n_predict <= (1 << 24));
   FUZZ_CHECK(r.n_probs >= 0 && r.n_probs <= kMaxTopLogprobs);
   FUZZ_CHECK(r.n_indent >= 0 && r.t_max_predict_ms >= 0);
-  FUZZ_CHECK(r.base.temperature >= 0.0f && r.base.temperature <= 2.0f);
-  FUZZ_CHECK(r.base.top_k >= 0 && r.base.top_p >= 0.0f && r.base.top_p <= 1.0f);
+  FUZZ_CHECK(r.base.sampling.temperature >= 0.0f && r.base.sampling.temperature <= 2.0f);
+  FUZZ_CHECK(r.base.sampling.top_k >= 0 && r.base.sampling.top_p >= 0.0f &&
+             r.base.sampling.top_p <= 1.0f);
   FUZZ_CHECK(r.base.prompts.empty() && r.base.logprobs == (r.n_probs > 0 ? r.n_probs : -1));
   for (const auto& [text, bias] : r.text_bias) FUZZ_CHECK(bias >= -100.0f && bias <= 100.0f);
   if (endpoint == server::NativeEndpoint::Completion) {
@@ -275,7 +278,7 @@ void check_messages(uint8_t flags, std::string_view body) {
   }
   FUZZ_CHECK(r.endpoint == Endpoint::ChatCompletions && !r.messages.empty());
   FUZZ_CHECK(count_only || (r.max_tokens && *r.max_tokens >= 1));
-  FUZZ_CHECK(r.temperature >= 0.0f && r.temperature <= 1.0f);
+  FUZZ_CHECK(r.sampling.temperature >= 0.0f && r.sampling.temperature <= 1.0f);
   std::vector<std::string> tools;
   for (const server::ToolSpec& t : r.tools.tools) tools.push_back(t.definition);
   const ChatTemplate tpl = ChatTemplate::detect("{{ '<|im_start|>' }} <tool_call>");
@@ -358,7 +361,8 @@ void check_ollama(uint8_t flags, std::string_view body) {
   const CompletionRequest& r = o.request;
   if (o.load_only) return;
   FUZZ_CHECK(!r.max_tokens || *r.max_tokens >= 0);
-  FUZZ_CHECK(r.temperature >= 0.0f && r.top_k >= 0 && r.top_p >= 0.0f && r.top_p <= 1.0f);
+  FUZZ_CHECK(r.sampling.temperature >= 0.0f && r.sampling.top_k >= 0 && r.sampling.top_p >= 0.0f &&
+             r.sampling.top_p <= 1.0f);
   std::string text;
   if (r.endpoint == Endpoint::ChatCompletions) {
     FUZZ_CHECK(!r.messages.empty() && !o.raw);
@@ -463,10 +467,10 @@ int fuzz_one_request(const uint8_t* data, size_t size) {
     }
   }
   FUZZ_CHECK(!r.max_tokens || (*r.max_tokens >= (r.echo ? 0 : 1) && *r.max_tokens <= (1 << 24)));
-  FUZZ_CHECK(r.temperature >= 0.0f && r.temperature <= 2.0f);
-  FUZZ_CHECK(r.top_p >= 0.0f && r.top_p <= 1.0f);
-  FUZZ_CHECK(r.top_k >= 0 && r.top_k <= (1 << 24));
-  FUZZ_CHECK(r.min_p >= 0.0f && r.min_p <= 1.0f);
+  FUZZ_CHECK(r.sampling.temperature >= 0.0f && r.sampling.temperature <= 2.0f);
+  FUZZ_CHECK(r.sampling.top_p >= 0.0f && r.sampling.top_p <= 1.0f);
+  FUZZ_CHECK(r.sampling.top_k >= 0 && r.sampling.top_k <= (1 << 24));
+  FUZZ_CHECK(r.sampling.min_p >= 0.0f && r.sampling.min_p <= 1.0f);
   FUZZ_CHECK(r.stop.size() <= server::kMaxStopStrings);
   for (const std::string& s : r.stop) FUZZ_CHECK(!s.empty());
   FUZZ_CHECK(!r.draft_max || (*r.draft_max >= 1 && *r.draft_max <= server::kMaxDraftMax));

@@ -560,6 +560,54 @@ TEST_F(Cli, VerifyPassesWithTypicalTopNSigmaAndXtc) {
 
 // Mirostat from the command line: speculative and target-only continuations agree in
 // distribution (mu carried through each round's verify rows), and a bad version is refused.
+// llama.cpp's sampler sequence: the temperature last (top-p and min-p measured at temperature 1)
+// is the distribution the speculative output must follow, and --samplers says so.
+TEST_F(Cli, VerifyPassesWithTheTemperatureLast) {
+  const std::vector<std::string> check = {"verify",    "-m",  *target_, "-md",    *draft_,
+                                          "--samples", "150", "-n",     "3",      "-p",
+                                          "ab",        "-t",  "1",      "--temp", "0.5"};
+  std::vector<std::string> args = check;
+  // Top-k 3 keeps the tiny model's flat rows to a few continuations, so the check has cells.
+  for (const char* a : {"--top-k", "3", "--top-p", "0.8", "--min-p", "0.1", "--samplers",
+                        "top_k;top_p;min_p;temperature"}) {
+    args.emplace_back(a);
+  }
+  CliResult r = run_cli(args);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("top-p 0.8000, min-p 0.1000 (temperature last)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
+  // The check compared something: more than one distinct continuation, fewer than the samples.
+  const size_t row = r.out.find("\nab ");
+  ASSERT_NE(row, std::string::npos) << r.out;
+  std::istringstream fields(r.out.substr(row + 1));
+  std::string prompt;
+  int distinct = 0;
+  fields >> prompt >> distinct;
+  EXPECT_GE(distinct, 2) << r.out;
+  EXPECT_LE(distinct, 27) << r.out;
+  // The letters say the same; a stage left out is off (top-p here).
+  args = check;
+  for (const char* a : {"--top-p", "0.8", "--min-p", "0.1", "--sampling-seq", "kmt"}) {
+    args.emplace_back(a);
+  }
+  CliResult letters = run_cli(args);
+  EXPECT_EQ(letters.exit_code, 0) << letters.out << letters.err;
+  EXPECT_NE(letters.out.find("top-p 1.0000, min-p 0.1000 (temperature last)"), std::string::npos)
+      << letters.out;
+  // An order the engine does not apply, and a name it does not know: errors, not a silent order.
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--samplers", "top_k;top_p;temperature;min_p"},
+        std::vector<std::string>{"--samplers", "top_k;tail_free"},
+        std::vector<std::string>{"--sampling-seq", "kq"}}) {
+    std::vector<std::string> args{"run", "-m", *target_, "-p", "ab", "-n", "2"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    CliResult bad = run_cli(args);
+    EXPECT_NE(bad.exit_code, 0) << flags[1];
+    EXPECT_NE(bad.err.find(flags[0].substr(2, 8)), std::string::npos) << bad.err;
+  }
+}
+
 TEST_F(Cli, VerifyPassesWithMirostat) {
   for (const char* version : {"1", "2"}) {
     // T 0.2 sharpens the tiny model's flat rows so that the cut keeps a few tokens each.

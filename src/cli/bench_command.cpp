@@ -39,7 +39,7 @@ struct BenchOptions {
   std::vector<float> temps = {0.0f, 0.3f, 0.7f};
   std::vector<std::string> categories = {"summary", "opinion", "code"};
   float top_p = 0.9f;
-  SamplingParams filters;   // --typical, --top-nsigma, --xtc-*, --dynatemp-*
+  FilterOptions filters;    // --typical, --top-nsigma, --xtc-*, --dynatemp-*, --samplers
   PenaltyParams penalties;  // --repeat-penalty ... and --dry-*
   int32_t n_predict = 200, repeats = 3, threads = 0, n_ctx = 2048, cache_tokens = 32;
   DraftModelOptions drafting;
@@ -243,8 +243,8 @@ int bench_command(const std::vector<std::string>& args) {
     go.sampling.top_k = 0;
     go.sampling.top_p = o.top_p;
     go.sampling.min_p = 0;
-    take_filters(o.filters, go.sampling);
     go.penalties = o.penalties;
+    take_filters(o.filters, go.sampling, go.penalties);
     go.sampling.seed = seed;
     go.ignore_eos = true;  // fixed-length runs
     go.speculative = gamma > 0;
@@ -389,6 +389,7 @@ int bench_command(const std::vector<std::string>& args) {
         {"mirostat", o.filters.mirostat},
         {"mirostat_tau", o.filters.mirostat_tau},
         {"mirostat_eta", o.filters.mirostat_eta},
+        {"samplers", o.filters.sequence ? nlohmann::json(*o.filters.sequence) : nlohmann::json()},
         {"dry_multiplier", o.penalties.dry.multiplier},
         {"repeat_penalty", o.penalties.repetition_penalty},
         {"repeat_last_n", o.penalties.last_n},

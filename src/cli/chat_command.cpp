@@ -54,7 +54,7 @@ int chat_command(const std::vector<std::string>& args) {
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int64_t seed = -1;
   PenaltyParams penalties;
-  SamplingParams filters;  // --typical, --top-nsigma, --xtc-*
+  FilterOptions filters;  // --typical, --top-nsigma, --xtc-*, --samplers
   ArgParser p("specdec chat -m MODEL [-md DRAFT] [options]",
               "Interactive chat in the terminal with the model's chat template. Type a message\n"
               "and press Enter; the reply streams as it is generated. Commands: /reset (forget\n"
@@ -152,9 +152,9 @@ int chat_command(const std::vector<std::string>& args) {
     go.sampling.top_k = top_k;
     go.sampling.top_p = top_p;
     go.sampling.min_p = min_p;
-    take_filters(filters, go.sampling);
-    go.sampling.seed = seeds();  // a fresh stream per turn, reproducible from -s
     go.penalties = penalties;
+    take_filters(filters, go.sampling, go.penalties);
+    go.sampling.seed = seeds();  // a fresh stream per turn, reproducible from -s
     go.draft_max = draft_max_for(draft_max, go.sampling.greedy(), true);
     go.draft_length = drafting.length;
     go.draft_context = drafting.context;

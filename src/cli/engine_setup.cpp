@@ -12,6 +12,7 @@
 #include "engine/draft_vocab.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex_gbnf.h"
+#include "sampling/sampler_sequence.h"
 
 namespace specdec::cli {
 
@@ -261,7 +262,7 @@ std::shared_ptr<const Grammar> load_grammar(const GrammarOptions& options) {
   }
 }
 
-void add_filter_options(ArgParser& p, SamplingParams& filters) {
+void add_filter_options(ArgParser& p, FilterOptions& filters) {
   const auto add = [&p, &filters](const char* name, float SamplingParams::*field,
                                   const char* help) {
     p.add_value({name}, "N", help, [&filters, name, field](const std::string& v) {
@@ -298,9 +299,45 @@ void add_filter_options(ArgParser& p, SamplingParams& filters) {
       "Mirostat's target surprise tau, in bits per token (default: 5)");
   add("--mirostat-lr", &SamplingParams::mirostat_eta,
       "Mirostat's learning rate eta (default: 0.1)");
+  p.add_value({"--samplers"}, "LIST",
+              "llama.cpp's sampler sequence, names separated by ';' (penalties;dry;top_n_sigma;"
+              "top_k;typ_p;top_p;min_p;xtc;temperature): stages left out are off, and the "
+              "temperature applies where the list puts it, first or last (default: the "
+              "temperature first, as in vLLM)",
+              [&filters](const std::string& v) {
+                std::vector<std::string> names;
+                std::string_view rest = v;
+                while (!rest.empty()) {
+                  const size_t end = std::min(rest.find(';'), rest.size());
+                  const std::string name(rest.substr(0, end));
+                  const std::string canonical = canonical_sampler_name(name);
+                  if (canonical.empty() && !name.empty()) {
+                    fail("--samplers: no sampler named '", name,
+                         "' (names: penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;"
+                         "temperature)");
+                  }
+                  names.push_back(canonical);
+                  rest.remove_prefix(std::min(end + 1, rest.size()));
+                }
+                filters.sequence = std::move(names);
+              });
+  p.add_value({"--sampling-seq", "--sampler-seq"}, "LETTERS",
+              "the sampler sequence as llama.cpp's letters: e penalties, d dry, s top_n_sigma, "
+              "k top_k, y typ_p, p top_p, m min_p, x xtc, t temperature (edskypmxt: the "
+              "temperature last)",
+              [&filters](const std::string& v) {
+                for (char c : v) {
+                  if (sampler_names_of_letters(std::string(1, c)).empty()) {
+                    fail("--sampling-seq: no sampler has the letter '", std::string(1, c),
+                         "' (letters: edskypmxt)");
+                  }
+                }
+                filters.sequence = sampler_names_of_letters(v);
+              });
 }
 
-void take_filters(const SamplingParams& filters, SamplingParams& sampling) {
+void take_filters(const FilterOptions& filters, SamplingParams& sampling,
+                  PenaltyParams& penalties) {
   sampling.typical_p = filters.typical_p;
   sampling.top_n_sigma = filters.top_n_sigma;
   sampling.xtc_probability = filters.xtc_probability;
@@ -310,6 +347,7 @@ void take_filters(const SamplingParams& filters, SamplingParams& sampling) {
   sampling.mirostat = filters.mirostat;
   sampling.mirostat_tau = filters.mirostat_tau;
   sampling.mirostat_eta = filters.mirostat_eta;
+  if (filters.sequence) apply_sampler_sequence(*filters.sequence, sampling, penalties);
 }
 
 namespace {

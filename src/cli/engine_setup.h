@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cli/arg_parser.h"
 #include "engine/loaded_model.h"
@@ -95,13 +96,22 @@ inline constexpr bool kDefaultDraftHybrid = true;
 // at parse time, token ids against the vocabulary when the engine runs.
 void add_penalty_options(ArgParser& p, PenaltyParams& penalties);
 
+// The values of the sampling flags add_filter_options parses, and llama.cpp's sampler sequence
+// (--samplers / --sampling-seq; none given: the engine's order, the temperature first).
+struct FilterOptions : SamplingParams {
+  std::optional<std::vector<std::string>> sequence;  // canonical names (sampler_sequence.h)
+};
+
 // llama.cpp's further filters, --typical, --top-nsigma, --xtc-probability, --xtc-threshold,
-// --dynatemp-range and --dynatemp-exp, and Mirostat's --mirostat, --mirostat-ent and
-// --mirostat-lr, parsed into those fields of `filters` (each range-checked
-// as it is parsed); the other fields of `filters` are left alone. take_filters copies them into a
-// request's sampling settings.
-void add_filter_options(ArgParser& p, SamplingParams& filters);
-void take_filters(const SamplingParams& filters, SamplingParams& sampling);
+// --dynatemp-range and --dynatemp-exp, Mirostat's --mirostat, --mirostat-ent and --mirostat-lr,
+// parsed into those fields of `filters` (each range-checked as it is parsed; the other fields are
+// left alone), and llama.cpp's --samplers "top_k;top_p;min_p;temperature" and --sampling-seq
+// kpmt. take_filters copies them into a request's sampling settings and then applies the
+// sequence, if one was given, to those settings and the request's penalties: the stages it
+// leaves out are switched off and the temperature stands where it puts it (an order the engine
+// does not apply fails, naming the flag).
+void add_filter_options(ArgParser& p, FilterOptions& filters);
+void take_filters(const FilterOptions& filters, SamplingParams& sampling, PenaltyParams& penalties);
 
 // Structured output, with llama.cpp's flags: --grammar GBNF, --grammar-file FILE, -j/--json-schema
 // SCHEMA, -jf/--json-schema-file FILE; and --regex PATTERN, as vLLM's guided_regex (at most one

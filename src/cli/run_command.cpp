@@ -33,7 +33,7 @@ struct RunOptions {
   DraftKvTypeFlags draft_kv_types;
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int32_t top_k = 40;
-  SamplingParams filters;  // --typical, --top-nsigma, --xtc-*
+  FilterOptions filters;  // --typical, --top-nsigma, --xtc-*, --samplers
   PenaltyParams penalties;
   GrammarOptions grammar;
   NgramParams ngram;
@@ -177,9 +177,9 @@ int run_command(const std::vector<std::string>& args) {
   go.sampling.top_k = o.top_k;
   go.sampling.top_p = o.top_p;
   go.sampling.min_p = o.min_p;
-  take_filters(o.filters, go.sampling);
-  go.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
   go.penalties = o.penalties;
+  take_filters(o.filters, go.sampling, go.penalties);
+  go.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
   go.grammar = grammar;
   go.stop = o.stop;
   go.ignore_eos = o.ignore_eos;

@@ -19,7 +19,7 @@ int verify_command(const std::vector<std::string>& args) {
   float temp = 1.0f, top_p = 0.95f, min_p = 0.0f;
   uint64_t seed = 1;
   PenaltyParams penalties;
-  SamplingParams filters;  // --typical, --top-nsigma, --xtc-*
+  FilterOptions filters;  // --typical, --top-nsigma, --xtc-*, --samplers
   ArgParser p("specdec verify -m TARGET -md DRAFT [options]",
               "Checks on your own models that speculative decoding is lossless: samples many\n"
               "short continuations of the same prompts with and without speculation, reports\n"
@@ -72,8 +72,8 @@ int verify_command(const std::vector<std::string>& args) {
   o.samples = samples;
   o.tokens = tokens;
   o.generation.sampling = {temp, top_k, top_p, min_p, seed};
-  take_filters(filters, o.generation.sampling);
   o.generation.penalties = penalties;
+  take_filters(filters, o.generation.sampling, o.generation.penalties);
   o.generation.draft_max = draft_max;
   o.generation.draft_length = drafting.length;
   o.generation.draft_context = drafting.context;
@@ -85,38 +85,42 @@ int verify_command(const std::vector<std::string>& args) {
   bar.finish();
 
   std::cout << std::fixed << std::setprecision(4);
+  // What the sampling flags and a --samplers sequence left on.
+  const SamplingParams& sp = o.generation.sampling;
   std::cout << "continuations: " << samples << " per prompt and mode, " << tokens
-            << " tokens each, gamma " << draft_max << ", T " << temp << ", top-k " << top_k
-            << ", top-p " << top_p << ", min-p " << min_p;
-  if (filters.typical_p < 1.0f) std::cout << ", typical " << filters.typical_p;
-  if (filters.top_n_sigma > 0.0f) std::cout << ", top-n-sigma " << filters.top_n_sigma;
-  if (filters.dynatemp_range > 0.0f) {
-    std::cout << ", dynamic temperature +-" << filters.dynatemp_range << " (exponent "
-              << filters.dynatemp_exponent << ")";
+            << " tokens each, gamma " << draft_max << ", T " << sp.temperature << ", top-k "
+            << sp.top_k << ", top-p " << sp.top_p << ", min-p " << sp.min_p;
+  if (sp.temperature_last) std::cout << " (temperature last)";
+  if (sp.typical_p < 1.0f) std::cout << ", typical " << sp.typical_p;
+  if (sp.top_n_sigma > 0.0f) std::cout << ", top-n-sigma " << sp.top_n_sigma;
+  if (sp.dynatemp_range > 0.0f) {
+    std::cout << ", dynamic temperature +-" << sp.dynatemp_range << " (exponent "
+              << sp.dynatemp_exponent << ")";
   }
-  if (filters.xtc_active()) {
-    std::cout << ", XTC " << filters.xtc_probability << " above " << filters.xtc_threshold;
+  if (sp.xtc_active()) {
+    std::cout << ", XTC " << sp.xtc_probability << " above " << sp.xtc_threshold;
   }
-  if (filters.mirostat != 0) {
-    std::cout << ", Mirostat " << filters.mirostat << " (tau " << filters.mirostat_tau << ", eta "
-              << filters.mirostat_eta << "; replaces the filters)";
+  if (sp.mirostat != 0) {
+    std::cout << ", Mirostat " << sp.mirostat << " (tau " << sp.mirostat_tau << ", eta "
+              << sp.mirostat_eta << "; replaces the filters)";
   }
-  if (penalties.active()) {
-    std::cout << ", repeat penalty " << penalties.repetition_penalty << ", presence penalty "
-              << penalties.presence_penalty << ", frequency penalty " << penalties.frequency_penalty
-              << ", " << penalties.logit_bias.size() << " logit biases";
-    if (penalties.last_n >= 0) {
+  const PenaltyParams& pen = o.generation.penalties;
+  if (pen.active()) {
+    std::cout << ", repeat penalty " << pen.repetition_penalty << ", presence penalty "
+              << pen.presence_penalty << ", frequency penalty " << pen.frequency_penalty
+              << ", " << pen.logit_bias.size() << " logit biases";
+    if (pen.last_n >= 0) {
       std::cout << " (penalties over the last ";
-      if (penalties.last_n == PenaltyParams::kWholeText) {
+      if (pen.last_n == PenaltyParams::kWholeText) {
         std::cout << "all";
       } else {
-        std::cout << penalties.last_n;
+        std::cout << pen.last_n;
       }
       std::cout << " tokens of prompt and text)";
     }
-    if (penalties.dry.active()) {
-      std::cout << ", DRY " << penalties.dry.multiplier << " x " << penalties.dry.base << "^(run - "
-                << penalties.dry.allowed_length << ")";
+    if (pen.dry.active()) {
+      std::cout << ", DRY " << pen.dry.multiplier << " x " << pen.dry.base << "^(run - "
+                << pen.dry.allowed_length << ")";
     }
   }
   std::cout << "\n\n";

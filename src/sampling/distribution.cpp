@@ -238,12 +238,19 @@ void apply_dynatemp(std::vector<int32_t>& ids, std::span<const float> logits, do
   std::erase_if(ids, [weights](int32_t id) { return !(weights[static_cast<size_t>(id)] > 0); });
 }
 
-// XTC as a mixture: with probability `chance` the entries at or above `threshold` but the last of
-// them are removed (when at least two are). probs is sorted by descending probability; entries
-// that end with no mass are dropped and the rest put back in Distribution's order.
-void mix_xtc(Distribution& out, double chance, double threshold) {
-  size_t top = 0;  // entries at or above the threshold
-  while (top < out.probs.size() && out.probs[top] >= threshold) ++top;
+// How many of out's first entries (in descending probability) are XTC's "top choices": at or
+// above `threshold` in `probs`, the distribution XTC measures (out's own, or the one before a
+// temperature applied last).
+size_t xtc_top_count(std::span<const float> probs, double threshold) {
+  size_t top = 0;
+  while (top < probs.size() && probs[top] >= threshold) ++top;
+  return top;
+}
+
+// XTC as a mixture: with probability `chance` the first `top` entries but the last of them are
+// removed (when top is at least two). probs is sorted by descending probability; entries that end
+// with no mass are dropped and the rest put back in Distribution's order.
+void mix_xtc(Distribution& out, double chance, size_t top) {
   if (top < 2) return;
   const size_t last = top - 1;  // the least likely top choice stays
   double rest = 0;
@@ -264,6 +271,30 @@ void mix_xtc(Distribution& out, double chance, double threshold) {
     out.probs[i] = entries[i].first;
     out.ids[i] = entries[i].second;
   }
+}
+
+// The survivors' probabilities, weights normalized, in ids' order.
+void normalize_weights(const std::vector<int32_t>& ids, const double* weights,
+                       std::vector<float>& probs) {
+  probs.resize(ids.size());
+  double total = 0;
+  for (int32_t id : ids) total += weights[static_cast<size_t>(id)];
+  const double inv_total = 1.0 / total;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    probs[i] = static_cast<float>(weights[static_cast<size_t>(ids[i])] * inv_total);
+  }
+}
+
+// A temperature applied last: the survivors (ids, in rank order) re-weighted to exp(logit / T)
+// relative to the first. Weights that underflow drop out, as at any temperature.
+void apply_temperature_last(std::vector<int32_t>& ids, std::span<const float> logits,
+                            double* weights, double temperature) {
+  const double top = logits[static_cast<size_t>(ids.front())], inv_t = 1.0 / temperature;
+  for (int32_t id : ids) {
+    weights[static_cast<size_t>(id)] =
+        std::exp((static_cast<double>(logits[static_cast<size_t>(id)]) - top) * inv_t);
+  }
+  std::erase_if(ids, [weights](int32_t id) { return !(weights[static_cast<size_t>(id)] > 0); });
 }
 
 }  // namespace
@@ -291,7 +322,10 @@ void build_distribution(std::span<const float> logits, const SamplingParams& par
   // Unnormalized probabilities relative to the maximum: w = exp((l - max) / T) in (0, 1], computed
   // in double so that neither a tiny T nor a wide logit range loses the ordering of the mass.
   // Each is computed once and kept (a row per thread, reused: no allocation once warm).
-  const double m = max_logit, inv_t = 1.0 / static_cast<double>(params.temperature);
+  // With the temperature last the filters measure the weights at temperature 1.
+  const double m = max_logit, inv_t = params.temperature_last
+                                          ? 1.0
+                                          : 1.0 / static_cast<double>(params.temperature);
   thread_local std::vector<double> weights;
   if (weights.size() < static_cast<size_t>(n)) weights.resize(static_cast<size_t>(n));
   const auto weight = [&](int32_t id) { return weights[static_cast<size_t>(id)]; };
@@ -391,21 +425,30 @@ void build_distribution(std::span<const float> logits, const SamplingParams& par
     }
   }
   ids.resize(cut);
-  if (params.dynatemp_range > 0.0f && cut > 1) {
+  // A temperature stage re-weights the survivors: the dynamic temperature (measured at
+  // temperature 1 in either order), or a temperature applied last. XTC comes before that stage
+  // in llama.cpp's chain, so with the temperature last its top choices are the ones at
+  // temperature 1; applied first, XTC measures the final weights.
+  const bool dynamic = params.dynatemp_range > 0.0f && cut > 1;
+  const bool temper_last = params.temperature_last && params.temperature != 1.0f && cut > 1;
+  constexpr size_t kUnmeasured = std::numeric_limits<size_t>::max();
+  size_t xtc_top = kUnmeasured;
+  if (params.xtc_active() && params.temperature_last && (dynamic || temper_last)) {
+    normalize_weights(ids, weights.data(), out.probs);
+    xtc_top = xtc_top_count(out.probs, static_cast<double>(params.xtc_threshold));
+  }
+  if (dynamic) {
     apply_dynatemp(ids, logits, weights.data(), params);
-    cut = ids.size();
+  } else if (temper_last) {
+    apply_temperature_last(ids, logits, weights.data(), static_cast<double>(params.temperature));
   }
-
-  out.probs.resize(cut);
-  double total = 0;
-  for (size_t i = 0; i < cut; ++i) total += weight(ids[i]);
-  const double inv_total = 1.0 / total;
-  for (size_t i = 0; i < cut; ++i) {
-    out.probs[i] = static_cast<float>(weight(ids[i]) * inv_total);
-  }
-  if (params.xtc_active() && cut > 1) {
-    mix_xtc(out, static_cast<double>(params.xtc_probability),
-            static_cast<double>(params.xtc_threshold));
+  normalize_weights(ids, weights.data(), out.probs);
+  if (params.xtc_active() && ids.size() > 1) {
+    if (xtc_top == kUnmeasured) {
+      xtc_top = xtc_top_count(out.probs, static_cast<double>(params.xtc_threshold));
+    }
+    // Survivors that underflowed at the temperature are the least likely, after the top choices.
+    mix_xtc(out, static_cast<double>(params.xtc_probability), std::min(xtc_top, ids.size()));
   }
 }
 

@@ -31,6 +31,13 @@ struct SamplingParams {
   // T_min) * (H / log n)^exponent, H their entropy at temperature 1. range 0 disables.
   float dynatemp_range = 0.0f;
   float dynatemp_exponent = 1.0f;
+  // Where the temperature applies. false (the default, as in vLLM and Hugging Face): first, so
+  // every filter measures softmax(logits / T), the distribution that is sampled. true (llama.cpp's
+  // sampler chain, where temperature is the last stage; text-generation-webui's and SillyTavern's
+  // "temperature last"): top-k, typical, top-p, min-p and XTC measure softmax(logits), and their
+  // survivors are then sampled in proportion to exp(logit / T). Both sides of a speculative round
+  // get the same params, so either order is exact.
+  bool temperature_last = false;
   // Mirostat (sampling/mirostat.h; llama.cpp's --mirostat): 1 or 2 replaces every filter above
   // with Mirostat's truncation at temperature T, which aims the text's surprise at tau bits per
   // token; 0 (the default) is off. mirostat_mu is the sequence's state, the surprise cap mu this
@@ -65,7 +72,8 @@ struct Distribution {
 
 // softmax(logits / T), then the filters in llama.cpp's order: top-n-sigma, top-k, typical, top-p,
 // min-p, XTC; renormalized. (llama.cpp applies its temperature after the filters; here it comes
-// first, as in vLLM and Hugging Face, so top-p and min-p measure the distribution that is sampled.)
+// first by default, as in vLLM and Hugging Face, so top-p and min-p measure the distribution that
+// is sampled; params.temperature_last selects llama.cpp's order.)
 // A dynamic temperature re-weights the survivors of min-p (before XTC, which here is a mixture
 // over the final entries; llama.cpp measures its entropy after XTC's exclusion).
 // XTC, which llama.cpp applies at random (with probability xtc_probability the choices at or above

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "common/error.h"
@@ -180,9 +181,11 @@ Distribution reference(const std::vector<float>& logits, const SamplingParams& p
   std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
     return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)];
   });
+  // With the temperature last every filter measures the weights at temperature 1.
+  const double filter_t = p.temperature_last ? 1.0 : double(p.temperature);
   std::vector<double> w;
   for (int32_t id : ids) {
-    w.push_back(std::exp((double(logits[size_t(id)]) - logits[size_t(ids[0])]) / p.temperature));
+    w.push_back(std::exp((double(logits[size_t(id)]) - logits[size_t(ids[0])]) / filter_t));
   }
   // Entries (rank, weight) still in play, in rank order; rank indexes ids and w.
   std::vector<size_t> live;
@@ -245,6 +248,25 @@ Distribution reference(const std::vector<float>& logits, const SamplingParams& p
   for (size_t r : live) w_max = std::max(w_max, w[r]);
   const double min_p = std::min(1.0, double(std::max(0.0f, p.min_p)));
   std::erase_if(live, [&](size_t r) { return w[r] < min_p * w_max; });
+  const bool xtc = p.xtc_probability > 0 && p.xtc_threshold <= 0.5f;
+  // XTC's top choices: with the temperature last, measured at temperature 1, before it.
+  const auto xtc_top_of = [&](const std::vector<double>& probs) {
+    size_t top = 0;
+    while (top < probs.size() && float(probs[top]) >= p.xtc_threshold) ++top;
+    return top;
+  };
+  std::optional<size_t> xtc_top;
+  if (xtc && p.temperature_last) {
+    std::vector<double> at_one;
+    const double mass = mass_of();
+    for (size_t r : live) at_one.push_back(w[r] / mass);
+    xtc_top = xtc_top_of(at_one);
+  }
+  if (p.temperature_last && p.dynatemp_range <= 0 && live.size() > 1) {
+    const double top = logits[size_t(ids[live[0]])];
+    for (size_t r : live) w[r] = std::exp((logits[size_t(ids[r])] - top) / double(p.temperature));
+    std::erase_if(live, [&](size_t r) { return !(w[r] > 0); });
+  }
   if (p.dynatemp_range > 0 && live.size() > 1) {
     // Entropy at temperature 1 of the survivors, over its most: the temperature between T -
     // range and T + range; the survivors' weights at it.
@@ -272,9 +294,8 @@ Distribution reference(const std::vector<float>& logits, const SamplingParams& p
   std::vector<double> probs;
   for (size_t r : live) probs.push_back(w[r] / total);
   bool mixed = false;
-  if (p.xtc_probability > 0 && p.xtc_threshold <= 0.5f) {
-    size_t top = 0;
-    while (top < probs.size() && probs[top] >= double(p.xtc_threshold)) ++top;
+  if (xtc && probs.size() > 1) {
+    const size_t top = std::min(xtc_top.value_or(xtc_top_of(probs)), probs.size());
     if (top >= 2) {
       mixed = true;
       // With probability P the choices above the threshold but the last are removed.
@@ -442,6 +463,50 @@ TEST(Distribution, DynamicTemperatureFollowsTheSurvivorsEntropy) {
   expect_dist(d, {0}, {1.0});
 }
 
+// llama.cpp's order: the filters measure softmax(logits), the temperature re-weights what they
+// keep. 0.4, 0.3, 0.2, 0.1 at T 0.5 are 16, 9, 4, 1 (/ 30).
+TEST(Distribution, TemperatureLastFiltersAtTemperatureOne) {
+  SamplingParams first = no_filters(0.5f);
+  first.top_p = 0.75f;
+  SamplingParams last = first;
+  last.temperature_last = true;
+  Distribution d;
+  make_distribution(kFour, first, d);  // 0.533 + 0.3 reach 0.75
+  expect_dist(d, {0, 1}, {16 / 25.0, 9 / 25.0});
+  make_distribution(kFour, last, d);  // 0.4 + 0.3 + 0.2 reach it at temperature 1
+  expect_dist(d, {0, 1, 2}, {16 / 29.0, 9 / 29.0, 4 / 29.0});
+
+  first.top_p = last.top_p = 1.0f;
+  first.min_p = last.min_p = 0.4f;
+  make_distribution(kFour, first, d);  // 9 / 16 >= 0.4 > 4 / 16
+  expect_dist(d, {0, 1}, {16 / 25.0, 9 / 25.0});
+  make_distribution(kFour, last, d);  // 2 / 4 >= 0.4 > 1 / 4
+  expect_dist(d, {0, 1, 2}, {16 / 29.0, 9 / 29.0, 4 / 29.0});
+
+  // XTC's top choices too: at threshold 0.15 three of them at temperature 1, two at 0.5.
+  first.min_p = last.min_p = 0.0f;
+  first.xtc_probability = last.xtc_probability = 1.0f;
+  first.xtc_threshold = last.xtc_threshold = 0.15f;
+  make_distribution(kFour, first, d);
+  expect_dist(d, {1, 2, 3}, {9 / 14.0, 4 / 14.0, 1 / 14.0});
+  make_distribution(kFour, last, d);
+  expect_dist(d, {2, 3}, {0.8, 0.2});
+
+  // At temperature 1 the two orders are one; greedy is greedy in either.
+  for (float t : {1.0f, 0.0f}) {
+    Distribution a;
+    SamplingParams one = no_filters(t);
+    one.top_p = 0.75f;
+    one.min_p = 0.2f;
+    SamplingParams one_last = one;
+    one_last.temperature_last = true;
+    make_distribution(kFour, one, a);
+    make_distribution(kFour, one_last, d);
+    EXPECT_EQ(a.ids, d.ids) << "T " << t;
+    EXPECT_EQ(a.probs, d.probs) << "T " << t;
+  }
+}
+
 TEST(Distribution, FilterValuesOutsideTheirRangesAreRefused) {
   SamplingParams p;
   EXPECT_NO_THROW(check_sampling_params(p));
@@ -501,6 +566,7 @@ TEST(Distribution, MatchesFullSortReferenceOnRandomInputs) {
       p.dynatemp_range = rng.uniform() < 0.5 ? 0.0f : static_cast<float>(rng.uniform() * 1.5);
       p.dynatemp_exponent = static_cast<float>(0.5 + rng.uniform() * 2);
     }
+    p.temperature_last = trial % 4 == 1 || trial % 4 == 2;
     make_distribution(logits, p, d);
     const Distribution r = reference(logits, p);
     ASSERT_EQ(d.ids, r.ids) << "trial " << trial;
@@ -535,6 +601,7 @@ TEST(Distribution, MatchesFullSortReferenceOnLargeVocabularies) {
     if (trial % 8 == 7) {  // signed zeros and negative logits tie the way the comparison says
       for (size_t i = 0; i < 300; ++i) logits[i * 7] = i % 2 == 0 ? -0.0f : 0.0f;
     }
+    p.temperature_last = trial % 5 == 1;
     make_distribution(logits, p, d);
     const Distribution r = reference(logits, p);
     ASSERT_EQ(d.ids, r.ids) << "trial " << trial;

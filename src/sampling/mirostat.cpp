@@ -68,8 +68,8 @@ MirostatCut mirostat_cut(std::span<const float> logits, const SamplingParams& pa
   if (logits.empty()) return cut;
   const float mu = mirostat_mu_of(params);
   if (params.mirostat == 1) {
-    // The fit sorts by logit, which a NaN would break; make_distribution refuses such a row (and one
-    // without a finite maximum) with its own message, so it is left to it. Version 2 reads no
+    // The fit sorts by logit, which a NaN would break; make_distribution refuses such a row (and
+    // one without a finite maximum) with its own message, so it is left to it. Version 2 reads no
     // logit here and leaves that check to make_distribution's own pass.
     const float max_logit = max_f32(logits.data(), static_cast<int64_t>(logits.size()));
     if (!std::isfinite(max_logit)) return cut;  // NaN included

@@ -48,7 +48,7 @@ TEST(AnthropicApi, TurnsBecomeTheChatMessagesTheyMean) {
   EXPECT_EQ(r.endpoint, Endpoint::ChatCompletions);
   EXPECT_EQ(r.model, "m");
   EXPECT_EQ(r.max_tokens, 50);
-  EXPECT_FLOAT_EQ(r.temperature, 1.0f);  // Anthropic's default
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 1.0f);  // Anthropic's default
   EXPECT_TRUE(r.prefill.empty());
   const std::vector<ChatMessage>& m = r.messages;
   ASSERT_EQ(m.size(), 6u);
@@ -112,9 +112,9 @@ TEST(AnthropicApi, SamplingStopsToolsAndFormat) {
              {"thinking", {{"type", "enabled"}, {"budget_tokens", 1024}}},
              {"tools", {{{"name", "add"}, {"description", "Adds."}, {"input_schema", schema}}}},
              {"tool_choice", {{"type", "any"}, {"disable_parallel_tool_use", true}}}});
-  EXPECT_FLOAT_EQ(r.temperature, 0.5f);
-  EXPECT_FLOAT_EQ(r.top_p, 0.9f);
-  EXPECT_EQ(r.top_k, 7);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
+  EXPECT_EQ(r.sampling.top_k, 7);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"END", "STOP"}));
   EXPECT_TRUE(r.stream);
   EXPECT_EQ(r.seed, 4u);

@@ -332,19 +332,7 @@ void HttpServer::Impl::route(const HttpRequest& req, HttpResponder& res) {
 GenerationOptions HttpServer::Impl::request_options(const CompletionRequest& r,
                                                     const Engine& e) const {
   GenerationOptions o;
-  o.sampling.temperature = r.temperature;
-  o.sampling.top_k = r.top_k;
-  o.sampling.top_p = r.top_p;
-  o.sampling.min_p = r.min_p;
-  o.sampling.typical_p = r.typical_p;
-  o.sampling.top_n_sigma = r.top_n_sigma;
-  o.sampling.xtc_probability = r.xtc_probability;
-  o.sampling.xtc_threshold = r.xtc_threshold;
-  o.sampling.dynatemp_range = r.dynatemp_range;
-  o.sampling.dynatemp_exponent = r.dynatemp_exponent;
-  o.sampling.mirostat = r.mirostat;
-  o.sampling.mirostat_tau = r.mirostat_tau;
-  o.sampling.mirostat_eta = r.mirostat_eta;
+  o.sampling = r.sampling;
   o.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   o.fixed_seed = r.seed.has_value();
   o.penalties = r.penalties;

@@ -7,6 +7,7 @@
 
 #include "common/error.h"
 #include "sampling/logprobs.h"
+#include "sampling/sampler_sequence.h"
 #include "server/json_fields.h"
 
 namespace specdec::server {
@@ -164,49 +165,6 @@ void get_logit_bias(const ordered_json& j, ordered_json& ids,
   }
 }
 
-// The samplers llama-server names that specdec implements, by every name llama-server takes.
-std::string canonical_sampler(const std::string& name) {
-  if (name == "top_k" || name == "top-k") return "top_k";
-  if (name == "top_p" || name == "top-p" || name == "nucleus") return "top_p";
-  if (name == "min_p" || name == "min-p") return "min_p";
-  if (name == "typ_p" || name == "typical_p" || name == "typical-p" || name == "typical" ||
-      name == "typ-p" || name == "typ") {
-    return "typ_p";
-  }
-  if (name == "top_n_sigma" || name == "top-n-sigma") return "top_n_sigma";
-  if (name == "xtc") return "xtc";
-  if (name == "temperature" || name == "temp") return "temperature";
-  if (name == "penalties") return "penalties";
-  if (name == "dry") return "dry";
-  return "";
-}
-
-// llama-server's one-letter names, for `samplers` given as a string such as "kfypmt".
-std::string sampler_of_letter(char c) {
-  switch (c) {
-    case 'd':
-      return "dry";
-    case 'k':
-      return "top_k";
-    case 'y':
-      return "typ_p";
-    case 'p':
-      return "top_p";
-    case 's':
-      return "top_n_sigma";
-    case 'm':
-      return "min_p";
-    case 't':
-      return "temperature";
-    case 'x':
-      return "xtc";
-    case 'e':
-      return "penalties";
-    default:
-      return "";
-  }
-}
-
 }  // namespace
 
 NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view body) {
@@ -328,64 +286,29 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
         "min_tokens", "invalid_value");
   }
 
-  // The samplers list: a filter it leaves out is off (the temperature then 1, as sampling
-  // without llama-server's temperature stage is).
-  std::vector<std::string> listed = {"penalties", "dry",   "top_n_sigma", "top_k",      "typ_p",
-                                     "top_p",     "min_p", "xtc",         "temperature"};
-  // Names llama-server does not implement here (infill, adaptive-p) are skipped, as llama-server
-  // skips names it does not know.
+  // The samplers list: a stage it leaves out is off, and the temperature stands first or last
+  // (llama-server's default: last); names specdec does not have (infill, adaptive-p) are skipped,
+  // as llama-server skips names it does not know, and an order specdec would not apply is a 400.
+  std::vector<std::string> sequence = default_sampler_sequence();
   if (const ordered_json* s = field(j, "samplers")) {
-    const auto take = [&listed](const std::string& c) {
-      if (!c.empty() && std::find(listed.begin(), listed.end(), c) == listed.end()) {
-        listed.push_back(c);
-      }
-    };
-    listed.clear();
+    const char* expected = "an array of sampler names or a string of their letters";
+    sequence.clear();
     if (s->is_string()) {
-      for (char c : s->get<std::string>()) take(sampler_of_letter(c));
+      sequence = sampler_names_of_letters(s->get<std::string>());
     } else if (s->is_array()) {
       for (const ordered_json& name : *s) {
-        if (!name.is_string()) {
-          wrong_type("samplers", "an array of sampler names or a string of their letters", *s);
-        }
-        take(canonical_sampler(name.get<std::string>()));
+        if (!name.is_string()) wrong_type("samplers", expected, *s);
+        sequence.push_back(canonical_sampler_name(name.get<std::string>()));
       }
     } else {
-      wrong_type("samplers", "an array of sampler names or a string of their letters", *s);
+      wrong_type("samplers", expected, *s);
     }
   }
-  const auto has = [&listed](const char* name) {
-    return std::find(listed.begin(), listed.end(), name) != listed.end();
-  };
   CompletionRequest& b = r.base;
-  if (!has("top_k")) b.top_k = 0;
-  if (!has("top_p")) b.top_p = 1.0f;
-  if (!has("min_p")) b.min_p = 0.0f;
-  if (!has("typ_p")) b.typical_p = 1.0f;
-  if (!has("dry")) b.penalties.dry.multiplier = 0.0f;
-  if (!has("top_n_sigma")) b.top_n_sigma = -1.0f;
-  if (!has("xtc")) b.xtc_probability = 0.0f;
-  // Under Mirostat llama-server samples at the temperature whatever the list says.
-  if (!has("temperature") && b.temperature > 0 && b.mirostat == 0) {
-    b.temperature = 1.0f;
-    b.dynatemp_range = 0.0f;  // llama-server's temperature stage is where it applies
-  }
-  if (!has("penalties")) {
-    b.penalties.repetition_penalty = 1.0f;
-    b.penalties.presence_penalty = 0.0f;
-    b.penalties.frequency_penalty = 0.0f;
-  }
-  const bool penalized = b.penalties.repetition_penalty != 1.0f ||
-                         b.penalties.presence_penalty != 0.0f ||
-                         b.penalties.frequency_penalty != 0.0f;
-  for (const std::string& s : listed) {
-    const bool active =
-        (s == "top_k" && b.top_k > 0) || (s == "top_p" && b.top_p < 1.0f) ||
-        (s == "min_p" && b.min_p > 0.0f) || (s == "typ_p" && b.typical_p < 1.0f) ||
-        (s == "top_n_sigma" && b.top_n_sigma > 0.0f) || (s == "dry" && b.penalties.dry.active()) ||
-        (s == "xtc" && b.xtc_probability > 0.0f && b.xtc_threshold <= 0.5f) ||
-        (s == "temperature" && b.temperature > 0) || (s == "penalties" && penalized);
-    if (active) r.samplers.push_back(s);
+  try {
+    r.samplers = apply_sampler_sequence(sequence, b.sampling, b.penalties);
+  } catch (const Error& e) {
+    throw invalid_request(e.what(), "samplers", "invalid_value");
   }
   return r;
 }
@@ -403,6 +326,7 @@ json options_settings_json(const GenerationOptions& o, int32_t n_ctx) {
               {"xtc_threshold", o.sampling.xtc_threshold},
               {"dynatemp_range", o.sampling.dynatemp_range},
               {"dynatemp_exponent", o.sampling.dynatemp_exponent},
+              {"temperature_last", o.sampling.temperature_last},
               {"mirostat", o.sampling.mirostat},
               {"mirostat_tau", o.sampling.mirostat_tau},
               {"mirostat_eta", o.sampling.mirostat_eta},

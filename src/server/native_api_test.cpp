@@ -24,13 +24,15 @@ std::string refused_param(NativeEndpoint e, const json& body) {
 
 TEST(NativeApi, LlamaServersDefaultsAndNames) {
   const NativeRequest r = parse(NativeEndpoint::Completion, {{"prompt", "hi"}});
-  EXPECT_FLOAT_EQ(r.base.temperature, 0.8f);
-  EXPECT_EQ(r.base.top_k, 40);
-  EXPECT_FLOAT_EQ(r.base.top_p, 0.95f);
-  EXPECT_FLOAT_EQ(r.base.min_p, 0.05f);
+  EXPECT_FLOAT_EQ(r.base.sampling.temperature, 0.8f);
+  EXPECT_EQ(r.base.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(r.base.sampling.top_p, 0.95f);
+  EXPECT_FLOAT_EQ(r.base.sampling.min_p, 0.05f);
   EXPECT_EQ(r.n_predict, -1);
   EXPECT_FALSE(r.base.seed.has_value());
   EXPECT_EQ(r.samplers, (std::vector<std::string>{"top_k", "top_p", "min_p", "temperature"}));
+  // llama-server's order: the temperature after the filters.
+  EXPECT_TRUE(r.base.sampling.temperature_last);
   const NativeRequest s = parse(NativeEndpoint::Completion, {{"prompt", "hi"},
                                                              {"n_predict", 7},
                                                              {"n_probs", 2},
@@ -46,8 +48,8 @@ TEST(NativeApi, LlamaServersDefaultsAndNames) {
   EXPECT_EQ(s.base.max_tokens, 7);
   EXPECT_EQ(s.n_probs, 2);
   EXPECT_EQ(s.base.logprobs, 2);
-  EXPECT_EQ(s.base.temperature, 0.0f);  // greedy at any temperature <= 0
-  EXPECT_EQ(s.base.top_k, 0);           // <= 0: off
+  EXPECT_EQ(s.base.sampling.temperature, 0.0f);  // greedy at any temperature <= 0
+  EXPECT_EQ(s.base.sampling.top_k, 0);           // <= 0: off
   EXPECT_FALSE(s.base.seed.has_value());
   EXPECT_EQ(s.base.n, 3);
   EXPECT_EQ(s.n_indent, 4);
@@ -66,10 +68,10 @@ TEST(NativeApi, TheSamplersListSwitchesFiltersOff) {
   const NativeRequest r =
       parse(NativeEndpoint::Infill,
             {{"samplers", {"top_k", "top-p", "infill", "unknown"}}, {"top_p", 0.99}});
-  EXPECT_EQ(r.base.top_k, 40);
-  EXPECT_FLOAT_EQ(r.base.top_p, 0.99f);
-  EXPECT_EQ(r.base.min_p, 0.0f);
-  EXPECT_EQ(r.base.temperature, 1.0f);
+  EXPECT_EQ(r.base.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(r.base.sampling.top_p, 0.99f);
+  EXPECT_EQ(r.base.sampling.min_p, 0.0f);
+  EXPECT_EQ(r.base.sampling.temperature, 1.0f);
   EXPECT_EQ(r.samplers, (std::vector<std::string>{"top_k", "top_p"}));
   const NativeRequest p =
       parse(NativeEndpoint::Completion,
@@ -96,11 +98,21 @@ TEST(NativeApi, TheSamplersListSwitchesFiltersOff) {
                                                                    {"min_p", 0.2},
                                                                    {"temperature", 0.6}});
   EXPECT_EQ(letters.samplers, (std::vector<std::string>{"top_k", "top_p", "temperature"}));
-  EXPECT_EQ(letters.base.top_k, 40);
-  EXPECT_FLOAT_EQ(letters.base.top_p, 0.9f);
-  EXPECT_FLOAT_EQ(letters.base.typical_p, 1.0f);  // y not given
-  EXPECT_EQ(letters.base.min_p, 0.0f);            // m not given
-  EXPECT_FLOAT_EQ(letters.base.temperature, 0.6f);
+  EXPECT_EQ(letters.base.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(letters.base.sampling.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(letters.base.sampling.typical_p, 1.0f);  // y not given
+  EXPECT_EQ(letters.base.sampling.min_p, 0.0f);            // m not given
+  EXPECT_FLOAT_EQ(letters.base.sampling.temperature, 0.6f);
+  EXPECT_TRUE(letters.base.sampling.temperature_last);
+  const NativeRequest first =
+      parse(NativeEndpoint::Completion,
+            {{"prompt", "x"}, {"samplers", {"temperature", "top_k", "top_p"}}});
+  EXPECT_FALSE(first.base.sampling.temperature_last);
+  // An order specdec would not apply is refused, naming the field.
+  EXPECT_EQ(
+      refused_param(NativeEndpoint::Completion,
+                    {{"prompt", "x"}, {"samplers", {"top_k", "top_p", "temperature", "min_p"}}}),
+      "samplers");
   const NativeRequest all =
       parse(NativeEndpoint::Completion,
             {{"prompt", "x"}, {"samplers", "edskypmxt"}, {"typical_p", 0.5}, {"top_n_sigma", 2}});
@@ -187,34 +199,37 @@ TEST(NativeApi, TypicalTopNSigmaAndXtcFollowTheSamplersList) {
                      {"xtc_probability", 0.5},
                      {"xtc_threshold", 0.2}};
   const auto r = parse(c, body);
-  EXPECT_FLOAT_EQ(r.base.typical_p, 0.7f);
-  EXPECT_FLOAT_EQ(r.base.top_n_sigma, 1.5f);
-  EXPECT_FLOAT_EQ(r.base.xtc_probability, 0.5f);
-  EXPECT_FLOAT_EQ(r.base.xtc_threshold, 0.2f);
+  EXPECT_FLOAT_EQ(r.base.sampling.typical_p, 0.7f);
+  EXPECT_FLOAT_EQ(r.base.sampling.top_n_sigma, 1.5f);
+  EXPECT_FLOAT_EQ(r.base.sampling.xtc_probability, 0.5f);
+  EXPECT_FLOAT_EQ(r.base.sampling.xtc_threshold, 0.2f);
   EXPECT_EQ(r.samplers, (std::vector<std::string>{"top_n_sigma", "top_k", "typ_p", "top_p", "min_p",
                                                   "xtc", "temperature"}));
   // A list that leaves them out turns them off; llama-server's other names for them count.
   json listed = body;
   listed["samplers"] = {"top_k", "temperature"};
   const auto off = parse(c, listed);
-  EXPECT_FLOAT_EQ(off.base.typical_p, 1.0f);
-  EXPECT_LE(off.base.top_n_sigma, 0.0f);
-  EXPECT_FLOAT_EQ(off.base.xtc_probability, 0.0f);
-  listed["samplers"] = {"typical", "top-n-sigma", "xtc"};
+  EXPECT_FLOAT_EQ(off.base.sampling.typical_p, 1.0f);
+  EXPECT_LE(off.base.sampling.top_n_sigma, 0.0f);
+  EXPECT_FLOAT_EQ(off.base.sampling.xtc_probability, 0.0f);
+  listed["samplers"] = {"top-n-sigma", "typical", "xtc"};
   const auto on = parse(c, listed);
-  EXPECT_EQ(on.samplers, (std::vector<std::string>{"typ_p", "top_n_sigma", "xtc"}));
-  EXPECT_FLOAT_EQ(on.base.typical_p, 0.7f);
+  EXPECT_EQ(on.samplers, (std::vector<std::string>{"top_n_sigma", "typ_p", "xtc"}));
+  EXPECT_FLOAT_EQ(on.base.sampling.typical_p, 0.7f);
+  // The same stages in an order specdec does not apply: a 400, not the default order silently.
+  listed["samplers"] = {"typical", "top-n-sigma", "xtc"};
+  EXPECT_EQ(refused_param(c, listed), "samplers");
   // The dynamic temperature belongs to the temperature stage: without it, it is off too.
   json dyn = {{"prompt", "x"}, {"dynatemp_range", 0.5}, {"dynatemp_exponent", 2}};
-  EXPECT_FLOAT_EQ(parse(c, dyn).base.dynatemp_range, 0.5f);
-  EXPECT_FLOAT_EQ(parse(c, dyn).base.dynatemp_exponent, 2.0f);
+  EXPECT_FLOAT_EQ(parse(c, dyn).base.sampling.dynatemp_range, 0.5f);
+  EXPECT_FLOAT_EQ(parse(c, dyn).base.sampling.dynatemp_exponent, 2.0f);
   dyn["samplers"] = {"top_k"};
-  EXPECT_FLOAT_EQ(parse(c, dyn).base.dynatemp_range, 0.0f);
+  EXPECT_FLOAT_EQ(parse(c, dyn).base.sampling.dynatemp_range, 0.0f);
   EXPECT_EQ(refused_param(c, {{"prompt", "x"}, {"dynatemp_range", -1}}), "dynatemp_range");
   // typical_p above 1 is off, as in llama-server; an XTC threshold above 0.5 is not applied.
   const auto above = parse(
       c, {{"prompt", "x"}, {"typical_p", 3}, {"xtc_probability", 0.5}, {"xtc_threshold", 0.9}});
-  EXPECT_FLOAT_EQ(above.base.typical_p, 1.0f);
+  EXPECT_FLOAT_EQ(above.base.sampling.typical_p, 1.0f);
   EXPECT_EQ(std::count(above.samplers.begin(), above.samplers.end(), "xtc"), 0);
 }
 
@@ -225,19 +240,19 @@ TEST(NativeApi, MirostatTakesLlamaServersFieldsAndKeepsTheTemperature) {
                            {"mirostat", 2},
                            {"mirostat_tau", 3.5},
                            {"mirostat_eta", 0.2}});
-  EXPECT_EQ(r.base.mirostat, 2);
-  EXPECT_FLOAT_EQ(r.base.mirostat_tau, 3.5f);
-  EXPECT_FLOAT_EQ(r.base.mirostat_eta, 0.2f);
-  EXPECT_FLOAT_EQ(r.base.temperature, 0.7f);
+  EXPECT_EQ(r.base.sampling.mirostat, 2);
+  EXPECT_FLOAT_EQ(r.base.sampling.mirostat_tau, 3.5f);
+  EXPECT_FLOAT_EQ(r.base.sampling.mirostat_eta, 0.2f);
+  EXPECT_FLOAT_EQ(r.base.sampling.temperature, 0.7f);
   // llama-server's defaults when only the version is given.
   const auto d = parse(c, {{"prompt", "x"}, {"mirostat", 1}});
-  EXPECT_FLOAT_EQ(d.base.mirostat_tau, 5.0f);
-  EXPECT_FLOAT_EQ(d.base.mirostat_eta, 0.1f);
+  EXPECT_FLOAT_EQ(d.base.sampling.mirostat_tau, 5.0f);
+  EXPECT_FLOAT_EQ(d.base.sampling.mirostat_eta, 0.1f);
   // Under Mirostat the samplers list does not change the temperature (llama-server ignores it).
   const auto listed =
       parse(c, {{"prompt", "x"}, {"temperature", 0.7}, {"mirostat", 2}, {"samplers", {"top_k"}}});
-  EXPECT_FLOAT_EQ(listed.base.temperature, 0.7f);
-  EXPECT_EQ(parse(c, {{"prompt", "x"}}).base.mirostat, 0);
+  EXPECT_FLOAT_EQ(listed.base.sampling.temperature, 0.7f);
+  EXPECT_EQ(parse(c, {{"prompt", "x"}}).base.sampling.mirostat, 0);
 }
 
 TEST(NativeApi, DryTakesLlamaServersFieldsAndFollowsTheSamplersList) {

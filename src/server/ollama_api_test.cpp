@@ -30,9 +30,9 @@ TEST(OllamaApi, ChatTakesOllamasDefaultsAndStreamsUnlessToldNot) {
   EXPECT_EQ(r.model, "m");         // what selects the model
   EXPECT_EQ(r.endpoint, Endpoint::ChatCompletions);
   EXPECT_TRUE(r.stream);
-  EXPECT_FLOAT_EQ(r.temperature, 0.8f);
-  EXPECT_EQ(r.top_k, 40);
-  EXPECT_FLOAT_EQ(r.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.8f);
+  EXPECT_EQ(r.sampling.top_k, 40);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
   EXPECT_FALSE(r.max_tokens.has_value());  // until the turn or the context ends
   EXPECT_FLOAT_EQ(r.penalties.repetition_penalty, 1.0f);
   EXPECT_FALSE(o.load_only);
@@ -67,14 +67,14 @@ TEST(OllamaApi, OptionsBecomeTheSamplingSettings) {
                                   {"use_mmap", true},
                                   {"unknown_option", 1}}}});
   const CompletionRequest& r = o.request;
-  EXPECT_FLOAT_EQ(r.temperature, 0.0f);
-  EXPECT_EQ(r.top_k, 5);
-  EXPECT_FLOAT_EQ(r.top_p, 0.5f);
-  EXPECT_FLOAT_EQ(r.min_p, 0.1f);
-  EXPECT_FLOAT_EQ(r.typical_p, 0.7f);
-  EXPECT_EQ(r.mirostat, 2);
-  EXPECT_FLOAT_EQ(r.mirostat_tau, 4.0f);
-  EXPECT_FLOAT_EQ(r.mirostat_eta, 0.3f);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.0f);
+  EXPECT_EQ(r.sampling.top_k, 5);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 0.5f);
+  EXPECT_FLOAT_EQ(r.sampling.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(r.sampling.typical_p, 0.7f);
+  EXPECT_EQ(r.sampling.mirostat, 2);
+  EXPECT_FLOAT_EQ(r.sampling.mirostat_tau, 4.0f);
+  EXPECT_FLOAT_EQ(r.sampling.mirostat_eta, 0.3f);
   EXPECT_EQ(r.seed, 42u);
   EXPECT_EQ(r.max_tokens, 17);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"\n\n", "END"}));

@@ -525,21 +525,26 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
     // The newer name; it wins when both are given, as in OpenAI's API.
     if (auto m = get_int(j, "max_completion_tokens", 1, kMaxTokens)) r.max_tokens = m;
   }
-  r.temperature = static_cast<float>(get_number(j, "temperature", 1.0, 0.0, 2.0));
-  r.top_p = static_cast<float>(get_number(j, "top_p", 1.0, 0.0, 1.0));
-  if (auto k = get_int(j, "top_k", 0, 1 << 24)) r.top_k = static_cast<int32_t>(*k);
-  r.min_p = static_cast<float>(get_number(j, "min_p", 0.0, 0.0, 1.0));
+  r.sampling.temperature = static_cast<float>(get_number(j, "temperature", 1.0, 0.0, 2.0));
+  r.sampling.top_p = static_cast<float>(get_number(j, "top_p", 1.0, 0.0, 1.0));
+  if (auto k = get_int(j, "top_k", 0, 1 << 24)) r.sampling.top_k = static_cast<int32_t>(*k);
+  r.sampling.min_p = static_cast<float>(get_number(j, "min_p", 0.0, 0.0, 1.0));
   // As in llama-server: typical_p 1 or more and top_n_sigma 0 or less are off; typical_p 0 keeps
   // the one most typical token.
-  r.typical_p = static_cast<float>(std::min(1.0, get_number(j, "typical_p", 1.0, 0.0, 1e9)));
-  r.top_n_sigma = static_cast<float>(get_number(j, "top_n_sigma", -1.0, -1e9, 1e9));
-  r.xtc_probability = static_cast<float>(get_number(j, "xtc_probability", 0.0, 0.0, 1.0));
-  r.xtc_threshold = static_cast<float>(get_number(j, "xtc_threshold", 0.1, 0.0, 1.0));
-  r.dynatemp_range = static_cast<float>(get_number(j, "dynatemp_range", 0.0, 0.0, 1e6));
-  r.dynatemp_exponent = static_cast<float>(get_number(j, "dynatemp_exponent", 1.0, 0.0, 1e6));
-  if (auto m = get_int(j, "mirostat", 0, 2)) r.mirostat = static_cast<int32_t>(*m);
-  r.mirostat_tau = static_cast<float>(get_number(j, "mirostat_tau", 5.0, 0.0, 1e6));
-  r.mirostat_eta = static_cast<float>(get_number(j, "mirostat_eta", 0.1, 0.0, 1e6));
+  r.sampling.typical_p =
+      static_cast<float>(std::min(1.0, get_number(j, "typical_p", 1.0, 0.0, 1e9)));
+  r.sampling.top_n_sigma = static_cast<float>(get_number(j, "top_n_sigma", -1.0, -1e9, 1e9));
+  r.sampling.xtc_probability = static_cast<float>(get_number(j, "xtc_probability", 0.0, 0.0, 1.0));
+  r.sampling.xtc_threshold = static_cast<float>(get_number(j, "xtc_threshold", 0.1, 0.0, 1.0));
+  r.sampling.dynatemp_range = static_cast<float>(get_number(j, "dynatemp_range", 0.0, 0.0, 1e6));
+  r.sampling.dynatemp_exponent =
+      static_cast<float>(get_number(j, "dynatemp_exponent", 1.0, 0.0, 1e6));
+  if (auto m = get_int(j, "mirostat", 0, 2)) r.sampling.mirostat = static_cast<int32_t>(*m);
+  r.sampling.mirostat_tau = static_cast<float>(get_number(j, "mirostat_tau", 5.0, 0.0, 1e6));
+  r.sampling.mirostat_eta = static_cast<float>(get_number(j, "mirostat_eta", 0.1, 0.0, 1e6));
+  // text-generation-webui's name for llama.cpp's order: the filters at temperature 1, the
+  // temperature applied to their survivors.
+  r.sampling.temperature_last = get_bool(j, "temperature_last", false);
   if (auto s = get_int(j, "seed", std::numeric_limits<int64_t>::min(),
                        std::numeric_limits<int64_t>::max())) {
     r.seed = static_cast<uint64_t>(*s);

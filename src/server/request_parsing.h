@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "sampling/distribution.h"
 #include "sampling/penalties.h"
 #include "server/api_error.h"
 #include "server/tool_calls.h"
@@ -30,6 +31,16 @@ struct PromptInput {
   std::string text;
   std::optional<std::vector<int32_t>> tokens;
 };
+
+// OpenAI's sampling defaults: temperature 1, no top-k, top-p or min-p filtering.
+inline SamplingParams openai_sampling_defaults() {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  return p;
+}
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::Completions;
@@ -51,24 +62,10 @@ struct CompletionRequest {
   // Anthropic's thinking.type); nullopt: the template's default, which is to think.
   std::optional<bool> enable_thinking;
   std::optional<int32_t> max_tokens;  // nullopt: the endpoint's default (see resolve_max_tokens)
-  // OpenAI's defaults: temperature 1, no top-p/top-k/min-p filtering.
-  float temperature = 1.0f;
-  float top_p = 1.0f;
-  int32_t top_k = 0;
-  float min_p = 0.0f;
-  // llama.cpp's further filters, read as extensions (llama-server's names; all off by default):
-  // typical_p, top_n_sigma, xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exponent.
-  float typical_p = 1.0f;
-  float top_n_sigma = -1.0f;
-  float xtc_probability = 0.0f;
-  float xtc_threshold = 0.1f;
-  float dynatemp_range = 0.0f;  // and llama-server's dynamic temperature
-  float dynatemp_exponent = 1.0f;
-  // Mirostat (llama-server's mirostat, mirostat_tau, mirostat_eta; sampling/mirostat.h): 1 or 2
-  // replaces top-k, top-p, min-p and the filters above.
-  int32_t mirostat = 0;
-  float mirostat_tau = 5.0f;
-  float mirostat_eta = 0.1f;
+  // OpenAI's defaults: temperature 1, no top-p/top-k/min-p filtering; llama.cpp's further
+  // filters read as extensions (llama-server's names: typical_p, top_n_sigma, xtc_*, dynatemp_*,
+  // mirostat*), off by default. sampling.seed is unused here: see seed.
+  SamplingParams sampling = openai_sampling_defaults();
   std::optional<uint64_t> seed;  // nullopt: a random seed per request
   std::vector<std::string> stop;
   int32_t n = 1;            // choices, each its own sequence

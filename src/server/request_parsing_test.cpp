@@ -43,10 +43,11 @@ TEST(RequestParsing, CompletionDefaultsFollowOpenAI) {
   EXPECT_FALSE(r.prompts[0].tokens.has_value());
   EXPECT_FALSE(r.echo);
   EXPECT_FALSE(r.max_tokens.has_value());
-  EXPECT_FLOAT_EQ(r.temperature, 1.0f);
-  EXPECT_FLOAT_EQ(r.top_p, 1.0f);
-  EXPECT_EQ(r.top_k, 0);
-  EXPECT_FLOAT_EQ(r.min_p, 0.0f);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 1.0f);
+  EXPECT_EQ(r.sampling.top_k, 0);
+  EXPECT_FLOAT_EQ(r.sampling.min_p, 0.0f);
+  EXPECT_FALSE(r.sampling.temperature_last);  // vLLM's order: the temperature first
   EXPECT_FALSE(r.seed.has_value());
   EXPECT_TRUE(r.stop.empty());
   EXPECT_FALSE(r.stream);
@@ -59,14 +60,16 @@ TEST(RequestParsing, EveryParameterIsRead) {
       parse_request(kCmpl, R"({"prompt":["p"],"max_tokens":7,"temperature":0,"top_p":0.5,"top_k":3,
                  "min_p":0.1,"seed":-5,"stop":["a","","b"],"n":1,"stream":true,
                  "stream_options":{"include_usage":true},"speculative":false,"draft_max":4,
-                 "ignore_eos":true,"user":"ignored","frequency_penalty":0})");
+                 "ignore_eos":true,"user":"ignored","frequency_penalty":0,
+                 "temperature_last":true})");
   ASSERT_EQ(r.prompts.size(), 1u);
   EXPECT_EQ(r.prompts[0].text, "p");
   EXPECT_EQ(r.max_tokens, 7);
-  EXPECT_FLOAT_EQ(r.temperature, 0.0f);
-  EXPECT_FLOAT_EQ(r.top_p, 0.5f);
-  EXPECT_EQ(r.top_k, 3);
-  EXPECT_FLOAT_EQ(r.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 0.5f);
+  EXPECT_EQ(r.sampling.top_k, 3);
+  EXPECT_FLOAT_EQ(r.sampling.min_p, 0.1f);
+  EXPECT_TRUE(r.sampling.temperature_last);
   EXPECT_EQ(r.seed, static_cast<uint64_t>(-5));
   EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "b"}));  // empty stop strings dropped
   EXPECT_TRUE(r.stream);
@@ -132,7 +135,7 @@ TEST(RequestParsing, NullMeansDefaultAndIntegralFloatsAreIntegers) {
       kCmpl, R"({"prompt":"x","max_tokens":null,"temperature":null,"stop":null,"n":1.0,
                  "seed":3.0})");
   EXPECT_FALSE(r.max_tokens.has_value());
-  EXPECT_FLOAT_EQ(r.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 1.0f);
   EXPECT_EQ(r.seed, 3u);
   EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x","stop":"END"})").stop,
             (std::vector<std::string>{"END"}));

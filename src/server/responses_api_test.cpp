@@ -76,7 +76,7 @@ TEST(ResponsesApi, ToolsToolChoiceAndTextFormat) {
   EXPECT_EQ(r.chat.tools.choice, ToolChoice::kNamed);
   EXPECT_FALSE(r.chat.tools.parallel);
   EXPECT_NE(r.chat.grammar, nullptr);
-  EXPECT_FLOAT_EQ(r.chat.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.chat.sampling.temperature, 0.5f);
   EXPECT_EQ(r.chat.seed, 3u);
   EXPECT_EQ(r.echo["tools"][0]["name"], "add");
   EXPECT_EQ(parse({{"input", "x"},

@@ -78,6 +78,38 @@ TEST(SamplerFiltersUnderSpeculation, JointDistributionIsTheFilteredTargets) {
   }
 }
 
+// llama.cpp's order (the filters at temperature 1, the temperature last): the draft's q is built
+// in the same order, so the output is the target's distribution in that order, and that differs
+// from the temperature-first one with the same values.
+TEST(SamplerFiltersUnderSpeculation, TemperatureLastIsTheTargetsInThatOrder) {
+  Models m(5, 1.0f);
+  SamplingParams nucleus = params(0.5f, 0.7f, 0, 0.2f);
+  nucleus.temperature_last = true;
+  SamplingParams hot_xtc = params(1.8f, 0.9f);
+  hot_xtc.temperature_last = true;
+  hot_xtc.xtc_probability = 0.6f;
+  hot_xtc.xtc_threshold = 0.12f;
+  int config = 0;
+  for (const SamplingParams& sp : {nucleus, hot_xtc}) {
+    const std::vector<int32_t> prompt{config + 1, 3, 0};
+    ModelDrafter drafter(m.draft);
+    Rng rng(5200 + config);
+    SpeculativeDecoder dec(m.target, drafter, sp, 3, rng);
+    int64_t accepted = 0;
+    const std::vector<int64_t> counts = joint_counts(
+        dec, 5, prompt, 3, 40000, [&accepted](const DecodeStats& s) { accepted += s.accepted; });
+    const ChiSquareResult r = chi_square_test(counts, exact_joint(m.target, sp, prompt, 3));
+    EXPECT_EQ(r.impossible, 0) << "config " << config;
+    EXPECT_GT(r.p_value, 1e-4) << "config " << config << " stat " << r.stat << " dof " << r.dof;
+    EXPECT_GT(accepted, 0) << "config " << config;
+    SamplingParams first = sp;
+    first.temperature_last = false;
+    EXPECT_LT(chi_square_test(counts, exact_joint(m.target, first, prompt, 3)).p_value, 1e-6)
+        << "config " << config;
+    ++config;
+  }
+}
+
 TEST(SamplerFiltersUnderSpeculation, GreedyIgnoresTheFiltersAndEqualsTargetGreedy) {
   Models m(7, 1.0f);
   m.target.set_rounding(true);

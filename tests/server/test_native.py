@@ -158,6 +158,34 @@ def test_post_sampling_probs_are_the_sampled_distribution(server, speculative):
 
 
 @pytest.mark.parametrize("speculative", [True, False])
+def test_the_temperature_stands_where_the_samplers_list_puts_it(server, speculative):
+    # The target's three likeliest first tokens at temperature 1 (renormalized over the three):
+    # p1 >= p2 >= p3, r = p3 / p1.
+    body = {"prompt": PROMPT, "n_predict": 1, "n_probs": 3, "seed": 5, "top_k": 3, "top_p": 1,
+            "post_sampling_probs": True, "speculative": speculative}
+    raw = native(server, temperature=1, min_p=0, **body)["completion_probabilities"][0][
+        "top_probs"]
+    p = [t["prob"] for t in raw]
+    r = p[2] / p[0]
+    assert r < 0.95, p  # the test needs three tokens that temperature 0.5 pulls apart
+    # min-p just under r: at temperature 1 (llama-server's order, the temperature last) all three
+    # stay, then sampled at 0.5, in proportion to p^2; at 0.5 first, p3 / p1 is r^2 < min-p.
+    body.update(temperature=0.5, min_p=0.98 * r)
+    last = native(server, **body)
+    assert last["generation_settings"]["temperature_last"] is True
+    got = [t["prob"] for t in last["completion_probabilities"][0]["top_probs"]]
+    want = [q * q / sum(x * x for x in p) for q in p]
+    assert got == pytest.approx(want, abs=1e-4)
+    first = native(server, samplers=["temperature", "top_k", "min_p"], **body)
+    assert first["generation_settings"]["temperature_last"] is False
+    assert len(first["completion_probabilities"][0]["top_probs"]) < 3
+    # The temperature between two filters that measure probabilities: refused, not reordered.
+    doc = native(server, status=400, samplers=["top_k", "top_p", "temperature", "min_p"],
+                 **{**body, "top_p": 0.9})
+    assert doc["error"]["param"] == "samplers" and "temperature between" in doc["error"]["message"]
+
+
+@pytest.mark.parametrize("speculative", [True, False])
 def test_xtc_typical_and_top_n_sigma_are_applied(server, speculative):
     # XTC that always fires with threshold 0 makes every candidate a top choice and keeps only the
     # least likely: with top_k 2, each token is the target's second choice (n_probs lists them).
