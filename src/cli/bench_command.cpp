@@ -315,6 +315,11 @@ int bench_command(const std::vector<std::string>& args) {
   engine.reset();  // its thread pool and caches are not needed for the cache check
 
   const std::vector<BenchRow> rows = summarize_runs(runs, pass_cost);
+  std::string sequence_note;  // llama.cpp's sampler order, when --samplers gave one
+  if (o.filters.sequence) {
+    sequence_note = ", samplers";
+    for (const std::string& name : *o.filters.sequence) sequence_note += " " + name;
+  }
   std::cout << "target: " << o.model << "\n"
             << "drafter: "
             << (o.draft_ngram ? "n-gram prompt lookup (" + describe_ngram(o.ngram) + ")"
@@ -332,8 +337,8 @@ int bench_command(const std::vector<std::string>& args) {
                           (hybrid ? ", hybrid with prompt lookup" : ""))
             << "\n"
             << "threads " << eo.n_threads << ", " << o.n_predict << " tokens per run, " << o.repeats
-            << " repeats, top-p " << o.top_p << ", " << prompts.size() << " prompts ("
-            << (o.no_chat ? "raw" : "chat-formatted") << ")\n";
+            << " repeats, top-p " << o.top_p << sequence_note << ", " << prompts.size()
+            << " prompts (" << (o.no_chat ? "raw" : "chat-formatted") << ")\n";
   std::cout << "pass cost (target pass over k tokens / decode step, " << pass_prefix.size()
             << "-token prefix, median of " << kPassCostRepeats << "):";
   for (size_t k = 1; k < pass_cost.size(); ++k) {
