@@ -251,6 +251,9 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
                            "id_slot"}) {
     if (const ordered_json* v = field(j, name)) o[name] = *v;
   }
+  // llama-server's samplers list, its default when none is given: the temperature last.
+  o["samplers"] = default_sampler_sequence();
+  if (const ordered_json* s = field(j, "samplers")) o["samplers"] = *s;
   o["temperature"] = 0.8;
   if (const ordered_json* t = field(j, "temperature")) {
     // llama-server samples greedily at any temperature <= 0.
@@ -286,30 +289,7 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
         "min_tokens", "invalid_value");
   }
 
-  // The samplers list: a stage it leaves out is off, and the temperature stands first or last
-  // (llama-server's default: last); names specdec does not have (infill, adaptive-p) are skipped,
-  // as llama-server skips names it does not know, and an order specdec would not apply is a 400.
-  std::vector<std::string> sequence = default_sampler_sequence();
-  if (const ordered_json* s = field(j, "samplers")) {
-    const char* expected = "an array of sampler names or a string of their letters";
-    sequence.clear();
-    if (s->is_string()) {
-      sequence = sampler_names_of_letters(s->get<std::string>());
-    } else if (s->is_array()) {
-      for (const ordered_json& name : *s) {
-        if (!name.is_string()) wrong_type("samplers", expected, *s);
-        sequence.push_back(canonical_sampler_name(name.get<std::string>()));
-      }
-    } else {
-      wrong_type("samplers", expected, *s);
-    }
-  }
-  CompletionRequest& b = r.base;
-  try {
-    r.samplers = apply_sampler_sequence(sequence, b.sampling, b.penalties);
-  } catch (const Error& e) {
-    throw invalid_request(e.what(), "samplers", "invalid_value");
-  }
+  r.samplers = r.base.samplers;
   return r;
 }
 

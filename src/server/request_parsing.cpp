@@ -11,6 +11,7 @@
 #include "grammar/json_schema.h"
 #include "grammar/regex_gbnf.h"
 #include "sampling/logprobs.h"
+#include "sampling/sampler_sequence.h"
 #include "server/json_fields.h"
 
 namespace specdec::server {
@@ -551,6 +552,27 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   }
   r.stop = get_stop(j);
   r.penalties = get_penalties(j);
+  // llama-server reads its samplers list on every endpoint: the stages it leaves out are off and
+  // the temperature stands where it puts it; an order specdec would not apply is a 400.
+  if (const json* s = field(j, "samplers")) {
+    const char* expected = "an array of sampler names or a string of their letters";
+    std::vector<std::string> sequence;
+    if (s->is_string()) {
+      sequence = sampler_names_of_letters(s->get<std::string>());
+    } else if (s->is_array()) {
+      for (const json& name : *s) {
+        if (!name.is_string()) wrong_type("samplers", expected, *s);
+        sequence.push_back(canonical_sampler_name(name.get<std::string>()));
+      }
+    } else {
+      wrong_type("samplers", expected, *s);
+    }
+    try {
+      r.samplers = apply_sampler_sequence(sequence, r.sampling, r.penalties);
+    } catch (const Error& e) {
+      throw invalid_request(e.what(), "samplers", "invalid_value");
+    }
+  }
   // Bounded by the server's slots when it submits (HttpServer::Impl::submit_jobs).
   if (auto slot = get_int(j, "id_slot", -1, 255)) r.id_slot = static_cast<int32_t>(*slot);
   // n choices are n sequences (HttpServer submits one job each).

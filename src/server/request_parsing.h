@@ -66,6 +66,10 @@ struct CompletionRequest {
   // filters read as extensions (llama-server's names: typical_p, top_n_sigma, xtc_*, dynatemp_*,
   // mirostat*), off by default. sampling.seed is unused here: see seed.
   SamplingParams sampling = openai_sampling_defaults();
+  // llama-server's `samplers` list, when the request gave one (sampling/sampler_sequence.h): the
+  // stages that act, in its order; it has switched the others off in `sampling` and `penalties`
+  // and put the temperature first or last.
+  std::vector<std::string> samplers;
   std::optional<uint64_t> seed;  // nullopt: a random seed per request
   std::vector<std::string> stop;
   int32_t n = 1;            // choices, each its own sequence

@@ -535,6 +535,27 @@ TEST(RequestParsing, PenaltiesAndLogitBiasAreRead) {
   EXPECT_TRUE(parse_request(kCmpl, R"({"prompt":"x","logit_bias":{"3":0}})").penalties.active());
 }
 
+// llama-server reads its samplers list on the OpenAI-style endpoints too.
+TEST(RequestParsing, TheSamplersListIsReadOnEveryEndpoint) {
+  const CompletionRequest r = parse_request(
+      kChat, R"({"messages":[{"role":"user","content":"x"}],"temperature":0.7,"top_p":0.9,
+                 "min_p":0.1,"presence_penalty":0.5,"samplers":["penalties","top_k","top_p",
+                 "temperature"]})");
+  EXPECT_EQ(r.samplers, (std::vector<std::string>{"penalties", "top_p", "temperature"}));
+  EXPECT_TRUE(r.sampling.temperature_last);
+  EXPECT_FLOAT_EQ(r.sampling.min_p, 0.0f);  // left out: off
+  EXPECT_FLOAT_EQ(r.penalties.presence_penalty, 0.5f);
+  const CompletionRequest letters =
+      parse_request(kCmpl, R"({"prompt":"x","top_p":0.9,"samplers":"tp"})");
+  EXPECT_FALSE(letters.sampling.temperature_last);
+  // Without a list, OpenAI's (and vLLM's) order: the temperature first.
+  EXPECT_TRUE(parse_request(kCmpl, R"({"prompt":"x"})").samplers.empty());
+  expect_400(kCmpl, R"({"prompt":"x","top_p":0.9,"samplers":["top_p","temperature","min_p"],
+                       "min_p":0.1})",
+             "samplers", "invalid_value");
+  expect_400(kCmpl, R"({"prompt":"x","samplers":{"top_k":1}})", "samplers", "invalid_type");
+}
+
 TEST(RequestParsing, ErrorMessagesNameTheParameterAndTheValue) {
   const ApiError err = error_of(kCmpl, R"({"prompt":"x","n":30})");
   EXPECT_NE(std::string(err.what()).find("'n'"), std::string::npos) << err.what();
