@@ -25,6 +25,9 @@ constexpr double kDefaultTemperature = 0.8;
 constexpr int kDefaultTopK = 40;
 constexpr double kDefaultTopP = 0.9;
 constexpr int kDefaultRepeatLastN = 64;
+// Ollama's runner applies its repetition penalty by default (over the last repeat_last_n tokens
+// of the prompt and the text, before top-k and the temperature).
+constexpr double kDefaultRepeatPenalty = 1.1;
 
 // Options that pass to the chat parser under the same name.
 constexpr std::array<const char*, 14> kSamplingOptions = {"temperature",
@@ -68,6 +71,7 @@ void translate_options(const ordered_json& body, ordered_json& out) {
   // Ollama (llama.cpp) applies its penalties to the last repeat_last_n tokens of the prompt and
   // the text (-1: all of them; 0: off): the chat parser's llama.cpp rule.
   out["repeat_last_n"] = kDefaultRepeatLastN;
+  out["repeat_penalty"] = kDefaultRepeatPenalty;
   const ordered_json* o = field(body, "options");
   if (o == nullptr) return;
   require_object(*o, "options");
@@ -407,7 +411,8 @@ json ollama_show_json(const ModelFacts& f) {
   return json{{"license", ""},
               {"modelfile", modelfile},
               {"parameters", str_cat("temperature ", kDefaultTemperature, "\ntop_k ", kDefaultTopK,
-                                     "\ntop_p ", kDefaultTopP, "\nnum_ctx ", f.context)},
+                                     "\ntop_p ", kDefaultTopP, "\nrepeat_penalty ",
+                                     kDefaultRepeatPenalty, "\nnum_ctx ", f.context)},
               {"template", f.chat_template},
               {"details", details_json(f)},
               {"model_info", std::move(info)},

@@ -34,7 +34,11 @@ TEST(OllamaApi, ChatTakesOllamasDefaultsAndStreamsUnlessToldNot) {
   EXPECT_EQ(r.sampling.top_k, 40);
   EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
   EXPECT_FALSE(r.max_tokens.has_value());  // until the turn or the context ends
-  EXPECT_FLOAT_EQ(r.penalties.repetition_penalty, 1.0f);
+  // Ollama's runner: a repetition penalty of 1.1 over the last 64 tokens of prompt and text, and
+  // the temperature before top-p.
+  EXPECT_FLOAT_EQ(r.penalties.repetition_penalty, 1.1f);
+  EXPECT_EQ(r.penalties.last_n, 64);
+  EXPECT_FALSE(r.sampling.temperature_last);
   EXPECT_FALSE(o.load_only);
   ASSERT_EQ(r.messages.size(), 1u);
   EXPECT_EQ(r.messages[0].content, "hi");

@@ -19,6 +19,9 @@ from test_tools import WEATHER, check_call, tool_server  # noqa: F401 (a fixture
 CHAT, GENERATE = "/api/chat", "/api/generate"
 USER = [{"role": "user", "content": "Tell me about Paris."}]
 GREEDY = {"temperature": 0, "num_predict": 12}
+# Ollama's default repetition penalty (its runner's: 1.1 over the last 64 tokens of the prompt and
+# the text), which the OpenAI-style requests below ask for to compare their text with Ollama's.
+OLLAMA_PENALTY = {"repeat_penalty": 1.1, "repeat_last_n": 64}
 TIMEOUT = 60
 
 
@@ -39,7 +42,7 @@ def generate(server, status=200, **body):
 
 def openai(server, path, **body):
     status, doc = post_json(server.base, path, {"max_tokens": 12, "temperature": 0,
-                                                "ignore_eos": True, **body})
+                                                "ignore_eos": True, **OLLAMA_PENALTY, **body})
     assert status == 200, doc
     return doc
 
@@ -92,7 +95,7 @@ def test_mirostat_and_the_penalty_window_are_ollamas_options(server):
     assert default != chat_text(server, USER)
     assert chat(server, options={**strong, "repeat_last_n": 64})["message"]["content"] == default
     assert chat(server, options={**strong, "repeat_last_n": 0})["message"]["content"] == \
-        chat_text(server, USER)
+        chat_text(server, USER, repeat_penalty=1)
 
 
 def test_the_stream_is_ndjson_with_the_same_reply(server):
@@ -374,7 +377,8 @@ def test_a_model_ollama_pulled_is_served_under_its_ollama_name(cli, models, tmp_
         reply = client.chat(model="tiny:1b", messages=USER, options=GREEDY)
         assert reply.model == "tiny:1b" and reply.eval_count >= 1
         status, doc = post_json(s.base, "/v1/chat/completions", {
-            "model": "tiny:1b", "messages": USER, "max_tokens": 12, "temperature": 0})
+            "model": "tiny:1b", "messages": USER, "max_tokens": 12, "temperature": 0,
+            **OLLAMA_PENALTY})
         assert status == 200 and doc["choices"][0]["message"]["content"] == reply.message.content
         assert client.show("tiny:1b").details.family == "llama"
     finally:
@@ -419,7 +423,8 @@ def test_the_real_pair_answers_ollama_clients_with_the_chat_endpoints_text_and_c
         options = {"temperature": 0, "num_predict": 24}
         reply = client.chat(model=name + ":latest", messages=msgs, options=options)
         status, plain = post_json(s.base, "/v1/chat/completions", {
-            "messages": msgs, "max_tokens": 24, "temperature": 0, "speculative": False})
+            "messages": msgs, "max_tokens": 24, "temperature": 0, "speculative": False,
+            **OLLAMA_PENALTY})
         assert status == 200
         assert reply.message.content == plain["choices"][0]["message"]["content"]
         # Streamed with logprobs, each piece carries its own tokens' entries.
