@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "model/attention.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "model/model_impl.h"
 #include "model/ops.h"
@@ -219,6 +220,7 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
 
   const ModelWeights& w = impl_->weights;
   Scratch& s = impl_->scratch;
+  const std::vector<ActiveLora>& lora = impl_->lora;
   reserve_scratch(c, s, k);
   // Every row's token, position, sequence and cache slot (its sequence's first free slot plus
   // its index there), and the logit rows of all sequences as rows of the whole pass.
@@ -275,6 +277,11 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
     // they share a type (mixed-type files fall back to one call each; same bits either way).
     matmul_same_input({{&L.wq, s.q.data()}, {&L.wk, s.kv_k.data()}, {&L.wv, s.kv_v.data()}},
                       s.xn.data(), k, pool);
+    if (!lora.empty()) {
+      apply_lora(lora, l, LoraTarget::AttnQ, s.xn.data(), k, s.q.data(), pool);
+      apply_lora(lora, l, LoraTarget::AttnK, s.xn.data(), k, s.kv_k.data(), pool);
+      apply_lora(lora, l, LoraTarget::AttnV, s.xn.data(), k, s.kv_v.data(), pool);
+    }
 
     // Biases (qwen2), per-head Q/K RMSNorm (gemma3), RoPE on Q and K at each token's position,
     // Q pre-scaling (gemma3), then K and V into the row's own cache at the row's slot.
@@ -336,6 +343,9 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
 
     // Output projection and residual: x += attn_output(attn) (RMSNorm'd first with post-norms).
     matmul(L.wo, s.attn.data(), rows, s.proj.data(), pool);
+    if (!lora.empty()) {
+      apply_lora(lora, l, LoraTarget::AttnOutput, s.attn.data(), rows, s.proj.data(), pool);
+    }
     per_token(pool, rows, [&](int64_t i) {
       if (c.post_norms) {
         ops::rms_norm(&s.proj[i * E], L.post_attn_norm.data(), E, c.rms_eps, &s.proj[i * E]);
@@ -349,6 +359,10 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
     // then residual (RMSNorm'd first with post-norms).
     matmul_same_input({{&L.ffn_gate, s.gate.data()}, {&L.ffn_up, s.up.data()}}, s.xn.data(), rows,
                       pool);
+    if (!lora.empty()) {
+      apply_lora(lora, l, LoraTarget::FfnGate, s.xn.data(), rows, s.gate.data(), pool);
+      apply_lora(lora, l, LoraTarget::FfnUp, s.xn.data(), rows, s.up.data(), pool);
+    }
     per_token(pool, rows, [&](int64_t i) {
       if (c.ffn_act == FfnActivation::GeluTanh) {
         ops::geglu(&s.gate[i * F], &s.up[i * F], F);
@@ -357,6 +371,9 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
       }
     });
     matmul(L.ffn_down, s.gate.data(), rows, s.proj.data(), pool);
+    if (!lora.empty()) {
+      apply_lora(lora, l, LoraTarget::FfnDown, s.gate.data(), rows, s.proj.data(), pool);
+    }
     per_token(pool, rows, [&](int64_t i) {
       if (c.post_norms) {
         ops::rms_norm(&s.proj[i * E], L.post_ffn_norm.data(), E, c.rms_eps, &s.proj[i * E]);

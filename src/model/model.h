@@ -19,6 +19,7 @@
 namespace specdec {
 
 class ThreadPool;
+struct ActiveLora;  // model/lora.h
 
 enum class RopeStyle { Normal, Neox };        // llama: adjacent pairs; qwen2, gemma3: halves
 enum class FfnActivation { Silu, GeluTanh };  // gated FFN: down(act(gate(x)) * up(x))
@@ -154,6 +155,14 @@ class Model {
   // now across sequences). The caches must be distinct; every argument is checked before
   // anything changes.
   void forward_batch(std::span<const SequenceRows> sequences, ThreadPool& pool);
+
+  // LoRA adapters (model/lora.h) the blocks' matrices apply from the next pass on, each at its
+  // scale; empty: none. Throws specdec::Error if an adapter was read for another shape.
+  void set_lora(std::span<const ActiveLora> adapters);
+  // The adapters applied (with their scales), and a fingerprint of them for what a KV cache
+  // computed under them may be reused by (0 without adapters).
+  std::span<const ActiveLora> lora() const;
+  uint64_t lora_fingerprint() const;
 
   struct Impl;  // weights and scratch, defined in model/model_impl.h
 

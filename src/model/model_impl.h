@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/lora.h"
 #include "model/model.h"
 #include "model/rope.h"
 #include "model/weight_packing.h"
@@ -61,6 +62,7 @@ struct Model::Impl {
   RopeFreqs rope;      // RoPE frequencies
   RopeFreqs rope_swa;  // for local layers (sliding window)
   Scratch scratch;
+  std::vector<ActiveLora> lora;  // Model::set_lora
 };
 
 }  // namespace specdec

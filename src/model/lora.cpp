@@ -1,0 +1,222 @@
+#include "model/lora.h"
+
+#include <cmath>
+#include <cstring>
+#include <string_view>
+
+#include "common/error.h"
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_fingerprint.h"
+#include "model/model_impl.h"
+#include "tensor/dequant.h"
+#include "tensor/thread_pool.h"
+#include "tensor/vec_ops.h"
+
+namespace specdec {
+namespace {
+
+constexpr std::array<std::string_view, kLoraTargets> kTargetNames = {
+    "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s;
+}
+
+// A tensor of the pair as floats, row after row.
+std::vector<float> read_floats(const gguf::TensorInfo& t, const std::string& path) {
+  if (!traits(t.type).supported || t.row_length() % traits(t.type).block_size != 0) {
+    fail(path, ": LoRA tensor ", t.name, " has type ", type_name(t.type), ", which cannot be read");
+  }
+  std::vector<float> out(static_cast<size_t>(t.n_elements()));
+  const size_t stride = row_bytes(t.type, t.row_length());
+  for (int64_t r = 0; r < t.n_rows(); ++r) {
+    dequantize_row(t.type, t.data + static_cast<size_t>(r) * stride,
+                   out.data() + static_cast<size_t>(r * t.row_length()), t.row_length());
+  }
+  for (float v : out) {
+    if (!std::isfinite(v))
+      fail(path, ": LoRA tensor ", t.name, " holds a value that is not finite");
+  }
+  return out;
+}
+
+// The (n_in, n_out) of a block matrix of the model.
+std::pair<int32_t, int32_t> matrix_shape(const ModelConfig& c, int target) {
+  switch (static_cast<LoraTarget>(target)) {
+    case LoraTarget::AttnQ:
+      return {c.n_embd, c.q_dim()};
+    case LoraTarget::AttnK:
+    case LoraTarget::AttnV:
+      return {c.n_embd, c.kv_dim()};
+    case LoraTarget::AttnOutput:
+      return {c.q_dim(), c.n_embd};
+    case LoraTarget::FfnGate:
+    case LoraTarget::FfnUp:
+      return {c.n_embd, c.n_ff};
+    case LoraTarget::FfnDown:
+      return {c.n_ff, c.n_embd};
+  }
+  return {0, 0};
+}
+
+}  // namespace
+
+int32_t LoraAdapter::pairs() const {
+  int32_t n = 0;
+  for (const auto& layer : layers) {
+    for (const LoraMatrix& m : layer) n += m.rank > 0 ? 1 : 0;
+  }
+  return n;
+}
+
+std::shared_ptr<const LoraAdapter> load_lora_adapter(const std::string& path,
+                                                     const ModelConfig& config) {
+  const std::unique_ptr<gguf::GgufFile> file = gguf::GgufFile::open(path);
+  const std::string type = file->get_string_or("general.type", "");
+  const std::string adapter_type = file->get_string_or("adapter.type", "");
+  if (type != "adapter" || adapter_type != "lora") {
+    fail(path, ": not a LoRA adapter (general.type '", type, "', adapter.type '", adapter_type,
+         "'; expected 'adapter' and 'lora', as llama.cpp's convert_lora_to_gguf.py writes)");
+  }
+  const std::string arch = file->get_string_or("general.architecture", "");
+  if (arch != config.arch) {
+    fail(path, ": a LoRA adapter for architecture '", arch, "', not the model's '", config.arch,
+         "'");
+  }
+  auto adapter = std::make_shared<LoraAdapter>();
+  adapter->path = path;
+  adapter->alpha = static_cast<float>(file->get_float_or("adapter.lora.alpha", 0.0));
+  if (!std::isfinite(adapter->alpha)) fail(path, ": adapter.lora.alpha is not finite");
+  adapter->fingerprint = gguf::content_fingerprint(*file);
+  adapter->layers.resize(static_cast<size_t>(config.n_layer));
+
+  for (const gguf::TensorInfo& t : file->tensors()) {
+    const std::string_view name = t.name;
+    const bool is_a = name.ends_with(".lora_a"), is_b = name.ends_with(".lora_b");
+    if (!is_a && !is_b) fail(path, ": tensor ", t.name, " is not half of a LoRA pair");
+    const std::string base(name.substr(0, name.size() - 7));
+    // "blk.<layer>.<target>.weight"
+    int32_t layer = -1, target = -1;
+    if (base.starts_with("blk.") && base.ends_with(".weight")) {
+      const std::string_view rest = std::string_view(base).substr(4, base.size() - 4 - 7);
+      const size_t dot = rest.find('.');
+      if (dot != std::string_view::npos) {
+        int64_t l = 0;
+        bool digits = dot > 0 && dot <= 6;
+        for (char ch : rest.substr(0, dot)) {
+          digits = digits && ch >= '0' && ch <= '9';
+          l = l * 10 + (ch - '0');
+        }
+        for (int i = 0; i < kLoraTargets && digits; ++i) {
+          if (rest.substr(dot + 1) == kTargetNames[static_cast<size_t>(i)]) target = i;
+        }
+        if (digits) layer = static_cast<int32_t>(l);
+      }
+    }
+    if (target < 0) {
+      fail(path, ": LoRA tensor ", t.name,
+           " adapts a matrix specdec does not apply adapters to (it applies them to the blocks' "
+           "attn_q, attn_k, attn_v, attn_output, ffn_gate, ffn_up and ffn_down)");
+    }
+    if (layer >= config.n_layer) {
+      fail(path, ": LoRA tensor ", t.name, " is for layer ", layer, "; the model has ",
+           config.n_layer);
+    }
+    if (!is_a) continue;  // each pair is read from its A
+    const gguf::TensorInfo* b = file->find_tensor(base + ".lora_b");
+    if (b == nullptr) fail(path, ": LoRA tensor ", t.name, " has no ", base, ".lora_b");
+    const auto [n_in, n_out] = matrix_shape(config, target);
+    // ggml's shapes: A is [n_in, rank] (rank rows of n_in), B is [rank, n_out].
+    if (t.dims.size() != 2 || b->dims.size() != 2 || t.dims[0] != n_in || b->dims[1] != n_out ||
+        t.dims[1] != b->dims[0] || t.dims[1] < 1 || t.dims[1] > n_in) {
+      fail(path, ": LoRA pair ", base, " has shapes A [", dims_text(t.dims), "] and B [",
+           dims_text(b->dims), "]; the model's matrix needs A [", n_in, ", rank] and B [rank, ",
+           n_out, "]");
+    }
+    LoraMatrix& m = adapter->layers[static_cast<size_t>(layer)][static_cast<size_t>(target)];
+    m.rank = static_cast<int32_t>(t.dims[1]);
+    m.n_in = n_in;
+    m.n_out = n_out;
+    m.a = read_floats(t, path);
+    const std::vector<float> b_rows = read_floats(*b, path);  // n_out rows of rank
+    m.bt.resize(static_cast<size_t>(m.rank) * static_cast<size_t>(n_out));
+    for (int32_t o = 0; o < n_out; ++o) {
+      for (int32_t j = 0; j < m.rank; ++j) {
+        m.bt[static_cast<size_t>(j) * static_cast<size_t>(n_out) + static_cast<size_t>(o)] =
+            b_rows[static_cast<size_t>(o) * static_cast<size_t>(m.rank) + static_cast<size_t>(j)];
+      }
+    }
+  }
+  if (adapter->pairs() == 0) fail(path, ": the LoRA adapter holds no tensor pairs");
+  return adapter;
+}
+
+void apply_lora(std::span<const ActiveLora> adapters, int32_t layer, LoraTarget target,
+                const float* x, int64_t rows, float* out, ThreadPool& pool) {
+  const auto t = static_cast<size_t>(target);
+  const auto one_row = [&](int64_t i) {
+    thread_local std::vector<float> ax, delta;
+    for (const ActiveLora& active : adapters) {
+      const LoraMatrix& m = active.adapter->layers[static_cast<size_t>(layer)][t];
+      if (m.rank == 0 || active.scale == 0.0f) continue;
+      ax.resize(static_cast<size_t>(m.rank));
+      delta.assign(static_cast<size_t>(m.n_out), 0.0f);
+      const float* xi = x + i * m.n_in;
+      for (int32_t j = 0; j < m.rank; ++j) {
+        ax[static_cast<size_t>(j)] = dot_f32(&m.a[static_cast<size_t>(j) * m.n_in], xi, m.n_in);
+      }
+      for (int32_t j = 0; j < m.rank; ++j) {
+        axpy_f32(ax[static_cast<size_t>(j)], &m.bt[static_cast<size_t>(j) * m.n_out], delta.data(),
+                 m.n_out);
+      }
+      axpy_f32(active.adapter->factor(m, active.scale), delta.data(), out + i * m.n_out, m.n_out);
+    }
+  };
+  if (rows == 1) {
+    one_row(0);
+    return;
+  }
+  pool.parallel_for(rows, [&one_row](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) one_row(i);
+  });
+}
+
+void Model::set_lora(std::span<const ActiveLora> adapters) {
+  for (const ActiveLora& a : adapters) {
+    if (a.adapter == nullptr || a.adapter->layers.size() != static_cast<size_t>(config_.n_layer)) {
+      fail("a LoRA adapter read for another model shape");
+    }
+    if (!std::isfinite(a.scale)) fail(a.adapter->path, ": LoRA scale is not finite");
+    for (const auto& layer : a.adapter->layers) {
+      for (int t = 0; t < kLoraTargets; ++t) {
+        const LoraMatrix& m = layer[static_cast<size_t>(t)];
+        if (m.rank > 0 && std::pair(m.n_in, m.n_out) != matrix_shape(config_, t)) {
+          fail(a.adapter->path, ": a LoRA adapter read for another model shape");
+        }
+      }
+    }
+  }
+  impl_->lora.assign(adapters.begin(), adapters.end());
+}
+
+std::span<const ActiveLora> Model::lora() const { return impl_->lora; }
+
+uint64_t Model::lora_fingerprint() const {
+  if (impl_->lora.empty()) return 0;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const ActiveLora& a : impl_->lora) {
+    // FNV-1a over each adapter's fingerprint and its scale's bits, in order.
+    uint32_t bits = 0;
+    std::memcpy(&bits, &a.scale, sizeof bits);
+    for (uint64_t v : {a.adapter->fingerprint, static_cast<uint64_t>(bits)}) {
+      for (int i = 0; i < 8; ++i) {
+        h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+      }
+    }
+  }
+  return h == 0 ? 1 : h;
+}
+
+}  // namespace specdec
