@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "support/cli_runner.h"
+#include "support/tiny_lora.h"
 #include "support/tiny_model.h"
 #include "tensor/cpu_features.h"
 
@@ -852,6 +853,49 @@ TEST_F(Cli, VerifyCostTimesTheDraftInEveryLayoutItsFlagsLeadTo) {
   expect_clean_error(run_cli({"verify-cost", "-m", *target_, "-md", *draft_, "--draft-type", "q3_k",
                               "--prefix", "16", "--k-max", "2"}),
                      "--draft-type");
+}
+
+// --lora: the adapter changes the target's greedy text; speculation with an unadapted draft
+// keeps it bit for bit and the sampled distribution (verify); scale 0 is the base model; a
+// prompt cache saved without the adapter is another model's; a file that is not an adapter, a
+// missing one and a malformed --lora-scaled are one-line errors.
+TEST_F(Cli, LoraAdaptsTheTargetAndSpeculationStaysExact) {
+  testing::TinyModelSpec spec;
+  spec.n_ctx = 128;  // the fixture's target
+  const std::string lora =
+      testing::write_tiny_lora(spec, testing::TinyLoraSpec{}, testing::temp_path("lora.gguf"));
+  const std::vector<std::string> base = {"run", "-m", *target_, "-p", "hello",
+                                         "-n",  "24", "--temp", "0",  "--ignore-eos"};
+  const auto with = [&base](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
+  };
+  const CliResult plain = with({});
+  const CliResult adapted = with({"--lora", lora});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(adapted.exit_code, 0) << adapted.err;
+  EXPECT_NE(adapted.out, plain.out);
+  const CliResult speculative = with({"--lora", lora, "-md", *draft_, "--draft-max", "3"});
+  ASSERT_EQ(speculative.exit_code, 0) << speculative.err;
+  EXPECT_EQ(speculative.out, adapted.out);
+  EXPECT_EQ(with({"--lora-scaled", lora + ":0"}).out, plain.out);
+  EXPECT_EQ(with({"--lora-scaled", lora + ":1"}).out, adapted.out);
+
+  CliResult check =
+      run_cli({"verify", "-m", *target_, "-md", *draft_, "--lora", lora, "--samples", "150", "-n",
+               "2", "-p", "ab", "-t", "1", "--temp", "0.5", "--top-k", "3"});
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("distribution check: PASS"), std::string::npos) << check.out;
+
+  const std::string cache = testing::temp_path("lora-prompt-cache.bin");
+  ASSERT_EQ(with({"--prompt-cache", cache}).exit_code, 0);
+  expect_clean_error(with({"--lora", lora, "--prompt-cache", cache}), "another model");
+
+  expect_clean_error(with({"--lora", *draft_}), "not a LoRA adapter");
+  expect_clean_error(with({"--lora", testing::temp_path("missing.gguf")}), "missing.gguf");
+  expect_clean_error(with({"--lora-scaled", lora}), "is not FILE:SCALE");
+  expect_clean_error(with({"--lora-scaled", lora + ":x"}), "--lora-scaled scale");
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ struct BenchOptions {
   std::vector<std::string> categories = {"summary", "opinion", "code"};
   float top_p = 0.9f;
   FilterOptions filters;    // --typical, --top-nsigma, --xtc-*, --dynatemp-*, --samplers
+  LoraOptions lora;         // --lora, --lora-scaled
   PenaltyParams penalties;  // --repeat-penalty ... and --dry-*
   int32_t n_predict = 200, repeats = 3, threads = 0, n_ctx = 2048, cache_tokens = 32;
   DraftModelOptions drafting;
@@ -98,6 +99,7 @@ std::vector<BenchPrompt> load_prompts(const BenchOptions& o) {
 
 void add_options(ArgParser& p, BenchOptions& o) {
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF)", o.model);
+  add_lora_options(p, o.lora);
   p.add_string({"-md", "--model-draft"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", o.draft_model);
   p.add_flag({"--draft-ngram"},
@@ -211,6 +213,7 @@ int bench_command(const std::vector<std::string>& args) {
   std::vector<BenchPrompt> prompts = load_prompts(o);
 
   LoadedModel target = LoadedModel::load(o.model);
+  apply_lora_options(o.lora, target);
   std::unique_ptr<LoadedModel> draft = load_draft(o.draft_model, o.drafting);
   EngineOptions eo;
   eo.n_ctx = o.n_ctx;

@@ -55,12 +55,14 @@ int chat_command(const std::vector<std::string>& args) {
   int64_t seed = -1;
   PenaltyParams penalties;
   FilterOptions filters;  // --typical, --top-nsigma, --xtc-*, --samplers
+  LoraOptions lora;       // --lora, --lora-scaled
   ArgParser p("specdec chat -m MODEL [-md DRAFT] [options]",
               "Interactive chat in the terminal with the model's chat template. Type a message\n"
               "and press Enter; the reply streams as it is generated. Commands: /reset (forget\n"
               "the conversation), /stats (the last turn's speculative statistics), /exit.\n"
               "End of input (Ctrl-D, or the end of a pipe) also ends the chat.");
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF)", model);
+  add_lora_options(p, lora);
   p.add_string({"-md", "--model-draft"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", draft_model);
   add_draft_max_option(p, draft_max,
@@ -100,6 +102,7 @@ int chat_command(const std::vector<std::string>& args) {
   draft_kv_types.check(!draft_model.empty());
 
   LoadedModel target = LoadedModel::load(model);
+  apply_lora_options(lora, target);
   std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting);
   EngineOptions eo;
   eo.n_ctx = n_ctx;

@@ -35,6 +35,7 @@ std::vector<std::string> split_texts(const std::string& all, const std::string& 
 
 int embed_command(const std::vector<std::string>& args) {
   std::string model, prompt, file, separator = "\n", format = "array", pooling_name_arg;
+  LoraOptions lora;  // --lora, --lora-scaled
   int32_t threads = 0, normalize = 2;
   ArgParser p("specdec embed -m MODEL (-p TEXT | -f FILE) [options]",
               "Prints the embedding of each text (one per line of the input unless\n"
@@ -43,6 +44,7 @@ int embed_command(const std::vector<std::string>& args) {
               "token's when it says nothing, as for a chat model) and normalized, as llama.cpp's\n"
               "llama-embedding and llama-server's /v1/embeddings give them.");
   p.add_string({"-m", "--model"}, "FILE", "model (GGUF)", model);
+  add_lora_options(p, lora);
   p.add_string({"-p", "--prompt"}, "TEXT", "the text(s) to embed", prompt);
   p.add_string({"-f", "--file"}, "FILE", "read the text(s) from a file", file);
   p.add_string({"--pooling"}, "none|mean|cls|last", "how token states become one vector",
@@ -73,6 +75,7 @@ int embed_command(const std::vector<std::string>& args) {
   if (texts.empty()) fail("there is no text to embed");
 
   LoadedModel m = LoadedModel::load(model);
+  apply_lora_options(lora, m);
   const EmbeddingParams params{pooling ? *pooling : default_pooling(m.model->config()), normalize};
   // As llama-embedding: special tokens added as the vocabulary asks and parsed from the text.
   std::vector<std::vector<int32_t>> inputs;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -12,6 +13,7 @@
 #include "engine/draft_vocab.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex_gbnf.h"
+#include "model/lora.h"
 #include "sampling/sampler_sequence.h"
 
 namespace specdec::cli {
@@ -260,6 +262,38 @@ std::shared_ptr<const Grammar> load_grammar(const GrammarOptions& options) {
   } catch (const Error& e) {
     fail(flag, ": ", e.what());
   }
+}
+
+void add_lora_options(ArgParser& p, LoraOptions& lora) {
+  p.add_value({"--lora"}, "FILE[,FILE...]",
+              "apply a LoRA adapter (llama.cpp's GGUF form) to the target at scale 1; repeatable",
+              [&lora](const std::string& v) {
+                for (const std::string& path : split_list(v, "--lora")) {
+                  lora.adapters.emplace_back(path, 1.0f);
+                }
+              });
+  p.add_value({"--lora-scaled"}, "FILE:SCALE[,...]",
+              "apply a LoRA adapter to the target at this scale; repeatable",
+              [&lora](const std::string& v) {
+                for (const std::string& item : split_list(v, "--lora-scaled")) {
+                  const size_t colon = item.rfind(':');
+                  if (colon == std::string::npos || colon == 0 || colon + 1 == item.size()) {
+                    fail("--lora-scaled: '", item, "' is not FILE:SCALE");
+                  }
+                  const double scale = parse_float(item.substr(colon + 1), "--lora-scaled scale");
+                  if (!std::isfinite(scale)) fail("--lora-scaled: the scale must be finite");
+                  lora.adapters.emplace_back(item.substr(0, colon), static_cast<float>(scale));
+                }
+              });
+}
+
+void apply_lora_options(const LoraOptions& lora, LoadedModel& target) {
+  if (lora.adapters.empty()) return;
+  std::vector<ActiveLora> active;
+  for (const auto& [path, scale] : lora.adapters) {
+    active.push_back({load_lora_adapter(path, target.model->config()), scale});
+  }
+  target.model->set_lora(active);
 }
 
 void add_filter_options(ArgParser& p, FilterOptions& filters) {

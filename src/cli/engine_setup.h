@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cli/arg_parser.h"
@@ -95,6 +96,16 @@ inline constexpr bool kDefaultDraftHybrid = true;
 // TOKEN(+|-)BIAS (llama.cpp's names; sampling/penalties.h has what each does). Ranges are checked
 // at parse time, token ids against the vocabulary when the engine runs.
 void add_penalty_options(ArgParser& p, PenaltyParams& penalties);
+
+// LoRA adapters for the target, with llama.cpp's flags: --lora FILE[,FILE...] (scale 1) and
+// --lora-scaled FILE:SCALE[,...], both repeatable, applied in the order given.
+struct LoraOptions {
+  std::vector<std::pair<std::string, float>> adapters;  // path, scale
+};
+void add_lora_options(ArgParser& p, LoraOptions& lora);
+// Reads the adapters for the loaded target (model/lora.h) and sets them on its model; nothing
+// without any. Throws specdec::Error naming the file for an adapter that does not fit.
+void apply_lora_options(const LoraOptions& lora, LoadedModel& target);
 
 // The values of the sampling flags add_filter_options parses, and llama.cpp's sampler sequence
 // (--samplers / --sampling-seq; none given: the engine's order, the temperature first).

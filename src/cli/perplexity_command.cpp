@@ -20,6 +20,7 @@ namespace specdec::cli {
 
 int perplexity_command(const std::vector<std::string>& args) {
   std::string model, text_file, json_file;
+  LoraOptions lora;  // --lora, --lora-scaled
   int32_t n_ctx = 512, chunks = 0, batch = 64, threads = 0;
   ArgParser p("specdec perplexity -m MODEL -f TEXT [options]",
               "The model's perplexity over a text file, as llama.cpp's llama-perplexity computes\n"
@@ -28,6 +29,7 @@ int perplexity_command(const std::vector<std::string>& args) {
               "scored. Prints the running value after each window and the final estimate with\n"
               "its standard error.");
   p.add_string({"-m", "--model"}, "FILE", "model (GGUF)", model);
+  add_lora_options(p, lora);
   p.add_string({"-f", "--file"}, "FILE", "text to score", text_file);
   p.add_int({"-c", "--ctx-size"}, "N", "window size in tokens (default 512)", n_ctx, 4, 1 << 20);
   p.add_int({"--chunks"}, "N", "score at most N windows (default: all)", chunks, 0, 1 << 30);
@@ -43,6 +45,7 @@ int perplexity_command(const std::vector<std::string>& args) {
   if (model.empty() || text_file.empty()) fail("perplexity needs -m MODEL and -f TEXT");
   const std::string text = read_text_file(text_file, "text file");
   LoadedModel m = LoadedModel::load(model);
+  apply_lora_options(lora, m);
   if (n_ctx > m.model->config().n_ctx_train) {
     fail("-c ", n_ctx, " exceeds the model's context of ", m.model->config().n_ctx_train,
          " tokens");

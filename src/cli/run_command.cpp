@@ -34,6 +34,7 @@ struct RunOptions {
   float temp = 0.8f, top_p = 0.95f, min_p = 0.05f;
   int32_t top_k = 40;
   FilterOptions filters;  // --typical, --top-nsigma, --xtc-*, --samplers
+  LoraOptions lora;       // --lora, --lora-scaled
   PenaltyParams penalties;
   GrammarOptions grammar;
   NgramParams ngram;
@@ -54,6 +55,7 @@ int run_command(const std::vector<std::string>& args) {
               "model; pays off when the output repeats the prompt). Otherwise it is plain\n"
               "target-only decoding.");
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF)", o.model);
+  add_lora_options(p, o.lora);
   p.add_string({"-md", "--model-draft"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", o.draft_model);
   p.add_flag({"--draft-ngram"},
@@ -145,6 +147,7 @@ int run_command(const std::vector<std::string>& args) {
 
   const auto load_start = std::chrono::steady_clock::now();
   LoadedModel target = LoadedModel::load(o.model);
+  apply_lora_options(o.lora, target);
   std::unique_ptr<LoadedModel> draft = load_draft(o.draft_model, o.drafting);
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)

@@ -84,6 +84,7 @@ class SignalWatcher {
 
 int serve_command(const std::vector<std::string>& args) {
   std::string model, draft_model;
+  LoraOptions lora;  // --lora, --lora-scaled
   server::ServerConfig config;
   int32_t port = config.port, threads = 0, n_ctx = 4096, queue_size = 16, draft_max = 0;
   uint64_t max_body = config.max_body_bytes;
@@ -109,6 +110,7 @@ int serve_command(const std::vector<std::string>& args) {
               "accepting, let requests in progress finish (--shutdown-grace), exit 0.");
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF); its file stem is the model id",
                model);
+  add_lora_options(p, lora);
   p.add_string({"-md", "--model-draft"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", draft_model);
   add_draft_max_option(p, draft_max,
@@ -222,6 +224,7 @@ int serve_command(const std::vector<std::string>& args) {
   } join_on_exit{server, listener};
 
   LoadedModel target = LoadedModel::load(model);
+  apply_lora_options(lora, target);
   std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting);
   EngineOptions eo;
   eo.n_ctx = n_ctx;

@@ -20,6 +20,7 @@ int verify_command(const std::vector<std::string>& args) {
   uint64_t seed = 1;
   PenaltyParams penalties;
   FilterOptions filters;  // --typical, --top-nsigma, --xtc-*, --samplers
+  LoraOptions lora;       // --lora, --lora-scaled
   ArgParser p("specdec verify -m TARGET -md DRAFT [options]",
               "Checks on your own models that speculative decoding is lossless: samples many\n"
               "short continuations of the same prompts with and without speculation, reports\n"
@@ -27,6 +28,7 @@ int verify_command(const std::vector<std::string>& args) {
               "distributions, and compares the measured acceptance rate with the analytic\n"
               "sum_x min(p, q). Exits 0 when both checks pass, 1 otherwise.");
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF)", model);
+  add_lora_options(p, lora);
   p.add_string({"-md", "--model-draft"}, "FILE", "draft model (GGUF)", draft_model);
   p.add_strings({"-p", "--prompt"}, "TEXT", "prompt (repeatable; default: three built-in prompts)",
                 prompts);
@@ -58,6 +60,7 @@ int verify_command(const std::vector<std::string>& args) {
   }
   check_draft_model_options(drafting);
   LoadedModel target = LoadedModel::load(model);
+  apply_lora_options(lora, target);
   std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting);
   EngineOptions eo;
   eo.n_ctx = n_ctx;
@@ -107,8 +110,8 @@ int verify_command(const std::vector<std::string>& args) {
   const PenaltyParams& pen = o.generation.penalties;
   if (pen.active()) {
     std::cout << ", repeat penalty " << pen.repetition_penalty << ", presence penalty "
-              << pen.presence_penalty << ", frequency penalty " << pen.frequency_penalty
-              << ", " << pen.logit_bias.size() << " logit biases";
+              << pen.presence_penalty << ", frequency penalty " << pen.frequency_penalty << ", "
+              << pen.logit_bias.size() << " logit biases";
     if (pen.last_n >= 0) {
       std::cout << " (penalties over the last ";
       if (pen.last_n == PenaltyParams::kWholeText) {

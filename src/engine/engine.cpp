@@ -148,7 +148,16 @@ Engine::Sequences& Engine::slot_at(int32_t slot) {
 uint64_t Engine::fingerprint(bool draft) {
   const std::lock_guard<std::mutex> lock(fingerprint_mu_);
   std::optional<uint64_t>& fp = draft ? draft_fingerprint_ : target_fingerprint_;
-  if (!fp) fp = gguf::content_fingerprint(*(draft ? draft_ : &target_)->file);
+  if (!fp) {
+    const LoadedModel& m = *(draft ? draft_ : &target_);
+    uint64_t h = gguf::content_fingerprint(*m.file);
+    // LoRA adapters change every K/V after the first layer: slots computed with other adapters
+    // (or scales, or none) are another model's.
+    if (const uint64_t lora = m.model->lora_fingerprint(); lora != 0) {
+      h = (h ^ lora) * 0x9e3779b97f4a7c15ull;
+    }
+    fp = h;
+  }
   return *fp;
 }
 

@@ -286,7 +286,8 @@ class Engine {
   GenerationResult embed(std::span<const int32_t> prompt, const EmbeddingParams& params,
                          const TextCallback& on_text, int32_t slot);
 
-  // gguf::content_fingerprint of the target's and the draft's files, taken on first use.
+  // gguf::content_fingerprint of the target's and the draft's files (with the target's LoRA
+  // adapters mixed in), taken on first use.
   uint64_t fingerprint(bool draft);
 
   LoadedModel& target_;
