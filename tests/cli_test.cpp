@@ -893,6 +893,7 @@ TEST_F(Cli, LoraAdaptsTheTargetAndSpeculationStaysExact) {
   expect_clean_error(with({"--lora", lora, "--prompt-cache", cache}), "another model");
 
   expect_clean_error(with({"--lora", *draft_}), "not a LoRA adapter");
+  expect_clean_error(run_cli({"run", "-m", lora, "-p", "x"}), "adapter, not a model");
   expect_clean_error(with({"--lora", testing::temp_path("missing.gguf")}), "missing.gguf");
   expect_clean_error(with({"--lora-scaled", lora}), "is not FILE:SCALE");
   expect_clean_error(with({"--lora-scaled", lora + ":x"}), "--lora-scaled scale");

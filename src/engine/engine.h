@@ -22,6 +22,7 @@
 #include "engine/loaded_model.h"
 #include "engine/slot_file.h"
 #include "grammar/grammar.h"
+#include "model/lora.h"
 #include "sampling/distribution.h"
 #include "speculative/ngram_drafter.h"
 #include "speculative/speculative_decoder.h"
@@ -222,6 +223,8 @@ class Engine {
 
   const Tokenizer& tokenizer() const { return *target_.tokenizer; }
   const ModelConfig& target_config() const { return target_.model->config(); }
+  // The LoRA adapters the target runs with, at their scales (model/lora.h; fixed at load).
+  std::span<const ActiveLora> target_lora() const { return target_.model->lora(); }
   const ChatTemplate& chat_template() const { return *target_.chat_template; }
   int32_t n_ctx() const { return options_.n_ctx; }
   bool has_draft() const { return draft_ != nullptr; }  // a draft *model* was given

@@ -23,6 +23,10 @@ LoadedModel LoadedModel::load(
     fail(path, ": no such file; for a model Ollama pulled, write ollama:", path);
   }
   m.file = gguf::GgufFile::open(path);
+  if (m.file->get_string_or("general.type", "") == "adapter") {
+    fail(path, ": a ", m.file->get_string_or("adapter.type", "model"),
+         " adapter, not a model; apply it to its model with --lora");
+  }
   try {
     m.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(*m.file));
     m.model = Model::load(*m.file, layout(*m.tokenizer, ModelConfig::from_gguf(*m.file)));

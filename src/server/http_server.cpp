@@ -294,6 +294,25 @@ void HttpServer::Impl::route(const HttpRequest& req, HttpResponder& res) {
                    "invalid_request_error", "", "method_not_allowed");
   }
   if (get && (path == "/props" || path == "/slots")) return props(req, res);
+  if (path == "/lora-adapters" && (get || post)) {
+    Engine& e = ready_engine();
+    if (post) {
+      // Setting the scales llama-server's way: only the scales the adapters already run at.
+      // The body is an array ([{"id": 0, "scale": 1.0}, ...]), which parse_body refuses.
+      if (json_nesting_depth(req.body) > kMaxJsonDepth) {
+        throw invalid_request("the request body nests JSON too deeply", "", "invalid_json");
+      }
+      const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
+      if (body.is_discarded()) {
+        throw invalid_request("the request body is not valid JSON", "", "invalid_json");
+      }
+      check_lora_entries(parse_lora_entries(body, "body"), e.target_lora(), "body");
+      res.send(200, "application/json", R"({"success":true})");
+      return;
+    }
+    res.send(200, "application/json", to_wire(lora_adapters_json(e.target_lora())));
+    return;
+  }
   if (post && path == "/apply-template") return apply_template(req, res);
   if (post && path == "/detokenize") return detokenize(req, res);
   if (get && path == "/health") {
@@ -336,6 +355,7 @@ GenerationOptions HttpServer::Impl::request_options(const CompletionRequest& r,
   o.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   o.fixed_seed = r.seed.has_value();
   o.penalties = r.penalties;
+  check_lora_entries(r.lora, e.target_lora(), "lora");
   o.grammar = r.grammar;
   o.grammar_trigger = r.grammar_trigger;
   try {

@@ -209,9 +209,6 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   }
 
   // What specdec does not have is refused when switched on, never silently skipped.
-  if (const ordered_json* l = field(j, "lora"); l != nullptr && !(l->is_array() && l->empty())) {
-    unsupported("lora", "LoRA adapters are not supported");
-  }
   r.post_sampling_probs = get_bool(j, "post_sampling_probs", false);
 
   // The fields shared with /v1/completions go through its parser, with llama-server's
@@ -248,7 +245,8 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
                            "draft_max",
                            "stop_token_ids",
                            "min_tokens",
-                           "id_slot"}) {
+                           "id_slot",
+                           "lora"}) {
     if (const ordered_json* v = field(j, name)) o[name] = *v;
   }
   // llama-server's samplers list, its default when none is given: the temperature last.

@@ -552,6 +552,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   }
   r.stop = get_stop(j);
   r.penalties = get_penalties(j);
+  if (const json* l = field(j, "lora")) r.lora = parse_lora_entries(*l, "lora");
   // llama-server reads its samplers list on every endpoint: the stages it leaves out are off and
   // the temperature stands where it puts it; an order specdec would not apply is a 400.
   if (const json* s = field(j, "samplers")) {

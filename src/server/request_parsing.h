@@ -18,6 +18,7 @@
 #include "sampling/distribution.h"
 #include "sampling/penalties.h"
 #include "server/api_error.h"
+#include "server/lora_api.h"
 #include "server/tool_calls.h"
 #include "tokenizer/chat_template.h"
 
@@ -70,6 +71,9 @@ struct CompletionRequest {
   // stages that act, in its order; it has switched the others off in `sampling` and `penalties`
   // and put the temperature first or last.
   std::vector<std::string> samplers;
+  // llama-server's per-request `lora` list (server/lora_api.h): checked against the adapters the
+  // target runs with when the request is served.
+  std::vector<LoraRequestEntry> lora;
   std::optional<uint64_t> seed;  // nullopt: a random seed per request
   std::vector<std::string> stop;
   int32_t n = 1;            // choices, each its own sequence

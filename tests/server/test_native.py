@@ -397,7 +397,7 @@ def test_budget_and_truncation(server):
     ("/completion", {"prompt": PROMPT, "mirostat": 2, "mirostat_tau": -1}, "mirostat_tau"),
     ("/completion", {"prompt": PROMPT, "dry_multiplier": -0.8}, "dry_multiplier"),
     ("/completion", {"prompt": PROMPT, "xtc_probability": 1.5}, "xtc_probability"),
-    ("/completion", {"prompt": PROMPT, "lora": [{"id": 0, "scale": 1}]}, "lora"),
+    ("/completion", {"prompt": PROMPT, "lora": [{"id": 0, "scale": 1}]}, "lora[0].id"),
     ("/completion", {"prompt": PROMPT, "post_sampling_probs": "yes"}, "post_sampling_probs"),
     ("/completion", {"prompt": PROMPT, "repeat_penalty": 1.1, "repeat_last_n": -3},
      "repeat_last_n"),

@@ -1,11 +1,14 @@
 // Writes a tiny random-weight GGUF model (tests/support/tiny_model.h) for the server's Python
 // end-to-end tests, which need a model file but cannot call the C++ test helpers.
 //   write_tiny_model OUT.gguf [n_ctx] [n_embd] [n_layer] [n_ff] [seed] [fim 0|1] [tools 0|1|2]
+//   write_tiny_model --lora OUT.gguf: a LoRA adapter (tests/support/tiny_lora.h) for the default
+//   shapes (n_embd 64, 2 layers, n_ff 128)
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
 
+#include "support/tiny_lora.h"
 #include "support/tiny_model.h"
 
 int main(int argc, char** argv) {
@@ -16,6 +19,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   specdec::testing::TinyModelSpec spec;
+  if (std::string(argv[1]) == "--lora") {
+    if (argc != 3) {
+      std::cerr << "usage: write_tiny_model --lora OUT.gguf\n";
+      return 1;
+    }
+    try {
+      std::cout << specdec::testing::write_tiny_lora(spec, {}, argv[2]) << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      return 1;
+    }
+    return 0;
+  }
   auto arg = [&](int i, int fallback) { return argc > i ? std::atoi(argv[i]) : fallback; };
   spec.n_ctx = arg(2, spec.n_ctx);
   spec.n_embd = arg(3, spec.n_embd);
