@@ -1,5 +1,6 @@
 #include "model/lora.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string_view>
@@ -14,6 +15,9 @@
 
 namespace specdec {
 namespace {
+
+// The output chunk apply_lora works in (a multiple of every SIMD width).
+constexpr int64_t kChunk = 256;
 
 constexpr std::array<std::string_view, kLoraTargets> kTargetNames = {
     "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
@@ -155,32 +159,50 @@ std::shared_ptr<const LoraAdapter> load_lora_adapter(const std::string& path,
 
 void apply_lora(std::span<const ActiveLora> adapters, int32_t layer, LoraTarget target,
                 const float* x, int64_t rows, float* out, ThreadPool& pool) {
+  // B (A x) goes over the outputs in fixed chunks: every output element is computed by the same
+  // kernel calls at the same offset in its chunk whether a row is alone (its chunks spread over
+  // the threads) or one of many (each row on one thread, its chunks in order), so the bits do
+  // not depend on the pass or the thread count.
   const auto t = static_cast<size_t>(target);
-  const auto one_row = [&](int64_t i) {
-    thread_local std::vector<float> ax, delta;
-    for (const ActiveLora& active : adapters) {
-      const LoraMatrix& m = active.adapter->layers[static_cast<size_t>(layer)][t];
-      if (m.rank == 0 || active.scale == 0.0f) continue;
+  for (const ActiveLora& active : adapters) {
+    const LoraMatrix& m = active.adapter->layers[static_cast<size_t>(layer)][t];
+    if (m.rank == 0 || active.scale == 0.0f) continue;
+    const float factor = active.adapter->factor(m, active.scale);
+    const int64_t chunks = (m.n_out + kChunk - 1) / kChunk;
+    // Row i's A x into ax (rank floats).
+    const auto project = [&m, x](int64_t i, float* ax) {
+      for (int32_t j = 0; j < m.rank; ++j) {
+        ax[j] = dot_f32(&m.a[static_cast<size_t>(j) * m.n_in], x + i * m.n_in, m.n_in);
+      }
+    };
+    // out[i][chunk] += factor * (B ax)[chunk].
+    const auto expand = [&m, out, factor](int64_t i, const float* ax, int64_t c) {
+      const int64_t begin = c * kChunk, len = std::min<int64_t>(kChunk, m.n_out - begin);
+      float delta[kChunk] = {};
+      for (int32_t j = 0; j < m.rank; ++j) {
+        axpy_f32(ax[j], &m.bt[static_cast<size_t>(j) * m.n_out + begin], delta, len);
+      }
+      axpy_f32(factor, delta, out + i * m.n_out + begin, len);
+    };
+    if (rows == 1) {
+      thread_local std::vector<float> ax;
       ax.resize(static_cast<size_t>(m.rank));
-      delta.assign(static_cast<size_t>(m.n_out), 0.0f);
-      const float* xi = x + i * m.n_in;
-      for (int32_t j = 0; j < m.rank; ++j) {
-        ax[static_cast<size_t>(j)] = dot_f32(&m.a[static_cast<size_t>(j) * m.n_in], xi, m.n_in);
-      }
-      for (int32_t j = 0; j < m.rank; ++j) {
-        axpy_f32(ax[static_cast<size_t>(j)], &m.bt[static_cast<size_t>(j) * m.n_out], delta.data(),
-                 m.n_out);
-      }
-      axpy_f32(active.adapter->factor(m, active.scale), delta.data(), out + i * m.n_out, m.n_out);
+      project(0, ax.data());
+      const float* projected = ax.data();
+      pool.parallel_for(chunks, [&expand, projected](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) expand(0, projected, c);
+      });
+      continue;
     }
-  };
-  if (rows == 1) {
-    one_row(0);
-    return;
+    pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
+      thread_local std::vector<float> ax;
+      ax.resize(static_cast<size_t>(m.rank));
+      for (int64_t i = begin; i < end; ++i) {
+        project(i, ax.data());
+        for (int64_t c = 0; c < chunks; ++c) expand(i, ax.data(), c);
+      }
+    });
   }
-  pool.parallel_for(rows, [&one_row](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) one_row(i);
-  });
 }
 
 void Model::set_lora(std::span<const ActiveLora> adapters) {
