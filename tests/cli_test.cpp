@@ -32,6 +32,18 @@ void expect_clean_error(const CliResult& r, const std::string& fragment) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+// The distinct continuations `verify` saw for a prompt (its table's second column); -1 when the
+// output has no row for it.
+int verify_distinct(const std::string& out, const std::string& prompt) {
+  const size_t row = out.find("\n" + prompt + " ");
+  if (row == std::string::npos) return -1;
+  std::istringstream fields(out.substr(row + 1));
+  std::string shown;
+  int distinct = -1;
+  fields >> shown >> distinct;
+  return distinct;
+}
+
 class Cli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -579,12 +591,7 @@ TEST_F(Cli, VerifyPassesWithTheTemperatureLast) {
       << r.out;
   EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;
   // The check compared something: more than one distinct continuation, fewer than the samples.
-  const size_t row = r.out.find("\nab ");
-  ASSERT_NE(row, std::string::npos) << r.out;
-  std::istringstream fields(r.out.substr(row + 1));
-  std::string prompt;
-  int distinct = 0;
-  fields >> prompt >> distinct;
+  const int distinct = verify_distinct(r.out, "ab");
   EXPECT_GE(distinct, 2) << r.out;
   EXPECT_LE(distinct, 27) << r.out;
   // The letters say the same; a stage left out is off (top-p here).
@@ -625,13 +632,7 @@ TEST_F(Cli, VerifyPassesWithMirostat) {
                            "0.5"});
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     // The check compared something: more than one distinct continuation.
-    const size_t row = r.out.find("\nab ");
-    ASSERT_NE(row, std::string::npos) << r.out;
-    std::istringstream fields(r.out.substr(row + 1));
-    std::string prompt;
-    int distinct = 0;
-    fields >> prompt >> distinct;
-    EXPECT_GE(distinct, 5) << r.out;
+    EXPECT_GE(verify_distinct(r.out, "ab"), 5) << r.out;
     EXPECT_NE(r.out.find(std::string("Mirostat ") + version + " (tau 2"), std::string::npos)
         << r.out;
     EXPECT_NE(r.out.find("distribution check: PASS"), std::string::npos) << r.out;

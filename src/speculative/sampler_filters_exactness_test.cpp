@@ -4,6 +4,9 @@
 // greedy output the target's argmax whatever the filters say.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "sampling/chi_square.h"
 #include "speculative/drafter.h"
 #include "speculative/exactness_harness_test_util.h"
@@ -52,6 +55,27 @@ SamplingParams all_of_them() {
   return sp;
 }
 
+// Runs speculative decoding with sp from `prompt` (3-token continuations over 5 tokens, γ 3,
+// 40,000 runs, seeded by `seed`), checks that the counts fit the target's joint under sp (level
+// 1e-4) with drafts accepted, and that they do not fit the joint under `other` (the settings
+// without what is being tested), so that the check could fail. `label` names the case.
+void expect_targets_joint(Models& m, const SamplingParams& sp, const SamplingParams& other,
+                          const std::vector<int32_t>& prompt, uint64_t seed,
+                          const std::string& label) {
+  ModelDrafter drafter(m.draft);
+  Rng rng(seed);
+  SpeculativeDecoder dec(m.target, drafter, sp, 3, rng);
+  int64_t accepted = 0;
+  const std::vector<int64_t> counts = joint_counts(
+      dec, 5, prompt, 3, 40000, [&accepted](const DecodeStats& s) { accepted += s.accepted; });
+  const ChiSquareResult r = chi_square_test(counts, exact_joint(m.target, sp, prompt, 3));
+  EXPECT_EQ(r.impossible, 0) << label;
+  EXPECT_GT(r.p_value, 1e-4) << label << " stat " << r.stat << " dof " << r.dof;
+  EXPECT_GT(accepted, 0) << label;
+  EXPECT_LT(chi_square_test(counts, exact_joint(m.target, other, prompt, 3)).p_value, 1e-6)
+      << label;
+}
+
 // 3-token continuations over 5 tokens (125 cells), γ 3, 40,000 runs each; level 1e-4 per fit.
 TEST(SamplerFiltersUnderSpeculation, JointDistributionIsTheFilteredTargets) {
   Models m(5, 1.0f);
@@ -59,21 +83,10 @@ TEST(SamplerFiltersUnderSpeculation, JointDistributionIsTheFilteredTargets) {
   for (const SamplingParams& sp :
        {typical(1.0f, 0.6f), sigma(1.0f, 1.0f), xtc(1.0f, 0.5f, 0.15f), xtc(0.7f, 1.0f, 0.1f),
         dynatemp(1.0f, 0.9f, 3.0f), all_of_them()}) {
-    const std::vector<int32_t> prompt{config % 5, 2, (config * 3) % 5};
-    ModelDrafter drafter(m.draft);
-    Rng rng(5100 + config);
-    SpeculativeDecoder dec(m.target, drafter, sp, 3, rng);
-    int64_t accepted = 0;
-    const std::vector<int64_t> counts = joint_counts(
-        dec, 5, prompt, 3, 40000, [&accepted](const DecodeStats& s) { accepted += s.accepted; });
-    const ChiSquareResult r = chi_square_test(counts, exact_joint(m.target, sp, prompt, 3));
-    EXPECT_EQ(r.impossible, 0) << "config " << config;
-    EXPECT_GT(r.p_value, 1e-4) << "config " << config << " stat " << r.stat << " dof " << r.dof;
-    EXPECT_GT(accepted, 0) << "config " << config;
     // The filter really changed the distribution: the unfiltered joint does not fit the counts.
-    SamplingParams plain = params(sp.temperature, sp.top_p, sp.top_k);
-    EXPECT_LT(chi_square_test(counts, exact_joint(m.target, plain, prompt, 3)).p_value, 1e-6)
-        << "config " << config;
+    expect_targets_joint(m, sp, params(sp.temperature, sp.top_p, sp.top_k),
+                         {config % 5, 2, (config * 3) % 5}, 5100 + config,
+                         "config " + std::to_string(config));
     ++config;
   }
 }
@@ -91,21 +104,10 @@ TEST(SamplerFiltersUnderSpeculation, TemperatureLastIsTheTargetsInThatOrder) {
   hot_xtc.xtc_threshold = 0.12f;
   int config = 0;
   for (const SamplingParams& sp : {nucleus, hot_xtc}) {
-    const std::vector<int32_t> prompt{config + 1, 3, 0};
-    ModelDrafter drafter(m.draft);
-    Rng rng(5200 + config);
-    SpeculativeDecoder dec(m.target, drafter, sp, 3, rng);
-    int64_t accepted = 0;
-    const std::vector<int64_t> counts = joint_counts(
-        dec, 5, prompt, 3, 40000, [&accepted](const DecodeStats& s) { accepted += s.accepted; });
-    const ChiSquareResult r = chi_square_test(counts, exact_joint(m.target, sp, prompt, 3));
-    EXPECT_EQ(r.impossible, 0) << "config " << config;
-    EXPECT_GT(r.p_value, 1e-4) << "config " << config << " stat " << r.stat << " dof " << r.dof;
-    EXPECT_GT(accepted, 0) << "config " << config;
     SamplingParams first = sp;
     first.temperature_last = false;
-    EXPECT_LT(chi_square_test(counts, exact_joint(m.target, first, prompt, 3)).p_value, 1e-6)
-        << "config " << config;
+    expect_targets_joint(m, sp, first, {config + 1, 3, 0}, 5200 + config,
+                         "config " + std::to_string(config));
     ++config;
   }
 }
