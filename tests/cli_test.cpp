@@ -422,6 +422,24 @@ TEST_F(Cli, ModelsFindsTheMachinesModelsAndOllamaReferencesRunThem) {
   EXPECT_EQ(via_ollama.out, via_file.out);
   expect_clean_error(run_cli_env(env, {"run", "-m", "ollama:absent", "-p", "x"}),
                      "no Ollama model absent:latest in " + ollama.string());
+  // A Modelfile's ADAPTER: the model runs with the adapter applied, as `--lora` applies it.
+  testing::TinyModelSpec spec;
+  spec.n_ctx = 128;  // the fixture's target
+  const std::string adapter_digest(64, 'a');
+  testing::write_tiny_lora(spec, testing::TinyLoraSpec{},
+                           (ollama / "blobs" / ("sha256-" + adapter_digest)).string());
+  std::ofstream(ollama / "manifests/registry.ollama.ai/library/tiny/lora")
+      << R"({"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:)"
+      << digest << R"("},{"mediaType":"application/vnd.ollama.image.adapter","digest":"sha256:)"
+      << adapter_digest << R"("}]})";
+  const CliResult adapted = run_cli_env(
+      env, {"run", "-m", "ollama:tiny:lora", "-p", "hello", "-n", "8", "--temp", "0", "-q"});
+  ASSERT_EQ(adapted.exit_code, 0) << adapted.err;
+  EXPECT_NE(adapted.out, via_file.out);
+  EXPECT_EQ(adapted.out,
+            run_cli({"run", "-m", *target_, "-p", "hello", "-n", "8", "--temp", "0", "-q", "--lora",
+                     (ollama / "blobs" / ("sha256-" + adapter_digest)).string()})
+                .out);
   expect_clean_error(run_cli({"run", "-m", "tiny:1b", "-p", "x"}), "write ollama:tiny:1b");
 }
 

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "engine/model_ref.h"
+#include "model/lora.h"
 
 namespace specdec {
 
@@ -15,7 +16,8 @@ LoadedModel LoadedModel::load(
     const std::string& ref,
     const std::function<ModelLoadOptions(const Tokenizer&, const ModelConfig&)>& layout) {
   LoadedModel m;
-  const std::string path = resolve_model_ref(ref);
+  const ResolvedModel resolved = resolve_model(ref);
+  const std::string& path = resolved.path;
   std::error_code ec;
   if (!is_model_ref(ref) && !std::filesystem::exists(path, ec) &&
       path.find('/') == std::string::npos && path.find(':') != std::string::npos) {
@@ -40,6 +42,14 @@ LoadedModel LoadedModel::load(
   if (m.tokenizer->n_vocab() < m.model->config().n_vocab) {
     fail(path, ": tokenizer has ", m.tokenizer->n_vocab(), " tokens but the model outputs ",
          m.model->config().n_vocab, " logits");
+  }
+  if (!resolved.adapters.empty()) {
+    // An Ollama model's ADAPTER layers, at scale 1 as Ollama applies them.
+    std::vector<ActiveLora> adapters;
+    for (const std::string& a : resolved.adapters) {
+      adapters.push_back({load_lora_adapter(a, m.model->config()), 1.0f});
+    }
+    m.model->set_lora(adapters);
   }
   return m;
 }

@@ -128,7 +128,7 @@ nlohmann::json read_manifest(const fs::path& path) {
   return j;
 }
 
-std::string resolve_ollama(const std::string& ref, const ModelStores& stores) {
+ResolvedModel resolve_ollama(const std::string& ref, const ModelStores& stores) {
   const OllamaName n = parse_ollama_name(ref);
   std::vector<std::string> searched;
   for (const std::string& root : stores.ollama) {
@@ -140,16 +140,19 @@ std::string resolve_ollama(const std::string& ref, const ModelStores& stores) {
     }
     const nlohmann::json m = read_manifest(manifest);
     std::string digest;
+    std::vector<std::string> adapter_digests;
     for (const nlohmann::json& layer : m["layers"]) {
       if (!layer.is_object() || !layer.contains("mediaType") || !layer["mediaType"].is_string()) {
         continue;
       }
       const std::string type = layer["mediaType"].get<std::string>();
+      const bool has_digest = layer.contains("digest") && layer["digest"].is_string();
       if (type == kOllamaAdapterLayer) {
-        fail("Ollama model ", n.display(), " has a LoRA adapter layer, which specdec does not ",
-             "apply: run its base model instead");
+        // A Modelfile's ADAPTER: a GGUF LoRA adapter that Ollama applies at scale 1.
+        if (!has_digest) fail(manifest.string(), ": an adapter layer without a digest");
+        adapter_digests.push_back(layer["digest"].get<std::string>());
       }
-      if (type == kOllamaModelLayer && layer.contains("digest") && layer["digest"].is_string()) {
+      if (type == kOllamaModelLayer && has_digest) {
         if (!digest.empty()) fail("Ollama model ", n.display(), " has more than one model layer");
         digest = layer["digest"].get<std::string>();
       }
@@ -159,17 +162,25 @@ std::string resolve_ollama(const std::string& ref, const ModelStores& stores) {
            kOllamaModelLayer, "); models Ollama imported from safetensors cannot be read");
     }
     // "sha256:<64 hex>" is stored as blobs/sha256-<64 hex>.
-    const bool hex = digest.size() == 7 + 64 && digest.starts_with("sha256:") &&
-                     std::all_of(digest.begin() + 7, digest.end(), [](char c) {
-                       return std::isxdigit(static_cast<unsigned char>(c)) != 0;
-                     });
-    if (!hex) fail(manifest.string(), ": the model layer's digest '", digest, "' is not sha256");
-    const fs::path blob = fs::path(root) / "blobs" / ("sha256-" + digest.substr(7));
-    if (!fs::is_regular_file(blob, ec)) {
-      fail("Ollama model ", n.display(), ": its weights ", blob.string(),
-           " are missing (an interrupted pull? `ollama pull ", n.display(), "` again)");
+    const auto blob_of = [&](const std::string& d, const char* what) {
+      const bool hex = d.size() == 7 + 64 && d.starts_with("sha256:") &&
+                       std::all_of(d.begin() + 7, d.end(), [](char c) {
+                         return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+                       });
+      if (!hex) fail(manifest.string(), ": the ", what, " layer's digest '", d, "' is not sha256");
+      const fs::path blob = fs::path(root) / "blobs" / ("sha256-" + d.substr(7));
+      if (!fs::is_regular_file(blob, ec)) {
+        fail("Ollama model ", n.display(), ": its ", what, " ", blob.string(),
+             std::string_view(what) == "weights" ? " are" : " is",
+             " missing (an interrupted pull? `ollama pull ", n.display(), "` again)");
+      }
+      return blob.string();
+    };
+    ResolvedModel resolved{blob_of(digest, "weights"), {}};
+    for (const std::string& d : adapter_digests) {
+      resolved.adapters.push_back(blob_of(d, "adapter"));
     }
-    return blob.string();
+    return resolved;
   }
   fail("no Ollama model ", n.display(), " in ",
        searched.empty() ? std::string("any store (none configured)") : joined(searched),
@@ -310,10 +321,14 @@ std::string hf_main_snapshot(const std::string& repo_dir) {
   return "";
 }
 
-std::string resolve_model_ref(const std::string& ref, const ModelStores& stores) {
+ResolvedModel resolve_model(const std::string& ref, const ModelStores& stores) {
   if (ref.starts_with(kOllamaPrefix)) return resolve_ollama(ref, stores);
-  if (ref.starts_with(kHfPrefix)) return resolve_hf(ref, stores);
-  return ref;
+  if (ref.starts_with(kHfPrefix)) return {resolve_hf(ref, stores), {}};
+  return {ref, {}};
+}
+
+std::string resolve_model_ref(const std::string& ref, const ModelStores& stores) {
+  return resolve_model(ref, stores).path;
 }
 
 std::string model_ref_name(const std::string& ref) {

@@ -35,8 +35,19 @@ struct ModelStores {
 
 ModelStores model_stores();
 
-// The GGUF file a reference (or path) means. Throws specdec::Error saying what was looked for
-// and where when a reference does not resolve, or names a model specdec cannot run as it is.
+// What a reference (or path) means: its GGUF file, and the LoRA adapters (GGUF files, applied
+// at scale 1 as Ollama applies them) an Ollama model's manifest layers on it. Throws
+// specdec::Error saying what was looked for and where when a reference does not resolve, or
+// names a model specdec cannot run as it is.
+struct ResolvedModel {
+  std::string path;
+  std::vector<std::string> adapters;
+};
+ResolvedModel resolve_model(const std::string& ref, const ModelStores& stores);
+inline ResolvedModel resolve_model(const std::string& ref) {
+  return resolve_model(ref, model_stores());
+}
+// resolve_model's GGUF file alone.
 std::string resolve_model_ref(const std::string& ref, const ModelStores& stores);
 inline std::string resolve_model_ref(const std::string& ref) {
   return resolve_model_ref(ref, model_stores());

@@ -17,6 +17,7 @@ namespace fs = std::filesystem;
 
 const std::string kDigest(64, 'a');
 const std::string kOther(64, 'b');
+const std::string kAdapter(64, 'c');
 
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
@@ -88,11 +89,20 @@ TEST(ModelRef, OllamaRefusalsSayWhatWasLookedForAndWhy) {
   EXPECT_NE(e.find("no Ollama model missing:7b in " + s.root.string()), std::string::npos) << e;
   EXPECT_NE(e.find("ollama pull missing:7b"), std::string::npos) << e;
 
+  // A Modelfile's ADAPTER layer is a LoRA adapter applied to the weights; its blob must be there.
   s.add("registry.ollama.ai", "library", "lora", "latest",
         manifest(layer(kModelLayer, kDigest) + "," +
-                 layer("application/vnd.ollama.image.adapter", kOther)));
+                 layer("application/vnd.ollama.image.adapter", kAdapter)));
   write(s.blob(kDigest), "GGUF");
-  EXPECT_NE(error_of("ollama:lora", stores).find("LoRA adapter"), std::string::npos);
+  EXPECT_NE(error_of("ollama:lora", stores)
+                .find("its adapter " + s.blob(kAdapter).string() + " is missing"),
+            std::string::npos)
+      << error_of("ollama:lora", stores);
+  write(s.blob(kAdapter), "GGUF");
+  const ResolvedModel adapted = resolve_model("ollama:lora", stores);
+  EXPECT_EQ(adapted.path, s.blob(kDigest).string());
+  EXPECT_EQ(adapted.adapters, std::vector<std::string>{s.blob(kAdapter).string()});
+  EXPECT_TRUE(resolve_model("/models/x.gguf", stores).adapters.empty());
 
   s.add("registry.ollama.ai", "library", "safetensors", "latest",
         manifest(layer("application/vnd.ollama.image.tensor; name=w", kDigest)));
