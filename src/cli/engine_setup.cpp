@@ -288,14 +288,8 @@ void add_lora_options(ArgParser& p, LoraOptions& lora) {
 }
 
 void apply_lora_options(const LoraOptions& lora, LoadedModel& target) {
-  if (lora.adapters.empty()) return;
   // After the adapters the model came with (an Ollama model's ADAPTER layers).
-  const std::span<const ActiveLora> loaded = target.model->lora();
-  std::vector<ActiveLora> active(loaded.begin(), loaded.end());
-  for (const auto& [path, scale] : lora.adapters) {
-    active.push_back({load_lora_adapter(path, target.model->config()), scale});
-  }
-  target.model->set_lora(active);
+  add_lora_files(*target.model, lora.adapters);
 }
 
 void add_filter_options(ArgParser& p, FilterOptions& filters) {

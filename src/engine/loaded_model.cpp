@@ -1,6 +1,9 @@
 #include "engine/loaded_model.h"
 
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/error.h"
 #include "engine/model_ref.h"
@@ -43,14 +46,10 @@ LoadedModel LoadedModel::load(
     fail(path, ": tokenizer has ", m.tokenizer->n_vocab(), " tokens but the model outputs ",
          m.model->config().n_vocab, " logits");
   }
-  if (!resolved.adapters.empty()) {
-    // An Ollama model's ADAPTER layers, at scale 1 as Ollama applies them.
-    std::vector<ActiveLora> adapters;
-    for (const std::string& a : resolved.adapters) {
-      adapters.push_back({load_lora_adapter(a, m.model->config()), 1.0f});
-    }
-    m.model->set_lora(adapters);
-  }
+  // An Ollama model's ADAPTER layers, at scale 1 as Ollama applies them.
+  std::vector<std::pair<std::string, float>> adapters;
+  for (const std::string& a : resolved.adapters) adapters.emplace_back(a, 1.0f);
+  add_lora_files(*m.model, adapters);
   return m;
 }
 

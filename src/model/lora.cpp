@@ -205,6 +205,16 @@ void apply_lora(std::span<const ActiveLora> adapters, int32_t layer, LoraTarget 
   }
 }
 
+void add_lora_files(Model& model, std::span<const std::pair<std::string, float>> files) {
+  if (files.empty()) return;
+  const std::span<const ActiveLora> loaded = model.lora();
+  std::vector<ActiveLora> active(loaded.begin(), loaded.end());
+  for (const auto& [path, scale] : files) {
+    active.push_back({load_lora_adapter(path, model.config()), scale});
+  }
+  model.set_lora(active);
+}
+
 void Model::set_lora(std::span<const ActiveLora> adapters) {
   for (const ActiveLora& a : adapters) {
     if (a.adapter == nullptr || a.adapter->layers.size() != static_cast<size_t>(config_.n_layer)) {

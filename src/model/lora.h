@@ -16,6 +16,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/model.h"
@@ -59,6 +60,10 @@ struct ActiveLora {
   std::shared_ptr<const LoraAdapter> adapter;
   float scale = 1.0f;
 };
+
+// Reads each (path, scale) adapter for the model and adds it after the adapters the model
+// already applies (Model::set_lora). Throws like load_lora_adapter; the model is then unchanged.
+void add_lora_files(Model& model, std::span<const std::pair<std::string, float>> files);
 
 // out[i] += sum over the adapters of s B (A x[i]) for the pair of (layer, target), rows i < rows
 // of x (n_in wide) and out (n_out wide). Each row is computed alone, in the same order for any

@@ -298,15 +298,9 @@ void HttpServer::Impl::route(const HttpRequest& req, HttpResponder& res) {
     Engine& e = ready_engine();
     if (post) {
       // Setting the scales llama-server's way: only the scales the adapters already run at.
-      // The body is an array ([{"id": 0, "scale": 1.0}, ...]), which parse_body refuses.
-      if (json_nesting_depth(req.body) > kMaxJsonDepth) {
-        throw invalid_request("the request body nests JSON too deeply", "", "invalid_json");
-      }
-      const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
-      if (body.is_discarded()) {
-        throw invalid_request("the request body is not valid JSON", "", "invalid_json");
-      }
-      check_lora_entries(parse_lora_entries(body, "body"), e.target_lora(), "body");
+      // The body is an array ([{"id": 0, "scale": 1.0}, ...]), not an object.
+      check_lora_entries(parse_lora_entries(parse_json_value(req.body), "body"), e.target_lora(),
+                         "body");
       res.send(200, "application/json", R"({"success":true})");
       return;
     }

@@ -261,7 +261,7 @@ std::shared_ptr<const Grammar> get_grammar(const json& j, std::string_view body)
 
 }  // namespace
 
-json parse_body(std::string_view body) {
+json parse_json_value(std::string_view body) {
   if (json_nesting_depth(body) > kMaxJsonDepth) {
     throw invalid_request(
         str_cat("the request body nests JSON deeper than ", kMaxJsonDepth, " levels"), "",
@@ -271,6 +271,11 @@ json parse_body(std::string_view body) {
   if (j.is_discarded()) {
     throw invalid_request("the request body is not valid JSON", "", "invalid_json");
   }
+  return j;
+}
+
+json parse_body(std::string_view body) {
+  json j = parse_json_value(body);
   if (!j.is_object()) wrong_type("body", "a JSON object", j);
   return j;
 }

@@ -121,7 +121,9 @@ inline constexpr size_t kMaxJsonDepth = 64;
 
 // How deeply arrays and objects nest in JSON text (strings skipped), without parsing it.
 size_t json_nesting_depth(std::string_view text);
-// A request body: JSON no deeper than kMaxJsonDepth, an object; a 400 otherwise.
+// A request body: JSON no deeper than kMaxJsonDepth, of any kind; a 400 otherwise.
+nlohmann::json parse_json_value(std::string_view body);
+// The same, and an object; a 400 otherwise.
 nlohmann::json parse_body(std::string_view body);
 // The body's "model" ("" when absent or null); a 400 when it is no string.
 std::string get_model(const nlohmann::json& body);

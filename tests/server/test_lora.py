@@ -72,6 +72,10 @@ def test_posting_the_scales_they_run_at_is_accepted_and_others_refused(lora_serv
     status, doc = post_json(lora_server.base, "/lora-adapters", [{"id": 0, "scale": 0.2}])
     assert status == 400 and doc["error"]["param"] == "body[0].scale", doc
     assert "fixed when the server starts" in doc["error"]["message"]
+    status, doc = post_json(lora_server.base, "/lora-adapters", b"[{not json")
+    assert status == 400 and doc["error"]["code"] == "invalid_json", doc
+    status, doc = post_json(lora_server.base, "/lora-adapters", b"[" * 100 + b"]" * 100)
+    assert status == 400 and doc["error"]["code"] == "invalid_json", doc
 
 
 def test_a_server_without_adapters_refuses_any(server):
