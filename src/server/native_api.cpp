@@ -287,7 +287,6 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
         "min_tokens", "invalid_value");
   }
 
-  r.samplers = r.base.samplers;
   return r;
 }
 
@@ -332,7 +331,7 @@ nlohmann::json native_settings_json(const NativeRequest& r, const GenerationOpti
   doc["post_sampling_probs"] = r.post_sampling_probs;
   doc["n_indent"] = r.n_indent;
   doc["t_max_predict_ms"] = r.t_max_predict_ms;
-  doc["samplers"] = r.samplers;
+  doc["samplers"] = r.base.samplers;
   doc["stream"] = r.base.stream;
   return doc;
 }

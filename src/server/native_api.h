@@ -51,7 +51,6 @@ struct NativeRequest {
   double t_max_predict_ms = 0;  // GenerationOptions::newline_time_limit_ms
   bool return_tokens = false;
   std::vector<std::string> response_fields;  // empty: the whole response
-  std::vector<std::string> samplers;         // the filters applied, in llama-server's names
   // logit_bias entries that name text: each of its tokens gets the bias (resolved by the server,
   // which has the tokenizer).
   std::vector<std::pair<std::string, float>> text_bias;

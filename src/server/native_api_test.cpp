@@ -30,7 +30,7 @@ TEST(NativeApi, LlamaServersDefaultsAndNames) {
   EXPECT_FLOAT_EQ(r.base.sampling.min_p, 0.05f);
   EXPECT_EQ(r.n_predict, -1);
   EXPECT_FALSE(r.base.seed.has_value());
-  EXPECT_EQ(r.samplers, (std::vector<std::string>{"top_k", "top_p", "min_p", "temperature"}));
+  EXPECT_EQ(r.base.samplers, (std::vector<std::string>{"top_k", "top_p", "min_p", "temperature"}));
   // llama-server's order: the temperature after the filters.
   EXPECT_TRUE(r.base.sampling.temperature_last);
   const NativeRequest s = parse(NativeEndpoint::Completion, {{"prompt", "hi"},
@@ -72,7 +72,7 @@ TEST(NativeApi, TheSamplersListSwitchesFiltersOff) {
   EXPECT_FLOAT_EQ(r.base.sampling.top_p, 0.99f);
   EXPECT_EQ(r.base.sampling.min_p, 0.0f);
   EXPECT_EQ(r.base.sampling.temperature, 1.0f);
-  EXPECT_EQ(r.samplers, (std::vector<std::string>{"top_k", "top_p"}));
+  EXPECT_EQ(r.base.samplers, (std::vector<std::string>{"top_k", "top_p"}));
   const NativeRequest p =
       parse(NativeEndpoint::Completion,
             {{"prompt", "x"}, {"repeat_penalty", 1.3}, {"samplers", {"top_k"}}});
@@ -81,7 +81,7 @@ TEST(NativeApi, TheSamplersListSwitchesFiltersOff) {
                                 {{"prompt", "x"}, {"repeat_penalty", 1.3}, {"repeat_last_n", -1}});
   EXPECT_FLOAT_EQ(q.base.penalties.repetition_penalty, 1.3f);
   EXPECT_EQ(q.base.penalties.last_n, PenaltyParams::kWholeText);
-  EXPECT_EQ(q.samplers.front(), "penalties");
+  EXPECT_EQ(q.base.samplers.front(), "penalties");
   // llama-server's window: 64 unless given, 0 turns the penalties off.
   EXPECT_EQ(parse(NativeEndpoint::Completion, {{"prompt", "x"}, {"repeat_penalty", 1.3}})
                 .base.penalties.last_n,
@@ -97,7 +97,7 @@ TEST(NativeApi, TheSamplersListSwitchesFiltersOff) {
                                                                    {"typical_p", 0.5},
                                                                    {"min_p", 0.2},
                                                                    {"temperature", 0.6}});
-  EXPECT_EQ(letters.samplers, (std::vector<std::string>{"top_k", "top_p", "temperature"}));
+  EXPECT_EQ(letters.base.samplers, (std::vector<std::string>{"top_k", "top_p", "temperature"}));
   EXPECT_EQ(letters.base.sampling.top_k, 40);
   EXPECT_FLOAT_EQ(letters.base.sampling.top_p, 0.9f);
   EXPECT_FLOAT_EQ(letters.base.sampling.typical_p, 1.0f);  // y not given
@@ -116,8 +116,8 @@ TEST(NativeApi, TheSamplersListSwitchesFiltersOff) {
   const NativeRequest all =
       parse(NativeEndpoint::Completion,
             {{"prompt", "x"}, {"samplers", "edskypmxt"}, {"typical_p", 0.5}, {"top_n_sigma", 2}});
-  EXPECT_EQ(all.samplers, (std::vector<std::string>{"top_n_sigma", "top_k", "typ_p", "top_p",
-                                                    "min_p", "temperature"}));
+  EXPECT_EQ(all.base.samplers, (std::vector<std::string>{"top_n_sigma", "top_k", "typ_p", "top_p",
+                                                         "min_p", "temperature"}));
 }
 
 TEST(NativeApi, PromptForms) {
@@ -203,8 +203,8 @@ TEST(NativeApi, TypicalTopNSigmaAndXtcFollowTheSamplersList) {
   EXPECT_FLOAT_EQ(r.base.sampling.top_n_sigma, 1.5f);
   EXPECT_FLOAT_EQ(r.base.sampling.xtc_probability, 0.5f);
   EXPECT_FLOAT_EQ(r.base.sampling.xtc_threshold, 0.2f);
-  EXPECT_EQ(r.samplers, (std::vector<std::string>{"top_n_sigma", "top_k", "typ_p", "top_p", "min_p",
-                                                  "xtc", "temperature"}));
+  EXPECT_EQ(r.base.samplers, (std::vector<std::string>{"top_n_sigma", "top_k", "typ_p", "top_p",
+                                                       "min_p", "xtc", "temperature"}));
   // A list that leaves them out turns them off; llama-server's other names for them count.
   json listed = body;
   listed["samplers"] = {"top_k", "temperature"};
@@ -214,7 +214,7 @@ TEST(NativeApi, TypicalTopNSigmaAndXtcFollowTheSamplersList) {
   EXPECT_FLOAT_EQ(off.base.sampling.xtc_probability, 0.0f);
   listed["samplers"] = {"top-n-sigma", "typical", "xtc"};
   const auto on = parse(c, listed);
-  EXPECT_EQ(on.samplers, (std::vector<std::string>{"top_n_sigma", "typ_p", "xtc"}));
+  EXPECT_EQ(on.base.samplers, (std::vector<std::string>{"top_n_sigma", "typ_p", "xtc"}));
   EXPECT_FLOAT_EQ(on.base.sampling.typical_p, 0.7f);
   // The same stages in an order specdec does not apply: a 400, not the default order silently.
   listed["samplers"] = {"typical", "top-n-sigma", "xtc"};
@@ -230,7 +230,7 @@ TEST(NativeApi, TypicalTopNSigmaAndXtcFollowTheSamplersList) {
   const auto above = parse(
       c, {{"prompt", "x"}, {"typical_p", 3}, {"xtc_probability", 0.5}, {"xtc_threshold", 0.9}});
   EXPECT_FLOAT_EQ(above.base.sampling.typical_p, 1.0f);
-  EXPECT_EQ(std::count(above.samplers.begin(), above.samplers.end(), "xtc"), 0);
+  EXPECT_EQ(std::count(above.base.samplers.begin(), above.base.samplers.end(), "xtc"), 0);
 }
 
 TEST(NativeApi, MirostatTakesLlamaServersFieldsAndKeepsTheTemperature) {
@@ -270,7 +270,7 @@ TEST(NativeApi, DryTakesLlamaServersFieldsAndFollowsTheSamplersList) {
   EXPECT_EQ(d.allowed_length, 3);
   EXPECT_EQ(d.penalty_last_n, 64);
   EXPECT_EQ(d.sequence_breakers, (std::vector<std::string>{"\n", "###"}));
-  EXPECT_EQ(r.samplers.front(), "dry");
+  EXPECT_EQ(r.base.samplers.front(), "dry");
   // Defaults: llama-server's breakers; off unless the multiplier is set.
   const auto plain = parse(c, {{"prompt", "x"}});
   EXPECT_FALSE(plain.base.penalties.dry.active());
