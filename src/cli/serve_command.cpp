@@ -111,6 +111,11 @@ int serve_command(const std::vector<std::string>& args) {
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF); its file stem is the model id",
                model);
   add_lora_options(p, lora);
+  bool lora_without_apply = false;
+  p.add_flag({"--lora-init-without-apply"},
+             "load the LoRA adapters at scale 0: requests name the ones they want (`lora`), or "
+             "POST /lora-adapters sets the default",
+             lora_without_apply);
   p.add_string({"-md", "--model-draft"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", draft_model);
   add_draft_max_option(p, draft_max,
@@ -225,6 +230,11 @@ int serve_command(const std::vector<std::string>& args) {
 
   LoadedModel target = LoadedModel::load(model);
   apply_lora_options(lora, target);
+  if (lora_without_apply) {
+    std::vector<ActiveLora> off(target.model->lora().begin(), target.model->lora().end());
+    for (ActiveLora& a : off) a.scale = 0.0f;
+    target.model->set_lora(off);
+  }
   std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting);
   EngineOptions eo;
   eo.n_ctx = n_ctx;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <exception>
 
 #include "common/error.h"
@@ -96,6 +97,9 @@ struct Engine::Sequences {
   // Its draft is reading the claimed prompt (lazily, in a batch); others wait for its rows.
   bool draft_reading = false;
   int32_t draft_copied = 0;  // this request's GenerationStats::draft_shared_tokens
+  // lora_fingerprint of the adapters at the scales the target's cache rows were computed at
+  // (written under Engine::share_mu_, which other slots read it under).
+  uint64_t lora_key = 0;
   // Where the draft's cache starts in the history: 0, or where a context window re-based it
   // (ModelDrafter::base); its rows then hold history[draft_base..). Kept for the slot's next
   // request, whose draft keeps the rows its prompt still shares.
@@ -114,6 +118,7 @@ Engine::Engine(LoadedModel& target, LoadedModel* draft, const EngineOptions& opt
     fail("slots must be in [1, 256], got ", options_.n_slots);
   }
   pool_ = std::make_unique<ThreadPool>(std::max(1, options_.n_threads));
+  for (const ActiveLora& a : target_.model->lora()) lora_scales_.push_back(a.scale);
   dry_breakers_ = std::make_unique<DryBreakerCache>(*target_.tokenizer);
   if (options_.draft_vocab < 0)
     fail("draft vocabulary size must be >= 0, got ", options_.draft_vocab);
@@ -125,6 +130,7 @@ Engine::Engine(LoadedModel& target, LoadedModel* draft, const EngineOptions& opt
     auto s = std::make_unique<Sequences>(*target_.model, draft_ ? draft_->model.get() : nullptr,
                                          options_.n_ctx, *pool_, options_.kv_types,
                                          options_.draft_kv_types.value_or(options_.kv_types));
+    s->lora_key = target_.model->lora_fingerprint();
     if (coordinator_) {
       s->target.set_coordinator(coordinator_.get(), options_.prefill_chunk);
       if (s->draft) s->draft->set_coordinator(coordinator_.get(), options_.prefill_chunk);
@@ -150,19 +156,53 @@ uint64_t Engine::fingerprint(bool draft) {
   std::optional<uint64_t>& fp = draft ? draft_fingerprint_ : target_fingerprint_;
   if (!fp) {
     const LoadedModel& m = *(draft ? draft_ : &target_);
-    uint64_t h = gguf::content_fingerprint(*m.file);
-    // LoRA adapters change every K/V after the first layer: slots computed with other adapters
-    // (or scales, or none) are another model's.
-    if (const uint64_t lora = m.model->lora_fingerprint(); lora != 0) {
-      h = (h ^ lora) * 0x9e3779b97f4a7c15ull;
-    }
-    fp = h;
+    fp = gguf::content_fingerprint(*m.file);
   }
   return *fp;
 }
 
-std::pair<SlotCachePart, SlotCachePart> Engine::cache_parts(Sequences& s) {
-  return {{&s.target.mutable_cache(), fingerprint(false)},
+std::vector<float> Engine::lora_scales() const {
+  const std::lock_guard<std::mutex> lock(lora_mu_);
+  return lora_scales_;
+}
+
+namespace {
+void check_lora_scales(std::span<const float> scales, size_t n_adapters) {
+  if (scales.size() != n_adapters) {
+    fail("LoRA scales: ", scales.size(), " given for the target's ", n_adapters, " adapters");
+  }
+  for (float scale : scales) {
+    if (!std::isfinite(scale)) fail("LoRA scales: ", scale, " is not a finite number");
+  }
+}
+}  // namespace
+
+void Engine::set_lora_scales(std::span<const float> scales) {
+  check_lora_scales(scales, target_lora().size());
+  const std::lock_guard<std::mutex> lock(lora_mu_);
+  lora_scales_.assign(scales.begin(), scales.end());
+}
+
+void Engine::use_lora_scales(Sequences& s, const std::optional<std::vector<float>>& requested) {
+  std::vector<float> scales = requested ? *requested : lora_scales();
+  check_lora_scales(scales, target_lora().size());
+  const uint64_t key = lora_fingerprint(target_lora(), scales);
+  // Adapters change every K/V row after the first layer: rows computed at other scales are
+  // another model's. (The draft's rows are its own model's alone; they go too, as the history
+  // they are a prefix of does.)
+  if (key != s.lora_key) {
+    clear_slot(s);
+    const std::lock_guard<std::mutex> lock(share_mu_);
+    s.lora_key = key;
+  }
+  s.target.set_lora_scales(std::move(scales));
+}
+
+std::pair<SlotCachePart, SlotCachePart> Engine::cache_parts(Sequences& s, uint64_t lora_key) {
+  // Slots computed with other adapters (or scales, or none) are another model's.
+  uint64_t target = fingerprint(false);
+  if (lora_key != 0) target = (target ^ lora_key) * 0x9e3779b97f4a7c15ull;
+  return {{&s.target.mutable_cache(), target},
           {s.draft ? &s.draft->mutable_cache() : nullptr, s.draft ? fingerprint(true) : 0}};
 }
 
@@ -183,7 +223,7 @@ Engine::SlotFileStats Engine::save_slot(int32_t slot, const std::string& path, i
   const int32_t n_draft =
       s.draft ? std::clamp(std::min(s.draft->length(), n - s.draft_base), 0, n) : 0;
   const int32_t draft_base = n_draft > 0 ? s.draft_base : 0;
-  const auto [target, draft] = cache_parts(s);
+  const auto [target, draft] = cache_parts(s, s.lora_key);
   const SlotFileWritten written =
       write_slot_file(path, std::span<const int32_t>(s.history).first(static_cast<size_t>(n)),
                       target, draft, n_draft, draft_base);
@@ -192,7 +232,10 @@ Engine::SlotFileStats Engine::save_slot(int32_t slot, const std::string& path, i
 
 Engine::SlotFileStats Engine::restore_slot(int32_t slot, const std::string& path) {
   Sequences& s = slot_at(slot);
-  const auto [target, draft] = cache_parts(s);
+  // The file must have been saved at the scales a request that names none runs at (slot files
+  // do not say which scales they were computed at; their fingerprint holds them).
+  const uint64_t lora_key = lora_fingerprint(target_lora(), lora_scales());
+  const auto [target, draft] = cache_parts(s, lora_key);
   // The slot stays as it was until the file's entries start to come in (a missing or refused
   // file costs it nothing); from then on a failure empties it.
   bool emptied = false;
@@ -201,6 +244,8 @@ Engine::SlotFileStats Engine::restore_slot(int32_t slot, const std::string& path
     read = read_slot_file(path, target, target_.model->config().n_vocab, draft, [&] {
       clear_slot(s);
       emptied = true;
+      const std::lock_guard<std::mutex> lock(share_mu_);
+      s.lora_key = lora_key;
     });
   } catch (...) {
     if (emptied) clear_slot(s);
@@ -274,6 +319,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
     if (id < 0 || id >= target_.model->config().n_vocab)
       fail("prompt token id ", id, " is out of range");
   }
+  use_lora_scales(*slots_[static_cast<size_t>(slot)], opts.lora_scales);
   if (opts.embedding) return embed(prompt, *opts.embedding, on_text, slot);
   if (n_prompt >= options_.n_ctx) {
     fail("the prompt has ", n_prompt, " tokens but the context holds ", options_.n_ctx,
@@ -675,7 +721,8 @@ int32_t Engine::share_prefix(Sequences& s, std::span<const int32_t> prompt, int3
     best_len = n_cached;
     int32_t coming = 0;  // the longest common prefix a slot still reading will offer
     for (const auto& other : slots_) {
-      if (other.get() == &s) continue;
+      // A target row is another model's at other LoRA scales.
+      if (other.get() == &s || other->lora_key != s.lora_key) continue;
       const auto offered = static_cast<int32_t>(other->shared.size());
       const int32_t len = common_prefix(other->shared, prompt, std::min(limit, offered));
       if (len > best_len) {

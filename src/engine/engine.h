@@ -155,6 +155,11 @@ struct GenerationOptions {
   // Where the engine counts the tokens this generation has committed so far, as they come (a
   // server's GET /slots reads it from another thread while the request runs). null: nowhere.
   std::shared_ptr<std::atomic<int32_t>> decoded_counter;
+  // The scale of each of the target's LoRA adapters for this request (Engine::target_lora(), in
+  // order; 0 leaves an adapter out). nullopt: Engine::lora_scales(). A slot whose cache was
+  // computed at other scales reads the prompt again, and prompt rows are shared only between
+  // slots at the same scales. The draft has no adapters: speculation stays exact.
+  std::optional<std::vector<float>> lora_scales;
   // Set: the request is an embedding, not a generation. The target reads the prompt (which may
   // then fill the whole context) and GenerationResult::embedding gets its pooled vector (or,
   // with Pooling::None, one per token); nothing is generated and no other option applies. The
@@ -223,8 +228,14 @@ class Engine {
 
   const Tokenizer& tokenizer() const { return *target_.tokenizer; }
   const ModelConfig& target_config() const { return target_.model->config(); }
-  // The LoRA adapters the target runs with, at their scales (model/lora.h; fixed at load).
+  // The LoRA adapters the target was loaded with, at their load-time scales (model/lora.h).
   std::span<const ActiveLora> target_lora() const { return target_.model->lora(); }
+  // The scale each of them runs at for a request that gives none (GenerationOptions::
+  // lora_scales): the load-time scales until set_lora_scales (llama-server's POST
+  // /lora-adapters) changes them. Throws specdec::Error for a count other than the adapters'
+  // or a scale that is not finite.
+  std::vector<float> lora_scales() const;
+  void set_lora_scales(std::span<const float> scales);
   const ChatTemplate& chat_template() const { return *target_.chat_template; }
   int32_t n_ctx() const { return options_.n_ctx; }
   bool has_draft() const { return draft_ != nullptr; }  // a draft *model* was given
@@ -289,14 +300,15 @@ class Engine {
   GenerationResult embed(std::span<const int32_t> prompt, const EmbeddingParams& params,
                          const TextCallback& on_text, int32_t slot);
 
-  // gguf::content_fingerprint of the target's and the draft's files (with the target's LoRA
-  // adapters mixed in), taken on first use.
+  // gguf::content_fingerprint of the target's and the draft's files, taken on first use.
   uint64_t fingerprint(bool draft);
 
   LoadedModel& target_;
   LoadedModel* draft_;
   std::mutex fingerprint_mu_;
   std::optional<uint64_t> target_fingerprint_, draft_fingerprint_;
+  mutable std::mutex lora_mu_;
+  std::vector<float> lora_scales_;  // lora_scales()
   EngineOptions options_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<BatchCoordinator> coordinator_;  // with several slots
@@ -310,9 +322,13 @@ class Engine {
   Sequences& slot_at(int32_t slot);
   // Empties slot s's caches and history, withdrawing what it offered other slots.
   void clear_slot(Sequences& s);
+  // Slot s's target runs at the request's LoRA scales (or lora_scales()) from now on: its caches
+  // are emptied if they were computed at others. Throws for scales that do not fit.
+  void use_lora_scales(Sequences& s, const std::optional<std::vector<float>>& requested);
   // Slot s's target and draft caches with their models' fingerprints, as slot files name them
-  // (no draft cache without a draft model).
-  std::pair<SlotCachePart, SlotCachePart> cache_parts(Sequences& s);
+  // (no draft cache without a draft model); the target's with the lora_fingerprint of the
+  // scales its rows are at mixed in.
+  std::pair<SlotCachePart, SlotCachePart> cache_parts(Sequences& s, uint64_t lora_key);
   // Guards every slot's Sequences::shared, shared_draft, claim, reading and draft_reading, and is
   // held while one slot copies entries from another's caches (share_prefix, copy_draft_rows).
   std::mutex share_mu_;

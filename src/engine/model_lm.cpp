@@ -23,7 +23,8 @@ void ModelLM::forward(std::span<const int32_t> tokens, std::vector<float>& logit
 
 void ModelLM::run(std::span<const int32_t> tokens, float* logits, float* hidden) {
   const VocabSubset* vocab = vocab_ ? &*vocab_ : nullptr;
-  const Model::SequenceRows rows{tokens, positions_, &cache_, rows_, logits, vocab, hidden};
+  const Model::SequenceRows rows{tokens, positions_, &cache_, rows_,
+                                 logits, vocab,      hidden,  lora_scales_};
   if (coordinator_ != nullptr) {
     coordinator_->forward(model_, rows);
   } else {

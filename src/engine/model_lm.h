@@ -33,6 +33,11 @@ class ModelLM final : public CausalLM {
   // nullopt: the whole head. The subset must be made for this model's head (its rows, in the
   // model's row order: Model::logit_ids()).
   void set_vocab_subset(std::optional<VocabSubset> subset);
+  // The scale of each of the model's LoRA adapters for this sequence's passes from now on
+  // (Model::SequenceRows::lora_scales); empty: the scales the model was given. Rows already in
+  // the cache keep the scales they were computed at: the caller empties it when they differ.
+  void set_lora_scales(std::vector<float> scales) { lora_scales_ = std::move(scales); }
+  std::span<const float> lora_scales() const { return lora_scales_; }
   // Appends tokens but computes logits only for the last one (or none), in bounded chunks.
   void forward_last(std::span<const int32_t> tokens, std::vector<float>* last_logits) override;
 
@@ -71,6 +76,7 @@ class ModelLM final : public CausalLM {
   ThreadPool& pool_;
   std::vector<int32_t> positions_, rows_;
   std::optional<VocabSubset> vocab_;
+  std::vector<float> lora_scales_;
   BatchCoordinator* coordinator_ = nullptr;
   size_t prefill_chunk_ = 256;
   std::function<void(int32_t)> copy_rows_;

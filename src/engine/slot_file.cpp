@@ -134,7 +134,8 @@ const char* type_name(uint8_t t) {
 std::string mismatch(const SectionHead& h, const SlotCachePart& part, const char* which) {
   const KvCache& c = *part.cache;
   if (h.fingerprint != part.fingerprint) {
-    return str_cat("was written for another model (a different ", which, " GGUF file)");
+    return str_cat("was written for another model (a different ", which,
+                   " GGUF file, or other LoRA adapters or scales)");
   }
   if (h.n_layer != static_cast<uint32_t>(c.n_layer()) ||
       h.n_head_kv != static_cast<uint32_t>(c.n_head_kv()) ||

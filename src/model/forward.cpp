@@ -208,7 +208,15 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
       if (sequences[r].cache == sq.cache) fail("forward: two sequences share one KV cache");
     }
   }
+  const std::vector<ActiveLora>& lora = impl_->lora;
   for (const SequenceRows& sq : sequences) {
+    if (!sq.lora_scales.empty() && sq.lora_scales.size() != lora.size()) {
+      fail("forward: ", sq.lora_scales.size(), " LoRA scales for a model with ", lora.size(),
+           " adapters");
+    }
+    for (float scale : sq.lora_scales) {
+      if (!std::isfinite(scale)) fail("forward: a LoRA scale is not finite");
+    }
     if (sq.vocab != nullptr && sq.vocab->head_rows() != impl_->weights.output.rows) {
       fail("forward: vocabulary subset made for a head of ", sq.vocab->head_rows(),
            " rows, the model's has ", impl_->weights.output.rows);
@@ -220,7 +228,6 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
 
   const ModelWeights& w = impl_->weights;
   Scratch& s = impl_->scratch;
-  const std::vector<ActiveLora>& lora = impl_->lora;
   reserve_scratch(c, s, k);
   // Every row's token, position, sequence and cache slot (its sequence's first free slot plus
   // its index there), and the logit rows of all sequences as rows of the whole pass.
@@ -229,9 +236,18 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
   s.row_sequence.clear();
   s.row_slot.clear();
   s.logit_rows.clear();
+  s.row_lora_scales.clear();
   for (size_t q = 0; q < sequences.size(); ++q) {
     const SequenceRows& sq = sequences[q];
     const auto base = static_cast<int32_t>(s.row_tokens.size());
+    for (size_t i = 0; i < sq.tokens.size() && !lora.empty(); ++i) {
+      if (sq.lora_scales.empty()) {
+        for (const ActiveLora& a : lora) s.row_lora_scales.push_back(a.scale);
+      } else {
+        s.row_lora_scales.insert(s.row_lora_scales.end(), sq.lora_scales.begin(),
+                                 sq.lora_scales.end());
+      }
+    }
     for (int32_t r : sq.logit_rows) s.logit_rows.push_back(base + r);
     for (size_t i = 0; i < sq.tokens.size(); ++i) {
       s.row_tokens.push_back(sq.tokens[i]);
@@ -264,6 +280,10 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
 
   for (int32_t l = 0; l < c.n_layer; ++l) {
     const LayerWeights& L = w.layers[static_cast<size_t>(l)];
+    // out += the LoRA adapters' products for this layer's matrix, at each row's scales.
+    const auto adapt = [&](LoraTarget target, const float* x, int64_t n, float* out) {
+      apply_lora(lora, s.row_lora_scales.data(), l, target, x, n, out, pool);
+    };
     const bool local = c.is_local_layer(l);
     const std::vector<float>& rope_cos = local ? s.rope_cos_swa : s.rope_cos;
     const std::vector<float>& rope_sin = local ? s.rope_sin_swa : s.rope_sin;
@@ -278,9 +298,9 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
     matmul_same_input({{&L.wq, s.q.data()}, {&L.wk, s.kv_k.data()}, {&L.wv, s.kv_v.data()}},
                       s.xn.data(), k, pool);
     if (!lora.empty()) {
-      apply_lora(lora, l, LoraTarget::AttnQ, s.xn.data(), k, s.q.data(), pool);
-      apply_lora(lora, l, LoraTarget::AttnK, s.xn.data(), k, s.kv_k.data(), pool);
-      apply_lora(lora, l, LoraTarget::AttnV, s.xn.data(), k, s.kv_v.data(), pool);
+      adapt(LoraTarget::AttnQ, s.xn.data(), k, s.q.data());
+      adapt(LoraTarget::AttnK, s.xn.data(), k, s.kv_k.data());
+      adapt(LoraTarget::AttnV, s.xn.data(), k, s.kv_v.data());
     }
 
     // Biases (qwen2), per-head Q/K RMSNorm (gemma3), RoPE on Q and K at each token's position,
@@ -325,6 +345,12 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
     // depend on which other rows a pass holds, so the logits are the same bits.
     int64_t rows = k;
     if (l == c.n_layer - 1 && static_cast<int64_t>(s.logit_rows.size()) < k) {
+      // The rows' LoRA scales follow them to the front, as their residual rows do (the logit
+      // rows ascend, so none is overwritten before it moves).
+      for (size_t j = 0; j < s.logit_rows.size() && !lora.empty(); ++j) {
+        const size_t n = lora.size(), r = static_cast<size_t>(s.logit_rows[j]);
+        std::copy_n(&s.row_lora_scales[r * n], n, &s.row_lora_scales[j * n]);
+      }
       rows = last_layer_rows_only(c, sequences, l, attn_scale, window, s, pool);
     } else {
       // Causal attention, per sequence over its own cache: its token i over slots
@@ -344,7 +370,7 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
     // Output projection and residual: x += attn_output(attn) (RMSNorm'd first with post-norms).
     matmul(L.wo, s.attn.data(), rows, s.proj.data(), pool);
     if (!lora.empty()) {
-      apply_lora(lora, l, LoraTarget::AttnOutput, s.attn.data(), rows, s.proj.data(), pool);
+      adapt(LoraTarget::AttnOutput, s.attn.data(), rows, s.proj.data());
     }
     per_token(pool, rows, [&](int64_t i) {
       if (c.post_norms) {
@@ -360,8 +386,8 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
     matmul_same_input({{&L.ffn_gate, s.gate.data()}, {&L.ffn_up, s.up.data()}}, s.xn.data(), rows,
                       pool);
     if (!lora.empty()) {
-      apply_lora(lora, l, LoraTarget::FfnGate, s.xn.data(), rows, s.gate.data(), pool);
-      apply_lora(lora, l, LoraTarget::FfnUp, s.xn.data(), rows, s.up.data(), pool);
+      adapt(LoraTarget::FfnGate, s.xn.data(), rows, s.gate.data());
+      adapt(LoraTarget::FfnUp, s.xn.data(), rows, s.up.data());
     }
     per_token(pool, rows, [&](int64_t i) {
       if (c.ffn_act == FfnActivation::GeluTanh) {
@@ -372,7 +398,7 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
     });
     matmul(L.ffn_down, s.gate.data(), rows, s.proj.data(), pool);
     if (!lora.empty()) {
-      apply_lora(lora, l, LoraTarget::FfnDown, s.gate.data(), rows, s.proj.data(), pool);
+      adapt(LoraTarget::FfnDown, s.gate.data(), rows, s.proj.data());
     }
     per_token(pool, rows, [&](int64_t i) {
       if (c.post_norms) {

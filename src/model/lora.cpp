@@ -157,17 +157,24 @@ std::shared_ptr<const LoraAdapter> load_lora_adapter(const std::string& path,
   return adapter;
 }
 
-void apply_lora(std::span<const ActiveLora> adapters, int32_t layer, LoraTarget target,
-                const float* x, int64_t rows, float* out, ThreadPool& pool) {
+void apply_lora(std::span<const ActiveLora> adapters, const float* row_scales, int32_t layer,
+                LoraTarget target, const float* x, int64_t rows, float* out, ThreadPool& pool) {
   // B (A x) goes over the outputs in fixed chunks: every output element is computed by the same
   // kernel calls at the same offset in its chunk whether a row is alone (its chunks spread over
   // the threads) or one of many (each row on one thread, its chunks in order), so the bits do
   // not depend on the pass or the thread count.
   const auto t = static_cast<size_t>(target);
-  for (const ActiveLora& active : adapters) {
-    const LoraMatrix& m = active.adapter->layers[static_cast<size_t>(layer)][t];
-    if (m.rank == 0 || active.scale == 0.0f) continue;
-    const float factor = active.adapter->factor(m, active.scale);
+  const size_t n_adapters = adapters.size();
+  for (size_t a = 0; a < n_adapters; ++a) {
+    const LoraAdapter& adapter = *adapters[a].adapter;
+    const LoraMatrix& m = adapter.layers[static_cast<size_t>(layer)][t];
+    if (m.rank == 0) continue;
+    const auto scale_of = [row_scales, n_adapters, a](int64_t i) {
+      return row_scales[static_cast<size_t>(i) * n_adapters + a];
+    };
+    bool any = false;
+    for (int64_t i = 0; i < rows && !any; ++i) any = scale_of(i) != 0.0f;
+    if (!any) continue;
     const int64_t chunks = (m.n_out + kChunk - 1) / kChunk;
     // Row i's A x into ax (rank floats).
     const auto project = [&m, x](int64_t i, float* ax) {
@@ -176,7 +183,7 @@ void apply_lora(std::span<const ActiveLora> adapters, int32_t layer, LoraTarget 
       }
     };
     // out[i][chunk] += factor * (B ax)[chunk].
-    const auto expand = [&m, out, factor](int64_t i, const float* ax, int64_t c) {
+    const auto expand = [&m, out](int64_t i, const float* ax, float factor, int64_t c) {
       const int64_t begin = c * kChunk, len = std::min<int64_t>(kChunk, m.n_out - begin);
       float delta[kChunk] = {};
       for (int32_t j = 0; j < m.rank; ++j) {
@@ -189,8 +196,9 @@ void apply_lora(std::span<const ActiveLora> adapters, int32_t layer, LoraTarget 
       ax.resize(static_cast<size_t>(m.rank));
       project(0, ax.data());
       const float* projected = ax.data();
-      pool.parallel_for(chunks, [&expand, projected](int64_t begin, int64_t end) {
-        for (int64_t c = begin; c < end; ++c) expand(0, projected, c);
+      const float factor = adapter.factor(m, scale_of(0));
+      pool.parallel_for(chunks, [&expand, projected, factor](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c) expand(0, projected, factor, c);
       });
       continue;
     }
@@ -198,8 +206,11 @@ void apply_lora(std::span<const ActiveLora> adapters, int32_t layer, LoraTarget 
       thread_local std::vector<float> ax;
       ax.resize(static_cast<size_t>(m.rank));
       for (int64_t i = begin; i < end; ++i) {
+        const float scale = scale_of(i);
+        if (scale == 0.0f) continue;
+        const float factor = adapter.factor(m, scale);
         project(i, ax.data());
-        for (int64_t c = 0; c < chunks; ++c) expand(i, ax.data(), c);
+        for (int64_t c = 0; c < chunks; ++c) expand(i, ax.data(), factor, c);
       }
     });
   }
@@ -235,20 +246,29 @@ void Model::set_lora(std::span<const ActiveLora> adapters) {
 
 std::span<const ActiveLora> Model::lora() const { return impl_->lora; }
 
-uint64_t Model::lora_fingerprint() const {
-  if (impl_->lora.empty()) return 0;
+uint64_t lora_fingerprint(std::span<const ActiveLora> adapters, std::span<const float> scales) {
+  if (adapters.empty()) return 0;
+  if (scales.size() != adapters.size()) {
+    fail("LoRA scales: ", scales.size(), " given for ", adapters.size(), " adapters");
+  }
   uint64_t h = 0xcbf29ce484222325ull;
-  for (const ActiveLora& a : impl_->lora) {
+  for (size_t a = 0; a < adapters.size(); ++a) {
     // FNV-1a over each adapter's fingerprint and its scale's bits, in order.
     uint32_t bits = 0;
-    std::memcpy(&bits, &a.scale, sizeof bits);
-    for (uint64_t v : {a.adapter->fingerprint, static_cast<uint64_t>(bits)}) {
+    std::memcpy(&bits, &scales[a], sizeof bits);
+    for (uint64_t v : {adapters[a].adapter->fingerprint, static_cast<uint64_t>(bits)}) {
       for (int i = 0; i < 8; ++i) {
         h = (h ^ ((v >> (8 * i)) & 0xff)) * 0x100000001b3ull;
       }
     }
   }
   return h == 0 ? 1 : h;
+}
+
+uint64_t Model::lora_fingerprint() const {
+  std::vector<float> scales;
+  for (const ActiveLora& a : impl_->lora) scales.push_back(a.scale);
+  return specdec::lora_fingerprint(impl_->lora, scales);
 }
 
 }  // namespace specdec

@@ -65,10 +65,15 @@ struct ActiveLora {
 // already applies (Model::set_lora). Throws like load_lora_adapter; the model is then unchanged.
 void add_lora_files(Model& model, std::span<const std::pair<std::string, float>> files);
 
-// out[i] += sum over the adapters of s B (A x[i]) for the pair of (layer, target), rows i < rows
-// of x (n_in wide) and out (n_out wide). Each row is computed alone, in the same order for any
-// `rows` and any thread count.
-void apply_lora(std::span<const ActiveLora> adapters, int32_t layer, LoraTarget target,
-                const float* x, int64_t rows, float* out, ThreadPool& pool);
+// What a KV cache computed with these adapters at these scales (one per adapter, in order) may
+// be reused by: equal for equal adapters and scales, 0 without adapters.
+uint64_t lora_fingerprint(std::span<const ActiveLora> adapters, std::span<const float> scales);
+
+// out[i] += sum over the adapters a of s B (A x[i]) for the pair of (layer, target), with s from
+// row_scales[i * adapters.size() + a], rows i < rows of x (n_in wide) and out (n_out wide). A
+// row's adapter at scale 0 is skipped. Each row is computed alone, in the same order for any
+// `rows`, any thread count and any other rows' scales.
+void apply_lora(std::span<const ActiveLora> adapters, const float* row_scales, int32_t layer,
+                LoraTarget target, const float* x, int64_t rows, float* out, ThreadPool& pool);
 
 }  // namespace specdec

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,99 @@ TEST(Lora, RowsAreBatchInvariantAndScaleZeroIsTheBaseModel) {
   model->set_lora({});
   EXPECT_EQ(model->lora_fingerprint(), 0u);
   EXPECT_TRUE(testing::bitwise_equal(logits_of(*model, kTokens, pool2), plain));
+}
+
+// Requests at different LoRA scales share a pass (llama-server's per-request `lora`): each
+// sequence's rows are, bit for bit, what the model gives them alone at those scales, the rows
+// moved to the front for the last layer keep their own scales, and all-zero scales are the
+// base model.
+TEST(Lora, SequencesAtTheirOwnScalesShareAPass) {
+  TinyModelSpec spec;
+  const std::string base_path = testing::write_tiny_model(spec, testing::temp_path("base.gguf"));
+  TinyLoraSpec second;
+  second.seed = 11;
+  second.matrices = {"blk.0.attn_k.weight", "blk.1.ffn_gate.weight", "blk.1.ffn_down.weight"};
+  const auto file = gguf::GgufFile::open(base_path);
+  const auto model = Model::load(*file);
+  const auto a = load_lora_adapter(
+      testing::write_tiny_lora(spec, TinyLoraSpec{}, testing::temp_path("a.gguf")),
+      model->config());
+  const auto b = load_lora_adapter(
+      testing::write_tiny_lora(spec, second, testing::temp_path("b.gguf")), model->config());
+  ThreadPool pool1(1), pool2(2);
+  const std::vector<float> plain = logits_of(*model, kTokens, pool1);
+
+  // Each sequence: its scales (empty: set_lora's), its tokens, whether only its last row wants
+  // logits, and the logits it must get: what the model gives it alone at those scales.
+  struct Sequence {
+    std::vector<float> scales;
+    std::vector<int32_t> tokens;
+    bool last_only;
+    std::vector<float> want;
+  };
+  std::vector<Sequence> seqs = {{{}, {5, 77, 130}, false, {}},
+                                {{0.0f, 0.0f}, {5, 77, 130, 2}, true, {}},
+                                {{0.5f, 0.0f}, {9, 41}, false, {}},
+                                {{0.0f, -2.0f}, {250, 2, 77, 5, 130}, true, {}},
+                                {{1.0f, 1.0f}, {41}, false, {}}};
+  const auto n_vocab = static_cast<size_t>(model->config().n_vocab);
+  for (Sequence& q : seqs) {
+    const std::vector<float> scales = q.scales.empty() ? std::vector<float>{1.0f, 0.5f} : q.scales;
+    const std::vector<ActiveLora> alone = {{a, scales[0]}, {b, scales[1]}};
+    model->set_lora(alone);
+    q.want = logits_of(*model, q.tokens, pool1);
+    if (q.last_only) q.want.erase(q.want.begin(), q.want.end() - static_cast<ptrdiff_t>(n_vocab));
+  }
+  // The all-zero sequence is the base model; the others are not.
+  EXPECT_TRUE(testing::bitwise_equal(
+      seqs[1].want, std::vector<float>(plain.begin() + 3 * n_vocab, plain.begin() + 4 * n_vocab)));
+  EXPECT_FALSE(testing::bitwise_equal(seqs[4].want, seqs[2].want));
+
+  const std::vector<ActiveLora> running = {{a, 1.0f}, {b, 0.5f}};
+  model->set_lora(running);
+  std::vector<KvCache> caches;
+  for (size_t i = 0; i < seqs.size(); ++i) caches.emplace_back(model->config(), 64);
+  std::vector<std::vector<int32_t>> positions(seqs.size()), rows(seqs.size());
+  std::vector<std::vector<float>> got(seqs.size());
+  std::vector<Model::SequenceRows> pass;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const Sequence& q = seqs[i];
+    const auto n = static_cast<int32_t>(q.tokens.size());
+    positions[i].resize(static_cast<size_t>(n));
+    std::iota(positions[i].begin(), positions[i].end(), 0);
+    if (q.last_only) {
+      rows[i] = {n - 1};
+    } else {
+      rows[i].resize(static_cast<size_t>(n));
+      std::iota(rows[i].begin(), rows[i].end(), 0);
+    }
+    got[i].resize(rows[i].size() * n_vocab);
+    pass.push_back(
+        {q.tokens, positions[i], &caches[i], rows[i], got[i].data(), nullptr, nullptr, q.scales});
+  }
+  // Two sequences want only their last rows: the last layer runs over the logit rows alone,
+  // moved to the front of the pass.
+  model->forward_batch(pass, pool2);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    EXPECT_TRUE(testing::bitwise_equal(got[i], seqs[i].want)) << "sequence " << i;
+  }
+
+  // Scales that do not fit are refused before any cache changes.
+  for (const std::vector<float>& bad :
+       {std::vector<float>{1.0f}, std::vector<float>{1.0f, std::nanf("")},
+        std::vector<float>{1.0f, 0.0f, 0.0f}}) {
+    KvCache cache(model->config(), 64);
+    std::vector<float> logits(n_vocab);
+    const std::vector<int32_t> token = {5}, pos = {0}, row = {0};
+    const Model::SequenceRows one{token, pos, &cache, row, logits.data(), nullptr, nullptr, bad};
+    EXPECT_THROW(model->forward_batch(std::span(&one, 1), pool1), Error);
+    EXPECT_EQ(cache.length(), 0);
+  }
+  // Other scales, another fingerprint; equal scales, the same one.
+  const std::vector<float> half = {0.5f, 0.0f};
+  EXPECT_NE(lora_fingerprint(running, half), model->lora_fingerprint());
+  EXPECT_EQ(lora_fingerprint(running, std::vector<float>{1.0f, 0.5f}), model->lora_fingerprint());
+  EXPECT_EQ(lora_fingerprint({}, {}), 0u);
 }
 
 // The message of the Error loading `lora` for `spec`'s model throws ("" if none).

@@ -146,6 +146,12 @@ class Model {
     float* logits_out = nullptr;
     const VocabSubset* vocab = nullptr;
     float* hidden_out = nullptr;
+    // The scale of each LoRA adapter the model applies (lora(), in order) for this sequence's
+    // rows; empty: the scales set_lora gave them. A scale of 0 leaves the adapter out of these
+    // rows (they are the base model's where every scale is 0). A row's bits depend on its own
+    // scales only, so sequences at different scales share a pass (llama-server's per-request
+    // `lora`).
+    std::span<const float> lora_scales = {};
   };
   // forward() for several sequences in one pass: every matmul runs once over all of their rows
   // (the weights are read once), attention runs per sequence over its own cache, and the output
@@ -160,7 +166,8 @@ class Model {
   // scale; empty: none. Throws specdec::Error if an adapter was read for another shape.
   void set_lora(std::span<const ActiveLora> adapters);
   // The adapters applied (with their scales), and a fingerprint of them for what a KV cache
-  // computed under them may be reused by (0 without adapters).
+  // computed under them may be reused by (0 without adapters; lora_fingerprint(lora(), scales)
+  // in model/lora.h for other scales).
   std::span<const ActiveLora> lora() const;
   uint64_t lora_fingerprint() const;
 

@@ -53,6 +53,9 @@ struct Scratch {
   // of all sequences (indices into the pass's rows) and their logits before they are handed out.
   std::vector<int32_t> row_tokens, row_positions, row_sequence, row_slot, logit_rows;
   std::vector<int32_t> group_rows;  // one vocabulary subset's logit rows (forward_batch)
+  // Each row's LoRA adapter scales (rows x adapters; SequenceRows::lora_scales), moved with the
+  // rows that go on through the last layer.
+  std::vector<float> row_lora_scales;
   std::vector<float> logits;
 };
 

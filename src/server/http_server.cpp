@@ -297,14 +297,17 @@ void HttpServer::Impl::route(const HttpRequest& req, HttpResponder& res) {
   if (path == "/lora-adapters" && (get || post)) {
     Engine& e = ready_engine();
     if (post) {
-      // Setting the scales llama-server's way: only the scales the adapters already run at.
-      // The body is an array ([{"id": 0, "scale": 1.0}, ...]), not an object.
-      check_lora_entries(parse_lora_entries(parse_json_value(req.body), "body"), e.target_lora(),
-                         "body");
+      // The scales requests that give none run at from now on, set llama-server's way: the body
+      // is an array ([{"id": 0, "scale": 1.0}, ...]), not an object, and an adapter it leaves
+      // out goes to 0. Requests already running keep theirs.
+      const std::vector<float> scales = lora_scales_of(
+          parse_lora_entries(parse_json_value(req.body), "body"), e.target_lora().size(), "body");
+      e.set_lora_scales(scales);
       res.send(200, "application/json", R"({"success":true})");
       return;
     }
-    res.send(200, "application/json", to_wire(lora_adapters_json(e.target_lora())));
+    res.send(200, "application/json",
+             to_wire(lora_adapters_json(e.target_lora(), e.lora_scales())));
     return;
   }
   if (post && path == "/apply-template") return apply_template(req, res);
@@ -349,7 +352,8 @@ GenerationOptions HttpServer::Impl::request_options(const CompletionRequest& r,
   o.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   o.fixed_seed = r.seed.has_value();
   o.penalties = r.penalties;
-  check_lora_entries(r.lora, e.target_lora(), "lora");
+  // An empty list asks for nothing (llama-server's default scales, as no list).
+  if (!r.lora.empty()) o.lora_scales = lora_scales_of(r.lora, e.target_lora().size(), "lora");
   o.grammar = r.grammar;
   o.grammar_trigger = r.grammar_trigger;
   try {

@@ -6,10 +6,11 @@
 
 namespace specdec::server {
 
-nlohmann::json lora_adapters_json(std::span<const ActiveLora> adapters) {
+nlohmann::json lora_adapters_json(std::span<const ActiveLora> adapters,
+                                  std::span<const float> scales) {
   nlohmann::json list = nlohmann::json::array();
   for (size_t i = 0; i < adapters.size(); ++i) {
-    list.push_back({{"id", i}, {"path", adapters[i].adapter->path}, {"scale", adapters[i].scale}});
+    list.push_back({{"id", i}, {"path", adapters[i].adapter->path}, {"scale", scales[i]}});
   }
   return list;
 }
@@ -34,25 +35,23 @@ std::vector<LoraRequestEntry> parse_lora_entries(const nlohmann::json& v,
   return entries;
 }
 
-void check_lora_entries(std::span<const LoraRequestEntry> entries,
-                        std::span<const ActiveLora> adapters, const std::string& param) {
+std::vector<float> lora_scales_of(std::span<const LoraRequestEntry> entries, size_t n_adapters,
+                                  const std::string& param) {
+  std::vector<float> scales(n_adapters, 0.0f);
   for (size_t i = 0; i < entries.size(); ++i) {
     const LoraRequestEntry& e = entries[i];
-    const std::string at = str_cat(param, "[", i, "]");
-    if (e.id < 0 || e.id >= static_cast<int64_t>(adapters.size())) {
-      bad_field(at + ".id",
-                str_cat("names no adapter: this server runs ", adapters.size(),
+    if (e.id < 0 || e.id >= static_cast<int64_t>(n_adapters)) {
+      bad_field(str_cat(param, "[", i, "].id"),
+                str_cat("names no adapter: this server runs ", n_adapters,
                         " LoRA adapters (--lora, --lora-scaled; GET /lora-adapters lists them)"));
     }
-    const float running = adapters[static_cast<size_t>(e.id)].scale;
-    if (static_cast<float>(e.scale) != running) {
-      bad_field(at + ".scale",
-                str_cat("asks for scale ", e.scale, "; adapter ", e.id, " runs at ", running,
-                        ", fixed when the server starts (--lora-scaled FILE:SCALE): a cache "
-                        "computed at one scale is another model's at another"),
-                "unsupported_value");
+    const auto scale = static_cast<float>(e.scale);
+    if (!std::isfinite(scale)) {
+      bad_field(str_cat(param, "[", i, "].scale"), "is out of a float's range", "invalid_value");
     }
+    scales[static_cast<size_t>(e.id)] = scale;
   }
+  return scales;
 }
 
 }  // namespace specdec::server

@@ -21,43 +21,53 @@ std::vector<ActiveLora> two_adapters() {
   return {{a, 1.0f}, {b, 0.25f}};
 }
 
-// The param of the 400 a check gives, or "" when it passes.
-std::string refused(const json& lora, const std::vector<ActiveLora>& adapters) {
+// The scales a list asks for of n adapters; the param of the 400 it gives instead in *param.
+std::vector<float> scales_of(const json& lora, size_t n, std::string* param = nullptr) {
   try {
-    check_lora_entries(parse_lora_entries(lora, "lora"), adapters, "lora");
+    return lora_scales_of(parse_lora_entries(lora, "lora"), n, "lora");
   } catch (const ApiError& e) {
     EXPECT_EQ(e.status(), 400);
-    return e.param();
+    if (param != nullptr) *param = e.param();
+    return {-1.0f};
   }
-  return "";
 }
 
-TEST(LoraApi, TheAdaptersAreListedInLlamaServersShape) {
-  EXPECT_EQ(lora_adapters_json(two_adapters()),
-            json::parse(R"([{"id":0,"path":"/models/a.gguf","scale":1.0},
-                            {"id":1,"path":"/models/b.gguf","scale":0.25}])"));
-  EXPECT_EQ(lora_adapters_json({}), json::array());
+std::string refused(const json& lora, size_t n) {
+  std::string param;
+  scales_of(lora, n, &param);
+  return param;
 }
 
-TEST(LoraApi, OnlyTheRunningScalesAreAccepted) {
+TEST(LoraApi, TheAdaptersAreListedInLlamaServersShapeAtTheScalesGiven) {
   const std::vector<ActiveLora> adapters = two_adapters();
-  EXPECT_EQ(refused(json::array(), adapters), "");
-  EXPECT_EQ(refused(json::parse(R"([{"id":1,"scale":0.25},{"id":0,"scale":1}])"), adapters), "");
-  EXPECT_EQ(refused(json::parse(R"([{"id":0,"scale":1},{"id":1,"scale":0.5}])"), adapters),
-            "lora[1].scale");
-  EXPECT_EQ(refused(json::parse(R"([{"id":2,"scale":1}])"), adapters), "lora[0].id");
-  EXPECT_EQ(refused(json::parse(R"([{"id":-1,"scale":1}])"), adapters), "lora[0].id");
-  EXPECT_EQ(refused(json::parse(R"([{"id":0,"scale":1}])"), {}), "lora[0].id");
+  EXPECT_EQ(lora_adapters_json(adapters, std::vector<float>{0.5f, 0.0f}),
+            json::parse(R"([{"id":0,"path":"/models/a.gguf","scale":0.5},
+                            {"id":1,"path":"/models/b.gguf","scale":0.0}])"));
+  EXPECT_EQ(lora_adapters_json({}, {}), json::array());
+}
+
+TEST(LoraApi, AListSetsTheScalesItNamesAndTheOthersToZero) {
+  // llama-server's construct_lora_list: listed ids at their scale, the rest at 0.
+  EXPECT_EQ(scales_of(json::parse(R"([{"id":1,"scale":0.25}])"), 2),
+            (std::vector<float>{0.0f, 0.25f}));
+  EXPECT_EQ(scales_of(json::parse(R"([{"id":1,"scale":0.25},{"id":0,"scale":-2}])"), 2),
+            (std::vector<float>{-2.0f, 0.25f}));
+  EXPECT_EQ(scales_of(json::parse(R"([{"id":0,"scale":1},{"id":0,"scale":3}])"), 2),
+            (std::vector<float>{3.0f, 0.0f}));  // the last entry naming one wins
+  EXPECT_EQ(scales_of(json::array(), 2), (std::vector<float>{0.0f, 0.0f}));
+  EXPECT_EQ(refused(json::parse(R"([{"id":2,"scale":1}])"), 2), "lora[0].id");
+  EXPECT_EQ(refused(json::parse(R"([{"id":0,"scale":1},{"id":-1,"scale":1}])"), 2), "lora[1].id");
+  EXPECT_EQ(refused(json::parse(R"([{"id":0,"scale":1}])"), 0), "lora[0].id");
+  EXPECT_EQ(refused(json::parse(R"([{"id":0,"scale":1e300}])"), 2), "lora[0].scale");
 }
 
 TEST(LoraApi, MalformedListsNameTheField) {
-  const std::vector<ActiveLora> adapters = two_adapters();
-  EXPECT_EQ(refused(json::parse(R"({"id":0,"scale":1})"), adapters), "lora");
-  EXPECT_EQ(refused(json::parse(R"([3])"), adapters), "lora[0]");
-  EXPECT_EQ(refused(json::parse(R"([{"scale":1}])"), adapters), "lora[0].id");
-  EXPECT_EQ(refused(json::parse(R"([{"id":0.5,"scale":1}])"), adapters), "lora[0].id");
-  EXPECT_EQ(refused(json::parse(R"([{"id":0,"scale":"1"}])"), adapters), "lora[0].scale");
-  EXPECT_EQ(refused(json::parse(R"([{"id":0}])"), adapters), "lora[0].scale");
+  EXPECT_EQ(refused(json::parse(R"({"id":0,"scale":1})"), 2), "lora");
+  EXPECT_EQ(refused(json::parse(R"([3])"), 2), "lora[0]");
+  EXPECT_EQ(refused(json::parse(R"([{"scale":1}])"), 2), "lora[0].id");
+  EXPECT_EQ(refused(json::parse(R"([{"id":0.5,"scale":1}])"), 2), "lora[0].id");
+  EXPECT_EQ(refused(json::parse(R"([{"id":0,"scale":"1"}])"), 2), "lora[0].scale");
+  EXPECT_EQ(refused(json::parse(R"([{"id":0}])"), 2), "lora[0].scale");
 }
 
 }  // namespace

@@ -71,8 +71,8 @@ struct CompletionRequest {
   // stages that act, in its order; it has switched the others off in `sampling` and `penalties`
   // and put the temperature first or last.
   std::vector<std::string> samplers;
-  // llama-server's per-request `lora` list (server/lora_api.h): checked against the adapters the
-  // target runs with when the request is served.
+  // llama-server's per-request `lora` list (server/lora_api.h): the scales it asks for are
+  // taken, against the adapters the target runs with, when the request is served.
   std::vector<LoraRequestEntry> lora;
   std::optional<uint64_t> seed;  // nullopt: a random seed per request
   std::vector<std::string> stop;

@@ -1,11 +1,12 @@
-"""LoRA adapters on the server (`serve --lora`): llama-server's GET /lora-adapters, a request's
-`lora` list and POST /lora-adapters at the scales the adapters run at (other scales are a 400:
-they are fixed at startup), greedy text that the adapter changes and speculation keeps, and a
-file that is not an adapter refused at startup."""
+"""LoRA adapters on the server (`serve --lora`): llama-server's GET /lora-adapters, POST
+/lora-adapters setting the default scales and a request's `lora` list its own (an adapter a list
+leaves out at 0, as llama-server's construct_lora_list), greedy text that the scales change and
+speculation keeps, requests at different scales at once, `--lora-init-without-apply`, and a file
+that is not an adapter refused at startup."""
 
 import json
 import subprocess
-import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -44,38 +45,90 @@ def test_the_adapters_are_listed(lora_server, adapter):
         {"id": 0, "path": adapter, "scale": 1.0}]
 
 
-def test_the_adapter_changes_the_text_and_speculation_keeps_it(lora_server, server):
-    adapted = greedy(lora_server)["choices"][0]["text"]
-    assert greedy(lora_server, speculative=False)["choices"][0]["text"] == adapted
-    assert greedy(server)["choices"][0]["text"] != adapted  # the same model without it
-    # The running scale, named: the same text, on every endpoint that takes `lora`.
-    assert greedy(lora_server, lora=[{"id": 0, "scale": 1}])["choices"][0]["text"] == adapted
-    native = greedy(lora_server, "/completion", n_predict=16, lora=[{"id": 0, "scale": 1.0}])
-    assert native["content"] == adapted
+def text(doc):
+    return doc["choices"][0]["text"] if "choices" in doc else doc["content"]
+
+
+def test_the_scales_a_request_asks_for_are_the_ones_it_runs_at(lora_server, server):
+    adapted = text(greedy(lora_server))
+    assert text(greedy(lora_server, speculative=False)) == adapted
+    base = text(greedy(server))  # the same model without the adapter
+    assert base != adapted
+    # Named at 1: the same text, on every endpoint that takes `lora`; at 0: the base model's.
+    assert text(greedy(lora_server, lora=[{"id": 0, "scale": 1}])) == adapted
+    assert text(greedy(lora_server, "/completion", n_predict=16,
+                       lora=[{"id": 0, "scale": 1.0}])) == adapted
+    assert text(greedy(lora_server, lora=[{"id": 0, "scale": 0}])) == base
+    chat = {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": 8,
+            "temperature": 0}
+    plain_chat = post_json(server.base, "/v1/chat/completions", chat)[1]
+    off_chat = post_json(lora_server.base, "/v1/chat/completions",
+                         {**chat, "lora": [{"id": 0, "scale": 0}]})[1]
+    assert off_chat["choices"][0]["message"] == plain_chat["choices"][0]["message"]
+    # Another scale: another text, which speculation keeps; an empty list asks for nothing.
+    half = text(greedy(lora_server, lora=[{"id": 0, "scale": 0.5}]))
+    assert text(greedy(lora_server, speculative=False, lora=[{"id": 0, "scale": 0.5}])) == half
+    assert text(greedy(lora_server, lora=[])) == adapted
+
+
+def test_requests_at_other_scales_run_at_once_and_get_what_they_get_alone(lora_server):
+    scales = [1.0, 0.0, 0.5, -1.0]
+    alone = [text(greedy(lora_server, lora=[{"id": 0, "scale": s}])) for s in scales]
+    with ThreadPoolExecutor(len(scales)) as pool:
+        together = list(pool.map(
+            lambda s: text(greedy(lora_server, lora=[{"id": 0, "scale": s}])), scales))
+    assert together == alone
 
 
 @pytest.mark.parametrize("lora,param", [
-    ([{"id": 0, "scale": 0.5}], "lora[0].scale"),
     ([{"id": 1, "scale": 1}], "lora[0].id"),
+    ([{"id": 0, "scale": 1}, {"id": -1, "scale": 1}], "lora[1].id"),
     ([{"id": 0}], "lora[0].scale"),
+    ([{"id": 0, "scale": "1"}], "lora[0].scale"),
     ({"id": 0, "scale": 1}, "lora"),
 ])
-def test_other_scales_and_unknown_adapters_are_refused(lora_server, lora, param):
+def test_unknown_adapters_and_malformed_lists_are_refused(lora_server, lora, param):
     for path in ("/v1/completions", "/completion"):
         doc = greedy(lora_server, path, status=400, lora=lora)
         assert doc["error"]["param"] == param, doc
 
 
-def test_posting_the_scales_they_run_at_is_accepted_and_others_refused(lora_server):
-    assert post_json(lora_server.base, "/lora-adapters", [{"id": 0, "scale": 1.0}]) == (
-        200, {"success": True})
-    status, doc = post_json(lora_server.base, "/lora-adapters", [{"id": 0, "scale": 0.2}])
-    assert status == 400 and doc["error"]["param"] == "body[0].scale", doc
-    assert "fixed when the server starts" in doc["error"]["message"]
-    status, doc = post_json(lora_server.base, "/lora-adapters", b"[{not json")
-    assert status == 400 and doc["error"]["code"] == "invalid_json", doc
-    status, doc = post_json(lora_server.base, "/lora-adapters", b"[" * 100 + b"]" * 100)
-    assert status == 400 and doc["error"]["code"] == "invalid_json", doc
+def test_posting_scales_sets_what_requests_that_name_none_run_at(lora_server, server):
+    adapted, base = text(greedy(lora_server)), text(greedy(server))
+    half = text(greedy(lora_server, lora=[{"id": 0, "scale": 0.5}]))
+    try:
+        assert post_json(lora_server.base, "/lora-adapters", [{"id": 0, "scale": 0.5}]) == (
+            200, {"success": True})
+        assert json.loads(lora_server.get("/lora-adapters"))[0]["scale"] == 0.5
+        assert text(greedy(lora_server)) == half
+        assert text(greedy(lora_server, lora=[{"id": 0, "scale": 1}])) == adapted
+        # An adapter the body leaves out goes to 0.
+        assert post_json(lora_server.base, "/lora-adapters", [])[0] == 200
+        assert json.loads(lora_server.get("/lora-adapters"))[0]["scale"] == 0.0
+        assert text(greedy(lora_server)) == base
+        for body, param in (([{"id": 3, "scale": 1}], "body[0].id"),
+                            ([{"id": 0, "scale": None}], "body[0].scale")):
+            status, doc = post_json(lora_server.base, "/lora-adapters", body)
+            assert status == 400 and doc["error"]["param"] == param, doc
+        assert json.loads(lora_server.get("/lora-adapters"))[0]["scale"] == 0.0
+        status, doc = post_json(lora_server.base, "/lora-adapters", b"[{not json")
+        assert status == 400 and doc["error"]["code"] == "invalid_json", doc
+        status, doc = post_json(lora_server.base, "/lora-adapters", b"[" * 100 + b"]" * 100)
+        assert status == 400 and doc["error"]["code"] == "invalid_json", doc
+    finally:
+        post_json(lora_server.base, "/lora-adapters", [{"id": 0, "scale": 1}])
+    assert text(greedy(lora_server)) == adapted
+
+
+def test_adapters_loaded_without_applying_them_start_at_zero(cli, models, adapter, server):
+    s = Server(cli, ["-m", models["target"], "-t", "2", "-c", "512", "--lora", adapter,
+                     "--lora-init-without-apply"])
+    try:
+        assert json.loads(s.get("/lora-adapters")) == [{"id": 0, "path": adapter, "scale": 0.0}]
+        assert text(greedy(s)) == text(greedy(server))
+        assert text(greedy(s, lora=[{"id": 0, "scale": 1}])) != text(greedy(server))
+    finally:
+        assert s.stop() == 0, "".join(s.log[-30:])
 
 
 def test_a_server_without_adapters_refuses_any(server):
