@@ -33,7 +33,7 @@ Usage:
       [--categories summary,code,opinion]
       [--llama-bin /opt/llama.cpp/build/bin]
       [--llama-draft-max 8] [--temp 0] [--top-p P] [--seed S] [--repeats 1] [--json-out FILE]
-      [--system-file FILE]
+      [--system-file FILE] [--lora ADAPTER.gguf [--lora-scales 1,0,0.5,-1]]
 
 --system-file replaces the short default system message with a file's text, e.g.
 bench/prompts/system/support-agent.txt (617 tokens with the chat template: the kind of
@@ -136,8 +136,11 @@ def one_request(client, model: str, prompt: str, n_predict: int, extra: dict,
 
 
 def run_load(port: int, model: str, clients: int, per_client: int, prompts: list[str],
-             n_predict: int, extra: dict, sampling: dict, system: str | None = None) -> dict:
-    """Every request's system message is SYSTEM (or --system-file's text) unless given."""
+             n_predict: int, extra: dict, sampling: dict, system: str | None = None,
+             lora_scales: list[float] | None = None) -> dict:
+    """Every request's system message is SYSTEM (or --system-file's text) unless given. With
+    lora_scales, client c's requests run the server's first LoRA adapter at scale
+    lora_scales[c % len(lora_scales)] (llama-server's per-request `lora`)."""
     import openai
 
     results, errors = [], []
@@ -146,10 +149,13 @@ def run_load(port: int, model: str, clients: int, per_client: int, prompts: list
     def client_loop(c: int) -> None:
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x",
                                timeout=600, max_retries=0)
+        mine = dict(extra)
+        if lora_scales:
+            mine["lora"] = [{"id": 0, "scale": lora_scales[c % len(lora_scales)]}]
         for r in range(per_client):
             prompt = prompts[(c * per_client + r) % len(prompts)]
             try:
-                res = one_request(client, model, prompt, n_predict, extra, sampling,
+                res = one_request(client, model, prompt, n_predict, mine, sampling,
                                   SYSTEM if system is None else system)
                 with lock:
                     results.append(res)
@@ -225,6 +231,10 @@ def main() -> None:
                     help="seed of every request (sampled requests only)")
     ap.add_argument("--repeats", type=int, default=1,
                     help="runs of every (configuration, client count); the tables show medians")
+    ap.add_argument("--lora", help="a LoRA adapter both servers load (--lora FILE)")
+    ap.add_argument("--lora-scales",
+                    help="with --lora: client c runs it at the c-th of these scales (cycled), "
+                         "e.g. 1,0,0.5,-1 (requests at different scales at once)")
     ap.add_argument("--json-out")
     ap.add_argument("--system-file", help="the system message of every request, from a file")
     ap.add_argument("--cold-system", action="store_true",
@@ -243,6 +253,9 @@ def main() -> None:
         if c not in CONFIGS:
             die(f"unknown configuration {c!r} (known: {', '.join(CONFIGS)})")
     counts = [int(x) for x in a.clients.split(",")]
+    lora_scales = [float(x) for x in a.lora_scales.split(",")] if a.lora_scales else None
+    if lora_scales and not a.lora:
+        die("--lora-scales needs --lora FILE")
     prompts = load_prompts(a.categories.split(","))
     if a.system_file:
         global SYSTEM
@@ -264,7 +277,8 @@ def main() -> None:
                 binary = a.base_specdec if cfg == "specdec-base" else a.specdec
                 argv = [binary, "serve", "-m", str(target), "-md", str(draft), "--port",
                         str(port), "-t", str(a.threads), "-c", str(a.ctx), "--parallel", str(n),
-                        "--queue-size", str(max(16, 2 * n)), *a.specdec_flags.split()]
+                        "--queue-size", str(max(16, 2 * n)), *a.specdec_flags.split(),
+                        *(["--lora", a.lora] if a.lora else [])]
                 if cfg == "specdec-noshare":
                     argv.append("--no-prefix-sharing")
                 model = "specdec"
@@ -272,7 +286,8 @@ def main() -> None:
                     extra = {"speculative": False}
             else:
                 argv = [str(llama_server), "-m", str(target), "--port", str(port), "-t",
-                        str(a.threads), "-np", str(n), "-c", str(a.ctx * n), "--no-webui"]
+                        str(a.threads), "-np", str(n), "-c", str(a.ctx * n), "--no-webui",
+                        *(["--lora", a.lora] if a.lora else [])]
                 if cfg == "llama-spec":
                     argv += ["-md", str(draft), "--spec-type", "draft-simple",
                              "--spec-draft-n-max", str(a.llama_draft_max)]
@@ -285,7 +300,7 @@ def main() -> None:
                 run_load(port, model, 1, 1, ["Say hello."], 8, extra, sampling,
                          "You are terse." if a.cold_system else None)
                 r = run_load(port, model, n, a.requests_per_client, prompts, a.n_predict, extra,
-                             sampling)
+                             sampling, lora_scales=lora_scales)
                 if cfg.startswith("specdec"):
                     r.update(specdec_counters(port, logdir / f"{cfg}-{n}-{rep}.metrics"))
             finally:
