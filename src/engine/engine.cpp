@@ -144,6 +144,20 @@ std::vector<int32_t> Engine::slot_history(int32_t slot) const {
   return slots_[static_cast<size_t>(slot)]->history;
 }
 
+size_t Engine::reusable_prefix(int32_t slot, std::span<const int32_t> prompt,
+                               const std::optional<std::vector<float>>& lora_scales) {
+  Sequences& s = slot_at(slot);
+  const std::vector<float> scales = lora_scales ? *lora_scales : this->lora_scales();
+  // Scales that do not fit match nothing (generate() refuses them).
+  if (scales.size() != target_lora().size()) return 0;
+  const uint64_t key = lora_fingerprint(target_lora(), scales);
+  {
+    const std::lock_guard<std::mutex> lock(share_mu_);
+    if (s.lora_key != key) return 0;
+  }
+  return shared_prefix(s.history, prompt);
+}
+
 Engine::Sequences& Engine::slot_at(int32_t slot) {
   if (slot < 0 || slot >= options_.n_slots) {
     fail("slot ", slot, " does not exist (the engine has ", options_.n_slots, ")");

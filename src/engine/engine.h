@@ -252,6 +252,11 @@ class Engine {
   int32_t n_slots() const { return options_.n_slots; }
   // The tokens slot `slot`'s caches were last filled from (its reusable prompt prefix).
   std::vector<int32_t> slot_history(int32_t slot) const;
+  // How many leading tokens of prompt a request at these LoRA scales (GenerationOptions::
+  // lora_scales) would find in slot `slot`'s history: none where the slot's rows were computed
+  // at other scales (or at scales that do not fit the adapters, which generate() refuses).
+  size_t reusable_prefix(int32_t slot, std::span<const int32_t> prompt,
+                         const std::optional<std::vector<float>>& lora_scales);
   // A slot's cached text on disk (llama-server's POST /slots/N?action=save|restore|erase,
   // `specdec run --prompt-cache`; engine/slot_file.h). Each may only be called while no
   // generate() runs on that slot (a server reserves the slot first); other slots may run.

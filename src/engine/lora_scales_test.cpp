@@ -105,6 +105,10 @@ TEST_F(EngineLora, ARequestRunsAtItsOwnScalesAndReusesOnlyRowsComputedAtThem) {
   // The next turn at the same scales reuses the conversation so far.
   std::vector<int32_t> follow = engine.slot_history(0);
   follow.insert(follow.end(), {60, 61});
+  // What a server's slot choice sees: the history at these scales, nothing at others.
+  EXPECT_EQ(engine.reusable_prefix(0, follow, std::vector<float>{0.5f, -1.0f}), follow.size() - 2);
+  EXPECT_EQ(engine.reusable_prefix(0, follow, std::nullopt), 0u);
+  EXPECT_EQ(engine.reusable_prefix(0, follow, std::vector<float>{0.5f}), 0u);
   const GenerationResult next = engine.generate(follow, greedy({0.5f, -1.0f}), {});
   EXPECT_EQ(next.stats.cached_tokens, static_cast<int32_t>(follow.size()) - 3);
   EXPECT_EQ(next.tokens, alone({0.5f, -1.0f}, follow, greedy({})));

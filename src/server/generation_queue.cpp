@@ -128,7 +128,8 @@ int32_t GenerationQueue::place(const Job& job) const {
   size_t best_len = 0;
   for (size_t slot = 0; slot < assigned_.size(); ++slot) {
     if (!free(slot)) continue;
-    const size_t len = prefix_length_ ? prefix_length_(static_cast<int32_t>(slot), job.prompt_) : 0;
+    const size_t len =
+        prefix_length_ ? prefix_length_(static_cast<int32_t>(slot), job.prompt_, job.options_) : 0;
     if (best < 0 || len > best_len ||
         (len == best_len && last_used_[slot] < last_used_[static_cast<size_t>(best)])) {
       best = static_cast<int32_t>(slot);

@@ -88,9 +88,10 @@ class GenerationQueue {
   using Runner =
       std::function<GenerationResult(std::span<const int32_t>, const GenerationOptions&,
                                      const TextCallback&, const LogprobCallback&, int32_t slot)>;
-  // How much of slot `slot`'s cache `prompt` would reuse (leading tokens; 0: none). A job goes
-  // to the free slot where this is largest.
-  using PrefixLength = std::function<size_t(int32_t slot, std::span<const int32_t> prompt)>;
+  // How much of slot `slot`'s cache a job with this prompt and these options would reuse
+  // (leading tokens; 0: none). A job goes to the free slot where this is largest.
+  using PrefixLength = std::function<size_t(int32_t slot, std::span<const int32_t> prompt,
+                                            const GenerationOptions& options)>;
 
   // capacity: how many jobs may wait (the running ones not included); n_slots workers.
   GenerationQueue(Runner runner, size_t capacity, Metrics& metrics, int32_t n_slots = 1,

@@ -265,7 +265,7 @@ TEST(GenerationQueue, SeveralSlotsRunAtOnceAndJobsGoToTheSlotWithTheirPrefix) {
         return r;
       },
       8, metrics, 3,
-      [](int32_t slot, std::span<const int32_t> prompt) -> size_t {
+      [](int32_t slot, std::span<const int32_t> prompt, const GenerationOptions&) -> size_t {
         return prompt[0] == 100 + slot ? 1 : 0;
       });
   // Three jobs at once run on three slots; then jobs whose prefix one slot caches go there.
@@ -364,7 +364,9 @@ TEST(GenerationQueue, ASlotActionWaitsForTheSlotsJobAndKeepsNewJobsOffTheSlot) {
       },
       8, metrics, 2,
       // Every job prefers slot 0 (its "cache").
-      [](int32_t slot, std::span<const int32_t>) -> size_t { return slot == 0 ? 1 : 0; });
+      [](int32_t slot, std::span<const int32_t>, const GenerationOptions&) -> size_t {
+        return slot == 0 ? 1 : 0;
+      });
   const std::shared_ptr<Job> first = queue.submit({1}, {});
   {
     const auto deadline = std::chrono::steady_clock::now() + 5s;

@@ -492,9 +492,10 @@ void HttpServer::attach(Engine& engine, ModelFacts facts) {
                 const LogprobCallback& lp,
                 int32_t slot) { return engine.generate(prompt, o, cb, lp, slot); },
       impl_->config.queue_size, impl_->metrics, engine.n_slots(),
-      [&engine](int32_t slot, std::span<const int32_t> prompt) -> size_t {
+      [&engine](int32_t slot, std::span<const int32_t> prompt,
+                const GenerationOptions& o) -> size_t {
         const std::vector<int32_t> history = engine.slot_history(slot);
-        const size_t n = shared_prefix(history, prompt);
+        const size_t n = engine.reusable_prefix(slot, prompt, o.lora_scales);
         // A prompt that continues most of what the slot holds (a follow-up turn) reuses it; one
         // that shares only a little (a common system prompt) would destroy the rest of that
         // cache for a small gain, so it counts as no match and takes the stalest slot

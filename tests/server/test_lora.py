@@ -120,6 +120,23 @@ def test_posting_scales_sets_what_requests_that_name_none_run_at(lora_server, se
     assert text(greedy(lora_server)) == adapted
 
 
+def test_a_follow_up_goes_to_the_slot_that_holds_it_at_its_scales(lora_server):
+    # A conversation at scale 0.5, its next turn at 0.5 on the same slot (reusing it), and the
+    # same turn at scale 1 elsewhere: the slot's rows are another model's for it.
+    def native(prompt, scale):
+        return greedy(lora_server, "/completion", prompt=prompt, n_predict=8,
+                      lora=[{"id": 0, "scale": scale}])
+
+    first = native("A conversation about rivers and the sea", 0.5)
+    follow = "A conversation about rivers and the sea" + first["content"] + " and then"
+    again = native(follow, 0.5)
+    assert again["id_slot"] == first["id_slot"]
+    assert again["tokens_cached"] > 0
+    other = native(follow, 1.0)
+    assert other["id_slot"] != first["id_slot"]
+    assert other["tokens_cached"] == 0
+
+
 def test_adapters_loaded_without_applying_them_start_at_zero(cli, models, adapter, server):
     s = Server(cli, ["-m", models["target"], "-t", "2", "-c", "512", "--lora", adapter,
                      "--lora-init-without-apply"])
