@@ -387,11 +387,12 @@ GenerationOptions HttpServer::Impl::request_options(const CompletionRequest& r,
 
 std::vector<std::shared_ptr<Job>> HttpServer::Impl::submit_jobs(
     const std::vector<std::vector<int32_t>>& prompts, const std::vector<int32_t>& max_tokens,
-    const GenerationOptions& o, const CompletionRequest& r) {
-  // n choices per prompt are n sequences, each its own job (and slot): with several slots they
+    const GenerationOptions& o, const CompletionRequest& r, int32_t per_prompt) {
+  // per_prompt (0: n) sequences per prompt, each its own job (and slot): with several slots they
   // run side by side, and the ones that start together read their common prompt once. A seeded
-  // request's choice i draws from seed + i, so each choice is what a request with that seed
-  // would give. Prompt p's choice i is choice p * n + i.
+  // request's sequence i draws from seed + i, so each is what a request with that seed would
+  // give. Prompt p's sequence i is job p * per_prompt + i.
+  if (per_prompt == 0) per_prompt = r.n;
   if (r.id_slot >= queue->n_slots()) {
     throw invalid_request(str_cat("Invalid slot ID: id_slot ", r.id_slot, " but the server has ",
                                   queue->n_slots(), " slots (-1: any)"),
@@ -399,7 +400,7 @@ std::vector<std::shared_ptr<Job>> HttpServer::Impl::submit_jobs(
   }
   std::vector<std::shared_ptr<Job>> jobs;
   for (size_t p = 0; p < prompts.size(); ++p) {
-    for (int32_t i = 0; i < r.n; ++i) {
+    for (int32_t i = 0; i < per_prompt; ++i) {
       GenerationOptions oi = o;
       oi.max_tokens = max_tokens[p];
       if (r.seed) oi.sampling.seed = *r.seed + static_cast<uint64_t>(i);

@@ -156,7 +156,7 @@ struct HttpServer::Impl {
   std::vector<std::shared_ptr<Job>> submit_jobs(const std::vector<std::vector<int32_t>>& prompts,
                                                 const std::vector<int32_t>& max_tokens,
                                                 const GenerationOptions& o,
-                                                const CompletionRequest& r);
+                                                const CompletionRequest& r, int32_t per_prompt = 0);
   // Waits for every job; false (the jobs cancelled, a 499 logged) when the client left.
   bool wait_all(const std::vector<std::shared_ptr<Job>>& jobs, HttpResponder& res);
   void tokenize(const HttpRequest& req, HttpResponder& res);

@@ -3,6 +3,7 @@
 #include <random>
 
 #include "common/error.h"
+#include "server/best_of.h"
 #include "server/http_server_impl.h"
 
 namespace specdec::server {
@@ -52,11 +53,15 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   for (const EchoedPrompt& p : prompts) {
     max_tokens.push_back(resolve_max_tokens(r, static_cast<int32_t>(p.tokens.size()), e.n_ctx()));
   }
-  const GenerationOptions o = request_options(r, e);
+  GenerationOptions o = request_options(r, e);
+  // best_of > n: each sequence scored by its tokens' log-probabilities (server/best_of.h).
+  const bool choosing = r.best_of > r.n;
+  if (choosing) o.logprobs = std::max(o.logprobs, 0);
 
   std::vector<std::vector<int32_t>> prompt_tokens;
   for (const EchoedPrompt& p : prompts) prompt_tokens.push_back(p.tokens);
-  const std::vector<std::shared_ptr<Job>> jobs = submit_jobs(prompt_tokens, max_tokens, o, r);
+  const std::vector<std::shared_ptr<Job>> jobs =
+      submit_jobs(prompt_tokens, max_tokens, o, r, r.best_of);
   std::vector<EchoedPrompt> echoes;
   if (r.echo) {
     for (const EchoedPrompt& p : prompts) echoes.insert(echoes.end(), static_cast<size_t>(r.n), p);
@@ -87,7 +92,21 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
       reasoning.push_back(std::move(split.reasoning));
     }
   }
+  std::vector<GenerationResult> sequences;  // all of them, with best_of > n
+  if (choosing) {
+    sequences = std::move(results);
+    results.clear();
+    for (size_t i : best_of_choices(sequences, static_cast<size_t>(r.best_of), per_prompt)) {
+      results.push_back(sequences[i]);
+    }
+  }
   nlohmann::json doc = completion_json(meta, results, echoes, per_prompt);
+  if (choosing) {
+    // Usage counts every sequence generated, as OpenAI bills best_of.
+    const GenerationStats all = combined_stats(sequences, static_cast<size_t>(r.best_of));
+    doc["usage"] = usage_json(all);
+    doc["specdec"] = specdec_stats_json(all);
+  }
   for (size_t i = 0; i < reasoning.size(); ++i) {
     doc["choices"][i]["message"]["reasoning_content"] =
         reasoning[i].empty() ? nlohmann::json() : nlohmann::json(reasoning[i]);

@@ -583,17 +583,28 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   if (auto slot = get_int(j, "id_slot", -1, 255)) r.id_slot = static_cast<int32_t>(*slot);
   // n choices are n sequences (HttpServer submits one job each).
   if (auto n = get_int(j, "n", 1, kMaxChoices)) r.n = static_cast<int32_t>(*n);
-  // best_of would need a score to choose by; only the trivial value (all of the n) is taken.
-  if (auto b = get_int(j, "best_of", 1, kMaxChoices); b && *b != r.n) {
-    throw invalid_request(
-        str_cat("only best_of = n is supported, got best_of ", *b, " with n ", r.n), "best_of",
-        "invalid_value");
+  // best_of (the legacy completions API's; OpenAI's and vLLM's): best_of sequences per prompt,
+  // the n best returned. Elsewhere only the trivial value (all of the n) is taken.
+  r.best_of = r.n;
+  if (auto b = get_int(j, "best_of", 1, kMaxChoices)) {
+    if (endpoint != Endpoint::Completions && *b != r.n) {
+      throw invalid_request(str_cat("'best_of' other than n is supported by /v1/completions ",
+                                    "only, got best_of ", *b, " with n ", r.n),
+                            "best_of", "invalid_value");
+    }
+    if (*b < r.n) {
+      throw invalid_request(
+          str_cat("best_of must be at least n, got best_of ", *b, " with n ", r.n), "best_of",
+          "invalid_value");
+    }
+    r.best_of = static_cast<int32_t>(*b);
   }
-  if (const size_t choices = r.prompts.size() * static_cast<size_t>(r.n);
+  if (const size_t choices = r.prompts.size() * static_cast<size_t>(r.best_of);
       choices > static_cast<size_t>(kMaxChoicesPerRequest)) {
-    throw invalid_request(str_cat("at most ", kMaxChoicesPerRequest, " choices (prompts x n) per ",
-                                  "request, got ", choices),
-                          "n", "invalid_value");
+    throw invalid_request(
+        str_cat("at most ", kMaxChoicesPerRequest,
+                " sequences (prompts x n, or x best_of) per request, got ", choices),
+        r.best_of > r.n ? "best_of" : "n", "invalid_value");
   }
   if (endpoint == Endpoint::ChatCompletions && get_bool(j, "echo", false)) {
     throw invalid_request("'echo' is supported by /v1/completions only", "echo",
@@ -663,6 +674,12 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   }
   r.tokens_as_ids = get_bool(j, "return_tokens_as_token_ids", false);
   r.stream = get_bool(j, "stream", false);
+  if (r.stream && r.best_of > r.n) {
+    throw invalid_request(
+        "'best_of' greater than n cannot be streamed: the best are known only "
+        "once all have ended",
+        "best_of", "unsupported_value");
+  }
   if (auto n = get_int(j, "prompt_logprobs", 0, kMaxTopLogprobs)) {
     if (r.stream) {
       throw invalid_request("'prompt_logprobs' cannot be streamed", "prompt_logprobs",

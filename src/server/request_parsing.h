@@ -76,7 +76,11 @@ struct CompletionRequest {
   std::vector<LoraRequestEntry> lora;
   std::optional<uint64_t> seed;  // nullopt: a random seed per request
   std::vector<std::string> stop;
-  int32_t n = 1;            // choices, each its own sequence
+  int32_t n = 1;  // choices, each its own sequence
+  // /v1/completions: this many sequences per prompt, of which the n with the highest mean
+  // log-probability per token come back (server/best_of.h); never streamed. Equal to n
+  // elsewhere.
+  int32_t best_of = 1;
   PenaltyParams penalties;  // presence/frequency/repetition penalties, logit_bias
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage

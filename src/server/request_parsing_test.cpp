@@ -273,9 +273,11 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
       {kCmpl, R"({"prompt":"x","top_k":-1})", "top_k", "invalid_value"},
       {kCmpl, R"({"prompt":"x","min_p":2})", "min_p", "invalid_value"},
       {kCmpl, R"({"prompt":"x","n":17})", "n", "invalid_value"},
-      {kCmpl, R"({"prompt":"x","n":2,"best_of":3})", "best_of", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","n":3,"best_of":2})", "best_of", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","best_of":17})", "best_of", "invalid_value"},
+      {kCmpl, R"({"prompt":"x","best_of":3,"stream":true})", "best_of", "unsupported_value"},
+      {kCmpl, R"({"prompt":["a","b","c","d","e"],"best_of":16})", "best_of", "invalid_value"},
       {kCmpl, R"({"prompt":"x","n":0})", "n", "invalid_value"},
-      {kCmpl, R"({"prompt":"x","best_of":3})", "best_of", "invalid_value"},
       {kCmpl, R"({"prompt":"x","draft_max":0})", "draft_max", "invalid_value"},
       {kCmpl, R"({"prompt":"x","draft_max":65})", "draft_max", "invalid_value"},
       {kCmpl, R"({"prompt":"x","stop":["1","2","3","4","5","6","7","8","9","10","11","12","13",
@@ -415,6 +417,14 @@ TEST(RequestParsing, TokenizeAndDetokenizeBodies) {
 TEST(RequestParsing, SeveralChoices) {
   EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x"})").n, 1);
   EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x","n":16,"best_of":16})").n, 16);
+  // best_of sequences, the n best returned: completions only, never streamed.
+  const CompletionRequest best = parse_request(kCmpl, R"({"prompt":"x","n":2,"best_of":5})");
+  EXPECT_EQ(best.n, 2);
+  EXPECT_EQ(best.best_of, 5);
+  EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x","n":3})").best_of, 3);
+  EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x","best_of":2,"n":2,"stream":true})").best_of, 2);
+  EXPECT_THROW(parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],"best_of":2})"),
+               ApiError);
   EXPECT_EQ(parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],"n":3})").n, 3);
 }
 

@@ -92,3 +92,45 @@ def test_more_choices_than_the_queue_holds_get_503_and_leave_nothing_behind(cli,
         assert len(body["choices"]) == 3
     finally:
         assert s.stop() == 0, "".join(s.log[-30:])
+
+
+def mean_logprob(choice):
+    lps = choice["logprobs"]["token_logprobs"]
+    return sum(lps) / len(lps)
+
+
+def test_best_of_returns_the_n_likeliest_of_its_sequences(two_slot_server):
+    # best_of 4 from seed 40 runs the sequences of seeds 40..43; n=4 with logprobs shows them
+    # all, and best_of returns the two with the highest mean log-probability per token.
+    base = {**BODY, "temperature": 1.0, "top_k": 20, "seed": 40}
+    status, every = post_json(two_slot_server.base, "/v1/completions",
+                              {**base, "n": 4, "logprobs": 0})
+    assert status == 200, every
+    ranked = sorted(every["choices"], key=lambda c: (-mean_logprob(c), c["index"]))
+    assert len({c["text"] for c in ranked}) > 1  # different draws, or the test means nothing
+    status, best = post_json(two_slot_server.base, "/v1/completions",
+                             {**base, "n": 2, "best_of": 4})
+    assert status == 200, best
+    assert [c["index"] for c in best["choices"]] == [0, 1]
+    assert texts(best) == [c["text"] for c in ranked[:2]]
+    assert best["choices"][0]["logprobs"] is None  # not asked for
+    # Usage counts every sequence generated.
+    assert best["usage"]["completion_tokens"] == every["usage"]["completion_tokens"]
+    status, one = post_json(two_slot_server.base, "/v1/completions",
+                            {**base, "best_of": 4, "logprobs": 1})
+    assert status == 200, one
+    assert texts(one) == [ranked[0]["text"]]
+    assert len(one["choices"][0]["logprobs"]["top_logprobs"][0]) == 1
+
+
+@pytest.mark.parametrize("extra,code", [
+    ({"n": 3, "best_of": 2}, "invalid_value"),
+    ({"best_of": 2, "stream": True}, "unsupported_value"),
+])
+def test_best_of_below_n_or_streamed_is_refused(two_slot_server, extra, code):
+    status, doc = post_json(two_slot_server.base, "/v1/completions", {**BODY, **extra})
+    assert status == 400 and doc["error"]["param"] == "best_of", doc
+    assert doc["error"]["code"] == code, doc
+    status, doc = post_json(two_slot_server.base, "/v1/chat/completions",
+                            {"messages": [{"role": "user", "content": "hi"}], "best_of": 2})
+    assert status == 400 and doc["error"]["param"] == "best_of", doc
