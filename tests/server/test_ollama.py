@@ -235,8 +235,14 @@ def test_logprobs_are_the_chat_endpoints_whole_and_streamed(server):
     assert status == 200
     assert [e for d in docs for e in d.get("logprobs", [])] == want
     # Each piece of text comes with its own tokens' entries (that their bytes are its text is
-    # checked on the real pair, whose text is valid UTF-8).
-    assert all(d["logprobs"] for d in docs[:-1])
+    # checked on the real pair, whose text is valid UTF-8). The exception: a truncated character
+    # left at the end of the tiny model's random bytes goes out after the loop as its replacement
+    # character, whose token's entry went with the text before it; it is a document of its own
+    # when the stream's reader took that text before the flush (timing).
+    pieces = docs[:-1]
+    if pieces and not pieces[-1]["logprobs"] and set(pieces[-1]["message"]["content"]) == {"\ufffd"}:
+        pieces = pieces[:-1]
+    assert all(d["logprobs"] for d in pieces), docs
     # /api/generate's raw form (the completions parser) gives the same numbers for its tokens.
     prompt = "<|im_start|>user\nTell me about Paris.<|im_end|>\n<|im_start|>assistant\n"
     raw = generate(server, prompt=prompt, raw=True, **body)
