@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <exception>
 
 #include "common/error.h"
@@ -147,7 +146,7 @@ std::vector<int32_t> Engine::slot_history(int32_t slot) const {
 size_t Engine::reusable_prefix(int32_t slot, std::span<const int32_t> prompt,
                                const std::optional<std::vector<float>>& lora_scales) {
   Sequences& s = slot_at(slot);
-  const std::vector<float> scales = lora_scales ? *lora_scales : this->lora_scales();
+  const std::vector<float> scales = lora_scales_for(lora_scales);
   // Scales that do not fit match nothing (generate() refuses them).
   if (scales.size() != target_lora().size()) return 0;
   const uint64_t key = lora_fingerprint(target_lora(), scales);
@@ -180,26 +179,20 @@ std::vector<float> Engine::lora_scales() const {
   return lora_scales_;
 }
 
-namespace {
-void check_lora_scales(std::span<const float> scales, size_t n_adapters) {
-  if (scales.size() != n_adapters) {
-    fail("LoRA scales: ", scales.size(), " given for the target's ", n_adapters, " adapters");
-  }
-  for (float scale : scales) {
-    if (!std::isfinite(scale)) fail("LoRA scales: ", scale, " is not a finite number");
-  }
+std::vector<float> Engine::lora_scales_for(
+    const std::optional<std::vector<float>>& requested) const {
+  return requested ? *requested : lora_scales();
 }
-}  // namespace
 
 void Engine::set_lora_scales(std::span<const float> scales) {
-  check_lora_scales(scales, target_lora().size());
+  check_lora_scales(target_lora(), scales);
   const std::lock_guard<std::mutex> lock(lora_mu_);
   lora_scales_.assign(scales.begin(), scales.end());
 }
 
 void Engine::use_lora_scales(Sequences& s, const std::optional<std::vector<float>>& requested) {
-  std::vector<float> scales = requested ? *requested : lora_scales();
-  check_lora_scales(scales, target_lora().size());
+  std::vector<float> scales = lora_scales_for(requested);
+  check_lora_scales(target_lora(), scales);
   const uint64_t key = lora_fingerprint(target_lora(), scales);
   // Adapters change every K/V row after the first layer: rows computed at other scales are
   // another model's. (The draft's rows are its own model's alone; they go too, as the history

@@ -327,6 +327,8 @@ class Engine {
   Sequences& slot_at(int32_t slot);
   // Empties slot s's caches and history, withdrawing what it offered other slots.
   void clear_slot(Sequences& s);
+  // A request's LoRA scales: its own, or lora_scales() when it gives none.
+  std::vector<float> lora_scales_for(const std::optional<std::vector<float>>& requested) const;
   // Slot s's target runs at the request's LoRA scales (or lora_scales()) from now on: its caches
   // are emptied if they were computed at others. Throws for scales that do not fit.
   void use_lora_scales(Sequences& s, const std::optional<std::vector<float>>& requested);

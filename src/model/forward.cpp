@@ -210,13 +210,7 @@ void Model::forward_batch(std::span<const SequenceRows> sequences, ThreadPool& p
   }
   const std::vector<ActiveLora>& lora = impl_->lora;
   for (const SequenceRows& sq : sequences) {
-    if (!sq.lora_scales.empty() && sq.lora_scales.size() != lora.size()) {
-      fail("forward: ", sq.lora_scales.size(), " LoRA scales for a model with ", lora.size(),
-           " adapters");
-    }
-    for (float scale : sq.lora_scales) {
-      if (!std::isfinite(scale)) fail("forward: a LoRA scale is not finite");
-    }
+    if (!sq.lora_scales.empty()) check_lora_scales(lora, sq.lora_scales);
     if (sq.vocab != nullptr && sq.vocab->head_rows() != impl_->weights.output.rows) {
       fail("forward: vocabulary subset made for a head of ", sq.vocab->head_rows(),
            " rows, the model's has ", impl_->weights.output.rows);

@@ -246,6 +246,15 @@ void Model::set_lora(std::span<const ActiveLora> adapters) {
 
 std::span<const ActiveLora> Model::lora() const { return impl_->lora; }
 
+void check_lora_scales(std::span<const ActiveLora> adapters, std::span<const float> scales) {
+  if (scales.size() != adapters.size()) {
+    fail("LoRA scales: ", scales.size(), " given for the target's ", adapters.size(), " adapters");
+  }
+  for (float scale : scales) {
+    if (!std::isfinite(scale)) fail("LoRA scales: ", scale, " is not a finite number");
+  }
+}
+
 uint64_t lora_fingerprint(std::span<const ActiveLora> adapters, std::span<const float> scales) {
   if (adapters.empty()) return 0;
   if (scales.size() != adapters.size()) {

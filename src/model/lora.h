@@ -65,6 +65,9 @@ struct ActiveLora {
 // already applies (Model::set_lora). Throws like load_lora_adapter; the model is then unchanged.
 void add_lora_files(Model& model, std::span<const std::pair<std::string, float>> files);
 
+// Throws specdec::Error unless scales holds one finite scale per adapter.
+void check_lora_scales(std::span<const ActiveLora> adapters, std::span<const float> scales);
+
 // What a KV cache computed with these adapters at these scales (one per adapter, in order) may
 // be reused by: equal for equal adapters and scales, 0 without adapters.
 uint64_t lora_fingerprint(std::span<const ActiveLora> adapters, std::span<const float> scales);
