@@ -655,3 +655,50 @@ TEST_F(BatchedSlots, OneDraftReadsAPromptHeadTwoSlotsStartOnAndTheOtherCopiesIt)
 
 }  // namespace
 }  // namespace specdec
+
+namespace specdec {
+namespace {
+
+TEST_F(BatchedSlots, ASeededDraftReadingFirstOffersNoStaleTargetRows) {
+  // Slot 0 held another text (its target's rows for it stay in the cache until the target reads
+  // the new prompt). A seeded sampled request's draft reads its prompt before its target does;
+  // the rows the slot offers meanwhile must be the new prompt's, not the old text's at the same
+  // positions. Slot 1 starts on the same head while slot 0's target is still reading (slot 0's
+  // first target pass waits for it) and copies whatever slot 0 offers: its greedy text shows any
+  // stale row. (The CI run of 2026-12-06 saw a seeded request's text change this way.)
+  EngineOptions eo = slot_options(2);
+  eo.prefill_chunk = 4;
+  Engine engine(*target_, draft_.get(), eo);
+  Engine alone(*target_, draft_.get(), slot_options(1));
+  GenerationOptions plain = greedy_spec(4);
+  plain.speculative = false;
+  engine.generate(with_long_head(50, 200, 0), plain, {}, {}, 0);  // nothing in common with a, b
+  const std::vector<int32_t> a = with_system_prompt(150, 20), b = with_system_prompt(170, 4);
+  GenerationOptions sampled = greedy_spec(12);
+  sampled.sampling.temperature = 0.9f;
+  sampled.sampling.seed = 21;
+  std::latch b_starting(1);
+  std::atomic<bool> first{true};
+  engine.set_pass_observer([&](bool target, int64_t, int64_t) {
+    if (target && first.exchange(false)) {
+      b_starting.wait();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // slot 1 copies meanwhile
+    }
+  });
+  GenerationResult ga, gb;
+  std::thread ta([&] { ga = engine.generate(a, sampled, {}, {}, 0); });
+  std::thread tb([&] {
+    while (first.load()) std::this_thread::yield();
+    b_starting.count_down();
+    gb = engine.generate(b, greedy_spec(12), {}, {}, 1);
+  });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(ga.stats.cached_tokens, 0);
+  EXPECT_GT(ga.stats.spec.rounds, 0);
+  expect_same(ga, alone.generate(a, sampled, {}), 0);
+  expect_same(gb, alone.generate(b, greedy_spec(12), {}), 1);
+}
+
+}  // namespace
+}  // namespace specdec

@@ -383,6 +383,11 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   // From here on the caches change past n_cached; if this run throws before it records its own
   // tokens, the history must not claim what the caches no longer hold.
   s.history.resize(static_cast<size_t>(n_cached));
+  // The target's rows past n_cached are the earlier text's: cut now, not when the target reads
+  // the prompt. A seeded request's draft reads first, and the slot offers the prompt rows its
+  // target holds as each chunk comes (offer_read_rows): a stale row there would be copied by
+  // another slot as this prompt's.
+  s.target.truncate(n_cached);
   // An unused draft cache must still hold only a prefix of the history recorded below.
   // (A scoring request's decoder starts past the whole prompt, so its draft is cut here too.)
   // A scoring request takes no part in sharing: it reuses no prefix, and its rows are read with
