@@ -8,6 +8,7 @@
 #include <chrono>
 #include <latch>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -698,6 +699,89 @@ TEST_F(BatchedSlots, ASeededDraftReadingFirstOffersNoStaleTargetRows) {
   EXPECT_GT(ga.stats.spec.rounds, 0);
   expect_same(ga, alone.generate(a, sampled, {}), 0);
   expect_same(gb, alone.generate(b, greedy_spec(12), {}), 1);
+}
+
+}  // namespace
+}  // namespace specdec
+
+namespace specdec {
+namespace {
+
+// One request of the traffic below, as a slot's thread sent it.
+struct Sent {
+  std::vector<int32_t> prompt;
+  GenerationOptions options;
+  GenerationResult result;
+  bool comparable = true;  // false: an unseeded sampled request (a fresh draw; γ follows the batch)
+};
+
+TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
+  // Three slots, each sending a run of requests with random kinds (greedy, seeded, unseeded
+  // sampled, without speculation), prompts on heads the slots share (two of them sharing their
+  // first 20 tokens), follow-up turns of the slot's own history, and random starts, so that
+  // slots read, offer, copy and drop prompt rows while others generate. The plan is fixed per
+  // slot; the interleaving is up to the threads. Every greedy and seeded request's output must
+  // be what it is alone: a stale or wrong copied row, or a draw that follows the batch, shows.
+  EngineOptions eo = slot_options(3);
+  eo.prefill_chunk = 4;
+  Engine engine(*target_, draft_.get(), eo);
+  // Three heads: the second shares the first's first 20 tokens, the third nothing.
+  const std::vector<int32_t> first = with_long_head(40, 0, 0);
+  std::vector<int32_t> second(first.begin(), first.begin() + 20);
+  for (int32_t t = 0; t < 20; ++t) second.push_back(45 + (t * 11) % 170);
+  const std::vector<std::vector<int32_t>> heads = {first, second, with_system_prompt(150, 4)};
+  // Passes that take a while (as a real model's do) leave the threads time to interleave.
+  engine.set_pass_observer(
+      [](bool, int64_t, int64_t) { std::this_thread::sleep_for(std::chrono::microseconds(300)); });
+  constexpr int kPerSlot = 6;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::vector<Sent>> sent(3);
+    std::vector<std::thread> threads;
+    std::latch start(3);
+    for (int32_t slot = 0; slot < 3; ++slot) {
+      threads.emplace_back([&, slot] {
+        std::mt19937 rng(static_cast<uint32_t>(100 * round + slot));
+        start.arrive_and_wait();
+        for (int i = 0; i < kPerSlot; ++i) {
+          Sent r;
+          std::vector<int32_t> history = engine.slot_history(slot);
+          if (!history.empty() && history.size() < 180 && rng() % 3 == 0) {
+            r.prompt = std::move(history);  // a follow-up turn
+          } else {
+            r.prompt = heads[rng() % heads.size()];
+          }
+          for (uint32_t t = 0, n = 1 + rng() % 6; t < n; ++t)
+            r.prompt.push_back(static_cast<int32_t>(60 + rng() % 150));
+          r.options = greedy_spec(6 + static_cast<int32_t>(rng() % 12));
+          switch (rng() % 4) {
+            case 0:
+              break;  // greedy, speculative
+            case 1:
+              r.options.speculative = false;
+              break;
+            default:
+              r.options.sampling.temperature = 0.9f;
+              r.options.sampling.seed = rng();
+              r.options.fixed_seed = rng() % 3 != 0;
+              r.comparable = r.options.fixed_seed;
+          }
+          std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+          r.result = engine.generate(r.prompt, r.options, {}, {}, slot);
+          sent[static_cast<size_t>(slot)].push_back(std::move(r));
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    Engine alone(*target_, draft_.get(), slot_options(1));
+    for (size_t slot = 0; slot < 3; ++slot) {
+      for (size_t i = 0; i < sent[slot].size(); ++i) {
+        const Sent& r = sent[slot][i];
+        if (!r.comparable) continue;
+        SCOPED_TRACE("round " + std::to_string(round) + " slot " + std::to_string(slot));
+        expect_same(r.result, alone.generate(r.prompt, r.options, {}), i);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -102,9 +102,10 @@ def mean_logprob(choice):
 def test_best_of_returns_the_n_likeliest_of_its_sequences(two_slot_server):
     # best_of 4 with n 3 returns three of the four sequences, best first: their mean
     # log-probabilities per token (from the response's own entries) do not increase. With n 2
-    # the two best come back, and usage counts all four sequences either way. (Which two they are is checked by the
-    # unit tests of server/best_of.h; that a seeded sequence is the same in any request is
-    # test_seeded_choice_i_is_the_request_with_seed_plus_i's.)
+    # the same two best come back, with n 1 the best, and usage counts all four sequences each
+    # time: a seeded sequence is the same in any request, on whichever slot it runs beside
+    # whichever other. (The slots hold test_chat_choices' chat when this starts: a slot that
+    # offered another slot its stale rows of that chat as this prompt's failed this once.)
     base = {**BODY, "temperature": 1.0, "top_k": 20, "seed": 40}
     status, every = post_json(two_slot_server.base, "/v1/completions",
                               {**base, "n": 3, "best_of": 4, "logprobs": 0})
@@ -119,12 +120,14 @@ def test_best_of_returns_the_n_likeliest_of_its_sequences(two_slot_server):
                              {**base, "n": 2, "best_of": 4})
     assert status == 200, best
     assert [c["index"] for c in best["choices"]] == [0, 1]
+    assert texts(best) == texts(every)[:2]
     assert best["choices"][0]["logprobs"] is None  # not asked for
     assert best["usage"]["completion_tokens"] == 4 * per_sequence
     status, one = post_json(two_slot_server.base, "/v1/completions",
                             {**base, "best_of": 4, "logprobs": 1})
     assert status == 200, one
     assert len(one["choices"]) == 1 and one["usage"]["completion_tokens"] == 4 * per_sequence
+    assert texts(one) == texts(every)[:1]
     assert len(one["choices"][0]["logprobs"]["top_logprobs"][0]) == 1
 
 
