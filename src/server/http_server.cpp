@@ -352,8 +352,10 @@ GenerationOptions HttpServer::Impl::request_options(const CompletionRequest& r,
   o.sampling.seed = r.seed ? *r.seed : std::random_device{}();
   o.fixed_seed = r.seed.has_value();
   o.penalties = r.penalties;
-  // An empty list asks for nothing (llama-server's default scales, as no list).
-  if (!r.lora.empty()) o.lora_scales = lora_scales_of(r.lora, e.target_lora().size(), "lora");
+  // An empty list asks for nothing: the default scales as they are now (POST /lora-adapters may
+  // change them while the request waits), as llama-server's params_from_json_cmpl copies them.
+  o.lora_scales =
+      r.lora.empty() ? e.lora_scales() : lora_scales_of(r.lora, e.target_lora().size(), "lora");
   o.grammar = r.grammar;
   o.grammar_trigger = r.grammar_trigger;
   try {

@@ -292,6 +292,12 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
 
 json options_settings_json(const GenerationOptions& o, int32_t n_ctx) {
   const PenaltyParams& p = o.penalties;
+  // llama-server's slot params: every adapter with the scale this request runs it at.
+  json lora = json::array();
+  if (o.lora_scales) {
+    for (size_t i = 0; i < o.lora_scales->size(); ++i)
+      lora.push_back({{"id", i}, {"scale", (*o.lora_scales)[i]}});
+  }
   return json{{"n_ctx", n_ctx},
               {"temperature", o.sampling.temperature},
               {"top_k", o.sampling.top_k},
@@ -320,7 +326,8 @@ json options_settings_json(const GenerationOptions& o, int32_t n_ctx) {
               {"ignore_eos", o.ignore_eos},
               {"grammar", o.grammar != nullptr},
               {"speculative", o.speculative},
-              {"speculative.n_max", o.draft_max}};
+              {"speculative.n_max", o.draft_max},
+              {"lora", std::move(lora)}};
 }
 
 nlohmann::json native_settings_json(const NativeRequest& r, const GenerationOptions& o,

@@ -68,7 +68,7 @@ struct NativeMeta {
 };
 
 // The settings a generation runs with, in llama-server's names (sampling, penalties, stop,
-// speculation); native_settings_json adds a /completion request's own.
+// speculation, each adapter's LoRA scale); native_settings_json adds a /completion request's own.
 nlohmann::json options_settings_json(const GenerationOptions& o, int32_t n_ctx);
 // The settings a response reports back (llama-server's generation_settings).
 nlohmann::json native_settings_json(const NativeRequest& r, const GenerationOptions& o,

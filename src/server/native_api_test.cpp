@@ -357,6 +357,11 @@ TEST(NativeApi, PropsAndSlotsInLlamaServersShape) {
   EXPECT_FALSE(slots[0].contains("next_token"));
   busy.options.max_tokens = -1;  // no budget: nothing remains to count
   EXPECT_EQ(slots_json(p, std::vector{busy})[0]["next_token"][0]["n_remain"], -1);
+  // Each adapter at the scale the request runs it at (none loaded: an empty list).
+  EXPECT_EQ(slots[1]["params"]["lora"], json::array());
+  busy.options.lora_scales = std::vector<float>{0.5f, 0.0f};
+  EXPECT_EQ(slots_json(p, std::vector{busy})[0]["params"]["lora"],
+            json::parse(R"([{"id": 0, "scale": 0.5}, {"id": 1, "scale": 0.0}])"));
 }
 
 }  // namespace

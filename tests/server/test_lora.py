@@ -6,6 +6,7 @@ that is not an adapter refused at startup."""
 
 import json
 import subprocess
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -135,6 +136,42 @@ def test_a_follow_up_goes_to_the_slot_that_holds_it_at_its_scales(lora_server):
     other = native(follow, 1.0)
     assert other["id_slot"] != first["id_slot"]
     assert other["tokens_cached"] == 0
+
+
+def test_slots_and_settings_show_the_scales_each_runs_at(lora_server):
+    # As llama-server's slot params: idle slots and /props the default scales (which POST
+    # /lora-adapters changes), a running request and its response's generation_settings its own.
+    def settings_lora():
+        props = json.loads(lora_server.get("/props"))["default_generation_settings"]["params"]
+        idle = [s["params"]["lora"] for s in json.loads(lora_server.get("/slots"))
+                if not s["is_processing"]]
+        return props["lora"], idle
+
+    props, idle = settings_lora()
+    assert props == [{"id": 0, "scale": 1.0}] and idle and all(l == props for l in idle)
+    try:
+        assert post_json(lora_server.base, "/lora-adapters", [{"id": 0, "scale": 0.5}])[0] == 200
+        props, idle = settings_lora()
+        assert props == [{"id": 0, "scale": 0.5}] and all(l == props for l in idle)
+        doc = greedy(lora_server, "/completion", n_predict=4)
+        assert doc["generation_settings"]["lora"] == [{"id": 0, "scale": 0.5}]
+    finally:
+        post_json(lora_server.base, "/lora-adapters", [{"id": 0, "scale": 1}])
+    doc = greedy(lora_server, "/completion", n_predict=4, lora=[{"id": 0, "scale": -0.25}])
+    assert doc["generation_settings"]["lora"] == [{"id": 0, "scale": -0.25}]
+    for _ in range(5):  # the request may end before a poll sees it running
+        result = {}
+        worker = threading.Thread(target=lambda: result.update(doc=greedy(
+            lora_server, "/completion", n_predict=400, lora=[{"id": 0, "scale": 0.25}])))
+        worker.start()
+        seen = []
+        while worker.is_alive():
+            seen += [s["params"]["lora"] for s in json.loads(lora_server.get("/slots"))
+                     if s["is_processing"]]
+        worker.join()
+        if seen:
+            break
+    assert seen and all(l == [{"id": 0, "scale": 0.25}] for l in seen), seen
 
 
 def test_adapters_loaded_without_applying_them_start_at_zero(cli, models, adapter, server):
