@@ -717,13 +717,16 @@ struct Sent {
 
 TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
   // Three slots, each sending a run of requests with random kinds (greedy, seeded, unseeded
-  // sampled, without speculation), prompts on heads the slots share (two of them sharing their
-  // first 20 tokens), follow-up turns of the slot's own history, and random starts, so that
-  // slots read, offer, copy and drop prompt rows while others generate. The plan is fixed per
-  // slot; the interleaving is up to the threads. Every greedy and seeded request's output must
-  // be what it is alone: a stale or wrong copied row, or a draw that follows the batch, shows.
+  // sampled, without speculation; with and without hybrid prompt lookup and the adaptive draft
+  // length, as `serve` runs them by default), prompts on heads the slots share (two of them
+  // sharing their first 20 tokens), follow-up turns of the slot's own history, and random
+  // starts, so that slots read, offer, copy and drop prompt rows while others generate; the
+  // draft scores a vocabulary subset of its own per request. The plan is fixed per slot; the
+  // interleaving is up to the threads. Every greedy and seeded request's output must be what it
+  // is alone: a stale or wrong copied row, or a draw that follows the batch, shows.
   EngineOptions eo = slot_options(3);
   eo.prefill_chunk = 4;
+  eo.draft_vocab = 100;  // of 300: each prompt's and answer's own tokens join the subset
   Engine engine(*target_, draft_.get(), eo);
   // Three heads: the second shares the first's first 20 tokens, the third nothing.
   const std::vector<int32_t> first = with_long_head(40, 0, 0);
@@ -741,6 +744,7 @@ TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
     for (int32_t slot = 0; slot < 3; ++slot) {
       threads.emplace_back([&, slot] {
         std::mt19937 rng(static_cast<uint32_t>(100 * round + slot));
+        std::mt19937 knobs(static_cast<uint32_t>(7 + 100 * round + slot));  // the drafters'
         start.arrive_and_wait();
         for (int i = 0; i < kPerSlot; ++i) {
           Sent r;
@@ -753,6 +757,8 @@ TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
           for (uint32_t t = 0, n = 1 + rng() % 6; t < n; ++t)
             r.prompt.push_back(static_cast<int32_t>(60 + rng() % 150));
           r.options = greedy_spec(6 + static_cast<int32_t>(rng() % 12));
+          r.options.hybrid = knobs() % 2 == 0;
+          r.options.draft_length.adaptive = knobs() % 2 == 0;
           switch (rng() % 4) {
             case 0:
               break;  // greedy, speculative
@@ -772,7 +778,9 @@ TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
       });
     }
     for (auto& t : threads) t.join();
-    Engine alone(*target_, draft_.get(), slot_options(1));
+    EngineOptions one = eo;
+    one.n_slots = 1;
+    Engine alone(*target_, draft_.get(), one);
     for (size_t slot = 0; slot < 3; ++slot) {
       for (size_t i = 0; i < sent[slot].size(); ++i) {
         const Sent& r = sent[slot][i];
