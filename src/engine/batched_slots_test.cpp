@@ -721,9 +721,10 @@ TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
   // length, as `serve` runs them by default), prompts on heads the slots share (two of them
   // sharing their first 20 tokens), follow-up turns of the slot's own history, and random
   // starts, so that slots read, offer, copy and drop prompt rows while others generate; the
-  // draft scores a vocabulary subset of its own per request. The plan is fixed per slot; the
-  // interleaving is up to the threads. Every greedy and seeded request's output must be what it
-  // is alone: a stale or wrong copied row, or a draw that follows the batch, shows.
+  // draft scores a vocabulary subset of its own per request; some requests are cancelled. The plan
+  // is fixed per slot; the interleaving is up to the threads. Every greedy and seeded request's
+  // output must be what it is alone: a stale or wrong copied row, or a draw that follows the batch,
+  // shows.
   EngineOptions eo = slot_options(3);
   eo.prefill_chunk = 4;
   eo.draft_vocab = 100;  // of 300: each prompt's and answer's own tokens join the subset
@@ -737,6 +738,7 @@ TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
   engine.set_pass_observer(
       [](bool, int64_t, int64_t) { std::this_thread::sleep_for(std::chrono::microseconds(300)); });
   constexpr int kPerSlot = 6;
+  std::atomic<int> cancelled{0};
   for (int round = 0; round < 3; ++round) {
     std::vector<std::vector<Sent>> sent(3);
     std::vector<std::thread> threads;
@@ -772,7 +774,15 @@ TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
               r.comparable = r.options.fixed_seed;
           }
           std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
-          r.result = engine.generate(r.prompt, r.options, {}, {}, slot);
+          // Some of the unseeded ones are cancelled after a few pieces of text, as a client that
+          // goes away; the rows their slot offered and the history it keeps must still hold.
+          const uint32_t cancel_after = !r.comparable && knobs() % 2 == 0 ? 1 + knobs() % 4 : 0;
+          uint32_t pieces = 0;
+          const TextCallback on_text = [&](std::string_view) {
+            return cancel_after == 0 || ++pieces < cancel_after;
+          };
+          r.result = engine.generate(r.prompt, r.options, on_text, {}, slot);
+          if (r.result.finish == FinishReason::Cancelled) ++cancelled;
           sent[static_cast<size_t>(slot)].push_back(std::move(r));
         }
       });
@@ -790,6 +800,7 @@ TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
       }
     }
   }
+  EXPECT_GT(cancelled.load(), 0);  // the plan cancels some
 }
 
 }  // namespace
