@@ -43,12 +43,14 @@ int fuzz_one_slot_file(const uint8_t* data, size_t size) {
     FUZZ_CHECK(read.draft_rows >= 0 && read.draft_base >= 0 && read.draft_base <= n &&
                read.draft_rows <= n - read.draft_base);
     FUZZ_CHECK(read.bytes == size);
+    FUZZ_CHECK(!read.lora_scales || read.lora_scales->size() <= 4096);
     // Written back: the same bytes, when the file's draft rows were taken (a skipped draft
-    // section, or an absent one, is written differently, by design).
-    if (read.draft_rows == 0) continue;
+    // section, or an absent one, is written differently, by design) and it is a version 2 file
+    // (a version 1 file is written back as version 2, with its LoRA scales).
+    if (read.draft_rows == 0 || !read.lora_scales) continue;
     const std::string back = std::filesystem::temp_directory_path() /
                              ("specdec_fuzz_slot_" + std::to_string(::getpid()) + ".bin");
-    write_slot_file(back, read.tokens, t, d, read.draft_rows, read.draft_base);
+    write_slot_file(back, read.tokens, t, d, read.draft_rows, read.draft_base, *read.lora_scales);
     std::ifstream in(back, std::ios::binary);
     const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                                      std::istreambuf_iterator<char>());

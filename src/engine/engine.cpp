@@ -99,6 +99,7 @@ struct Engine::Sequences {
   // lora_fingerprint of the adapters at the scales the target's cache rows were computed at
   // (written under Engine::share_mu_, which other slots read it under).
   uint64_t lora_key = 0;
+  std::vector<float> lora_scales;  // the scales lora_key is the fingerprint of (slot files)
   // Where the draft's cache starts in the history: 0, or where a context window re-based it
   // (ModelDrafter::base); its rows then hold history[draft_base..). Kept for the slot's next
   // request, whose draft keeps the rows its prompt still shares.
@@ -199,17 +200,22 @@ void Engine::use_lora_scales(Sequences& s, const std::optional<std::vector<float
   // they are a prefix of does.)
   if (key != s.lora_key) {
     clear_slot(s);
+    s.lora_scales = scales;
     const std::lock_guard<std::mutex> lock(share_mu_);
     s.lora_key = key;
   }
   s.target.set_lora_scales(std::move(scales));
 }
 
-std::pair<SlotCachePart, SlotCachePart> Engine::cache_parts(Sequences& s, uint64_t lora_key) {
+uint64_t Engine::target_fingerprint(uint64_t lora_key) {
   // Slots computed with other adapters (or scales, or none) are another model's.
   uint64_t target = fingerprint(false);
   if (lora_key != 0) target = (target ^ lora_key) * 0x9e3779b97f4a7c15ull;
-  return {{&s.target.mutable_cache(), target},
+  return target;
+}
+
+std::pair<SlotCachePart, SlotCachePart> Engine::cache_parts(Sequences& s, uint64_t lora_key) {
+  return {{&s.target.mutable_cache(), target_fingerprint(lora_key)},
           {s.draft ? &s.draft->mutable_cache() : nullptr, s.draft ? fingerprint(true) : 0}};
 }
 
@@ -230,30 +236,56 @@ Engine::SlotFileStats Engine::save_slot(int32_t slot, const std::string& path, i
   const int32_t n_draft =
       s.draft ? std::clamp(std::min(s.draft->length(), n - s.draft_base), 0, n) : 0;
   const int32_t draft_base = n_draft > 0 ? s.draft_base : 0;
-  const auto [target, draft] = cache_parts(s, s.lora_key);
+  // A slot no request has run on holds no rows; its file says the default scales.
+  std::vector<float> scales = s.lora_scales;
+  uint64_t key = s.lora_key;
+  if (scales.size() != target_lora().size()) {
+    scales = lora_scales();
+    key = lora_fingerprint(target_lora(), scales);
+  }
+  const auto [target, draft] = cache_parts(s, key);
   const SlotFileWritten written =
       write_slot_file(path, std::span<const int32_t>(s.history).first(static_cast<size_t>(n)),
-                      target, draft, n_draft, draft_base);
+                      target, draft, n_draft, draft_base, scales);
   return {n, n_draft, written.bytes};
 }
 
 Engine::SlotFileStats Engine::restore_slot(int32_t slot, const std::string& path) {
   Sequences& s = slot_at(slot);
-  // The file must have been saved at the scales a request that names none runs at (slot files
-  // do not say which scales they were computed at; their fingerprint holds them).
-  const uint64_t lora_key = lora_fingerprint(target_lora(), lora_scales());
-  const auto [target, draft] = cache_parts(s, lora_key);
+  // The target's rows are at the scales the file names (a version 1 file names none: the
+  // default scales then), which must fit this target's adapters; the section's fingerprint
+  // must be theirs.
+  std::vector<float> scales;
+  uint64_t lora_key = 0;
+  const auto fingerprint_at = [&](const std::vector<float>* in_file) {
+    scales = in_file != nullptr ? *in_file : lora_scales();
+    try {
+      check_lora_scales(target_lora(), scales);
+    } catch (const Error& e) {
+      fail(path,
+           " was written for another model (its LoRA scales do not fit the target's "
+           "adapters: ",
+           e.what(), ")");
+    }
+    lora_key = lora_fingerprint(target_lora(), scales);
+    return target_fingerprint(lora_key);
+  };
+  const auto [target, draft] = cache_parts(s, s.lora_key);
   // The slot stays as it was until the file's entries start to come in (a missing or refused
   // file costs it nothing); from then on a failure empties it.
   bool emptied = false;
   SlotFileRead read;
   try {
-    read = read_slot_file(path, target, target_.model->config().n_vocab, draft, [&] {
-      clear_slot(s);
-      emptied = true;
-      const std::lock_guard<std::mutex> lock(share_mu_);
-      s.lora_key = lora_key;
-    });
+    read = read_slot_file(
+        path, target, target_.model->config().n_vocab, draft,
+        [&] {
+          clear_slot(s);
+          emptied = true;
+          s.lora_scales = scales;
+          const std::lock_guard<std::mutex> lock(share_mu_);
+          s.lora_key = lora_key;
+        },
+        fingerprint_at);
   } catch (...) {
     if (emptied) clear_slot(s);
     throw;

@@ -273,7 +273,10 @@ class Engine {
   // restored text reuses it as if the slot had read it. On an error (specdec::Error naming the
   // file and the reason) the slot is as it was when the file was refused before its entries were
   // read (missing, not a slot file, another model, other cache types, too long), and empty when
-  // it failed while they were (truncated, corrupt).
+  // it failed while they were (truncated, corrupt). The file says which LoRA scales its target
+  // rows were computed at (a file from before it did: the default scales, lora_scales()); the
+  // slot then holds rows at those scales, which requests at those scales reuse, and a request at
+  // others empties.
   SlotFileStats restore_slot(int32_t slot, const std::string& path);
   // Forgets what the slot caches; returns how many tokens it held (with their K/V, as
   // save_slot would count them).
@@ -334,8 +337,9 @@ class Engine {
   void use_lora_scales(Sequences& s, const std::optional<std::vector<float>>& requested);
   // Slot s's target and draft caches with their models' fingerprints, as slot files name them
   // (no draft cache without a draft model); the target's with the lora_fingerprint of the
-  // scales its rows are at mixed in.
+  // scales its rows are at mixed in (target_fingerprint).
   std::pair<SlotCachePart, SlotCachePart> cache_parts(Sequences& s, uint64_t lora_key);
+  uint64_t target_fingerprint(uint64_t lora_key);
   // Guards every slot's Sequences::shared, shared_draft, claim, reading and draft_reading, and is
   // held while one slot copies entries from another's caches (share_prefix, copy_draft_rows).
   std::mutex share_mu_;

@@ -13,6 +13,7 @@
 
 #include "common/error.h"
 #include "engine/engine.h"
+#include "engine/slot_file.h"
 #include "model/lora.h"
 #include "support/tiny_lora.h"
 #include "support/tiny_model.h"
@@ -191,22 +192,36 @@ TEST_F(EngineLora, ASlotFileHoldsRowsAtTheScalesTheyWereComputedAt) {
   const std::vector<int32_t> p = prompt_of(150, 6);
   engine.generate(p, greedy({0.5f, 0.0f}), {});
   const std::string path = testing::temp_path("lora-slot.bin");
-  EXPECT_GT(engine.save_slot(0, path).tokens, 0);
-  // Requests that give no scales run at 1, 1: rows at 0.5, 0 are another model's for them.
+  const int32_t saved = engine.save_slot(0, path).tokens;
+  EXPECT_GT(saved, 0);
+  std::vector<int32_t> follow = engine.slot_history(0);
+  follow.push_back(61);
+  // The file says its rows are at 0.5, 0 (the default scales are 1, 1): restored at those, a
+  // request at them reuses the rows, and gets what the target alone at them gives.
+  engine.erase_slot(0);
+  EXPECT_EQ(engine.restore_slot(0, path).tokens, saved);
+  const GenerationResult next = engine.generate(follow, greedy({0.5f, 0.0f}), {});
+  EXPECT_EQ(next.stats.cached_tokens, saved);
+  EXPECT_EQ(next.tokens, alone({0.5f, 0.0f}, follow, greedy({})));
+  // For a request at the default scales they are another model's rows: none is reused.
+  engine.restore_slot(0, path);
+  EXPECT_EQ(engine.reusable_prefix(0, follow, std::nullopt), 0u);
+  const GenerationResult other = engine.generate(follow, greedy({}), {});
+  EXPECT_EQ(other.stats.cached_tokens, 0);
+  EXPECT_EQ(other.tokens, alone({1.0f, 1.0f}, follow, greedy({})));
+  // A file at scales of another count (another set of adapters) is refused before the slot
+  // changes.
+  const std::vector<int32_t> held = engine.slot_history(0);
+  KvCache cache(target_->model->config(), 8, {});
+  const std::string three = testing::temp_path("lora-slot-3.bin");
+  write_slot_file(three, {}, {&cache, 1}, {}, 0, 0, std::vector<float>{1.0f, 1.0f, 1.0f});
   try {
-    engine.restore_slot(0, path);
-    ADD_FAILURE() << "a slot file at other scales was restored";
+    engine.restore_slot(0, three);
+    ADD_FAILURE() << "a slot file at 3 scales was restored for 2 adapters";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("LoRA"), std::string::npos) << e.what();
   }
-  engine.set_lora_scales(std::vector<float>{0.5f, 0.0f});
-  engine.erase_slot(0);
-  EXPECT_GT(engine.restore_slot(0, path).tokens, 0);
-  std::vector<int32_t> follow = engine.slot_history(0);
-  follow.push_back(61);
-  const GenerationResult next = engine.generate(follow, greedy({}), {});
-  EXPECT_GT(next.stats.cached_tokens, 0);
-  EXPECT_EQ(next.tokens, alone({0.5f, 0.0f}, follow, greedy({})));
+  EXPECT_EQ(engine.slot_history(0), held);
 }
 
 }  // namespace

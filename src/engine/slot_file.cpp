@@ -17,7 +17,9 @@ namespace specdec {
 namespace {
 
 constexpr char kMagic[8] = {'S', 'P', 'E', 'C', 'S', 'L', 'O', 'T'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: the LoRA scales after the tokens
+// More adapters than any file names (llama.cpp loads a handful); a count past it is corruption.
+constexpr uint32_t kMaxLoraScales = 4096;
 
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
@@ -163,7 +165,8 @@ void read_rows(Reader& r, KvCache& c, uint32_t rows) {
 
 SlotFileWritten write_slot_file(const std::string& path, std::span<const int32_t> tokens,
                                 const SlotCachePart& target, const SlotCachePart& draft,
-                                int32_t n_draft, int32_t draft_base) {
+                                int32_t n_draft, int32_t draft_base,
+                                std::span<const float> lora_scales) {
   const auto n = static_cast<int32_t>(tokens.size());
   if (target.cache == nullptr || n > target.cache->length()) {
     fail("slot save: the target cache does not hold the ", n, " tokens");
@@ -186,6 +189,8 @@ SlotFileWritten write_slot_file(const std::string& path, std::span<const int32_t
     w.value<uint32_t>(kVersion);
     w.value<uint32_t>(static_cast<uint32_t>(n));
     w.bytes(tokens.data(), tokens.size_bytes());
+    w.value<uint32_t>(static_cast<uint32_t>(lora_scales.size()));
+    w.bytes(lora_scales.data(), lora_scales.size_bytes());
     write_section(w, target, n);
     w.value<uint8_t>(draft.cache != nullptr ? 1 : 0);
     if (draft.cache != nullptr) {
@@ -209,7 +214,8 @@ SlotFileWritten write_slot_file(const std::string& path, std::span<const int32_t
 }
 
 SlotFileRead read_slot_file(const std::string& path, const SlotCachePart& target, int32_t n_vocab,
-                            const SlotCachePart& draft, const std::function<void()>& before_rows) {
+                            const SlotCachePart& draft, const std::function<void()>& before_rows,
+                            const SlotFingerprintAt& target_fingerprint) {
   File f(std::fopen(path.c_str(), "rb"));
   if (!f) fail("cannot open slot file ", path, ": ", std::strerror(errno));
   struct stat st {};
@@ -222,8 +228,8 @@ SlotFileRead read_slot_file(const std::string& path, const SlotCachePart& target
   r.bytes(magic, sizeof(magic));
   if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) fail(path, " is not a specdec slot file");
   const auto version = r.value<uint32_t>();
-  if (version != kVersion) {
-    fail(path, " is a version ", version, " slot file; this build reads version ", kVersion);
+  if (version != 1 && version != kVersion) {
+    fail(path, " is a version ", version, " slot file; this build reads versions 1 and ", kVersion);
   }
   SlotFileRead out;
   const auto n = r.value<uint32_t>();
@@ -236,8 +242,18 @@ SlotFileRead read_slot_file(const std::string& path, const SlotCachePart& target
   for (int32_t id : out.tokens) {
     if (id < 0 || id >= n_vocab) fail(path, " holds token id ", id, ", outside this vocabulary");
   }
+  if (version >= 2) {
+    const auto n_lora = r.value<uint32_t>();
+    if (n_lora > kMaxLoraScales) fail(path, " is corrupt (", n_lora, " LoRA scales)");
+    out.lora_scales.emplace(n_lora);
+    r.bytes(out.lora_scales->data(), n_lora * sizeof(float));
+  }
+  SlotCachePart expected = target;
+  if (target_fingerprint) {
+    expected.fingerprint = target_fingerprint(out.lora_scales ? &*out.lora_scales : nullptr);
+  }
   const SectionHead th = read_section_head(r);
-  if (const std::string why = mismatch(th, target, "target"); !why.empty()) {
+  if (const std::string why = mismatch(th, expected, "target"); !why.empty()) {
     fail(path, " ", why, ": it cannot be restored here");
   }
   if (th.rows != n) fail(path, " is corrupt (", th.rows, " target entries for ", n, " tokens)");

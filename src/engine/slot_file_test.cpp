@@ -12,6 +12,7 @@
 #include <iterator>
 
 #include "common/error.h"
+#include "common/stream_hash.h"
 #include "engine/engine.h"
 #include "support/tiny_model.h"
 
@@ -124,6 +125,54 @@ TEST_F(SlotFile, ARestoredSlotGoesOnAsTheSlotThatReadTheText) {
   EXPECT_EQ(reader.generate(follow, greedy(16), {}).stats.cached_tokens, 0);
   EXPECT_THROW(reader.erase_slot(1), Error);
   EXPECT_THROW(reader.save_slot(-1, path_), Error);
+}
+
+TEST_F(SlotFile, AVersion1FileIsReadAtTheDefaultLoraScales) {
+  // Version 1 files (before the LoRA scales were written) are read too: their target rows count
+  // as computed at the default scales, which without adapters is the model alone.
+  const std::vector<int32_t> first = prompt_of(30, 3);
+  Engine writer(*target_, draft_.get(), options());
+  writer.generate(first, greedy(6), {});
+  const Engine::SlotFileStats saved = writer.save_slot(0, path_);
+  std::vector<uint8_t> bytes = file_bytes(path_);
+  // Version 2: magic, version, n, the tokens, then n_lora (0 here), then the sections.
+  const size_t lora_at = 16 + 4 * static_cast<size_t>(saved.tokens);
+  ASSERT_EQ(bytes[8], 2);
+  ASSERT_EQ(bytes[lora_at], 0);
+  bytes.erase(bytes.begin() + static_cast<ptrdiff_t>(lora_at),
+              bytes.begin() + static_cast<ptrdiff_t>(lora_at) + 4);
+  bytes[8] = 1;
+  bytes.resize(bytes.size() - 8);
+  StreamHash hash;
+  hash.update(bytes.data(), bytes.size());
+  const uint64_t digest = hash.digest();
+  const auto* d = reinterpret_cast<const uint8_t*>(&digest);
+  bytes.insert(bytes.end(), d, d + 8);
+  const std::string v1 = testing::temp_path("slot-v1.bin");
+  write_bytes(v1, bytes);
+  Engine reader(*target_, draft_.get(), options());
+  EXPECT_EQ(reader.restore_slot(0, v1).tokens, saved.tokens);
+  std::vector<int32_t> follow = reader.slot_history(0);
+  follow.push_back(61);
+  const GenerationResult got = reader.generate(follow, greedy(8), {});
+  EXPECT_EQ(got.stats.cached_tokens, static_cast<int32_t>(follow.size()) - 1);
+  Engine fresh(*target_, draft_.get(), options());
+  EXPECT_EQ(got.tokens, fresh.generate(follow, greedy(8), {}).tokens);
+  // read_slot_file asks for the target's fingerprint with no scales (null) for it, and holds
+  // the section to what it answers: here another model's.
+  KvCache cache(target_->model->config(), 128, {});
+  bool asked = false;
+  try {
+    read_slot_file(v1, {&cache, 0}, 300, {}, {}, [&](const std::vector<float>* scales) {
+      asked = true;
+      EXPECT_EQ(scales, nullptr);
+      return uint64_t{12345};
+    });
+    ADD_FAILURE() << "a section of another fingerprint was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another model"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(asked);
 }
 
 TEST_F(SlotFile, SavesAPrefixAndWorksWithoutOrWithAnotherDraft) {
@@ -270,6 +319,14 @@ TEST_F(SlotFile, RefusesWhatDoesNotFitKeepingTheSlotUntilItsEntriesAreRead) {
   bytes[17] = 0xff;
   write_bytes(bad, bytes);
   refused(e, bad, "outside this vocabulary", Kept);
+  bytes = good;
+  bytes[16 + 4 * 40 + 2] = 0x01;  // n_lora, after the 40 tokens: 65536 scales
+  write_bytes(bad, bytes);
+  refused(e, bad, "65536 LoRA scales", Kept);
+  bytes = good;
+  bytes[16 + 4 * 40] = 0x01;  // one scale for a target without adapters
+  write_bytes(bad, bytes);
+  refused(e, bad, "LoRA scales do not fit", Kept);
   const std::string dir = testing::temp_path("slot_dir");
   std::filesystem::create_directories(dir);
   refused(e, dir, "not a regular file", Kept);

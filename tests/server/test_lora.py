@@ -174,6 +174,37 @@ def test_slots_and_settings_show_the_scales_each_runs_at(lora_server):
     assert seen and all(l == [{"id": 0, "scale": 0.25}] for l in seen), seen
 
 
+def test_a_saved_slot_restores_at_the_scales_its_rows_were_computed_at(cli, models, adapter,
+                                                                       tmp_path):
+    # A slot saved after a request at 0.5 restores with its rows at 0.5 (the default stays 1):
+    # a follow-up at 0.5 reuses them and answers as a server that reads it all itself; one at
+    # the default scale reuses nothing.
+    s = Server(cli, ["-m", models["target"], "-md", models["draft"], "-t", "2", "-c", "512",
+                     "--parallel", "1", "--lora", adapter, "--slot-save-path", str(tmp_path)])
+    try:
+        def native(prompt, **extra):
+            return greedy(s, "/completion", prompt=prompt, n_predict=8, **extra)
+
+        half = [{"id": 0, "scale": 0.5}]
+        first = native(PROMPT, lora=half)
+        follow = PROMPT + first["content"] + " and so"
+        status, saved = post_json(s.base, "/slots/0?action=save", {"filename": "half.bin"})
+        assert status == 200 and saved["n_saved"] > 0, saved
+        assert post_json(s.base, "/slots/0?action=erase", {})[0] == 200
+        want = native(follow, lora=half)  # read from scratch (the slot was erased)
+        assert want["tokens_cached"] == 0
+        status, restored = post_json(s.base, "/slots/0?action=restore", {"filename": "half.bin"})
+        assert status == 200 and restored["n_restored"] == saved["n_saved"], restored
+        got = native(follow, lora=half)
+        # All but where the follow-up's tokenization parts from the saved text's.
+        assert 0 < got["tokens_cached"] <= saved["n_saved"]
+        assert got["content"] == want["content"]
+        assert post_json(s.base, "/slots/0?action=restore", {"filename": "half.bin"})[0] == 200
+        assert native(follow)["tokens_cached"] == 0  # at scale 1 they are another model's rows
+    finally:
+        assert s.stop() == 0, "".join(s.log[-30:])
+
+
 def test_adapters_loaded_without_applying_them_start_at_zero(cli, models, adapter, server):
     s = Server(cli, ["-m", models["target"], "-t", "2", "-c", "512", "--lora", adapter,
                      "--lora-init-without-apply"])
