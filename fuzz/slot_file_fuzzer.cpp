@@ -43,7 +43,7 @@ int fuzz_one_slot_file(const uint8_t* data, size_t size) {
     FUZZ_CHECK(read.draft_rows >= 0 && read.draft_base >= 0 && read.draft_base <= n &&
                read.draft_rows <= n - read.draft_base);
     FUZZ_CHECK(read.bytes == size);
-    FUZZ_CHECK(!read.lora_scales || read.lora_scales->size() <= 4096);
+    FUZZ_CHECK(!read.lora_scales || read.lora_scales->size() <= kMaxSlotFileLoraScales);
     // Written back: the same bytes, when the file's draft rows were taken (a skipped draft
     // section, or an absent one, is written differently, by design) and it is a version 2 file
     // (a version 1 file is written back as version 2, with its LoRA scales).

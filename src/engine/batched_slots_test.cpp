@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <latch>
 #include <mutex>
 #include <random>
@@ -534,6 +535,31 @@ std::vector<int32_t> with_long_head(int32_t n, int32_t tail_start, int32_t tail_
   return p;
 }
 
+// Runs `first` and `second` on threads of their own, `second` once `first`'s first target pass
+// has run: that pass's observer waits until `second` is about to start, then `settle` more (for
+// it to get somewhere meanwhile), so that `second` starts while `first` is still reading.
+void start_second_at_first_target_pass(Engine& engine, std::chrono::milliseconds settle,
+                                       const std::function<void()>& first,
+                                       const std::function<void()>& second) {
+  std::latch second_starting(1);
+  std::atomic<bool> waiting{true};
+  engine.set_pass_observer([&](bool target, int64_t, int64_t) {
+    if (target && waiting.exchange(false)) {
+      second_starting.wait();
+      std::this_thread::sleep_for(settle);
+    }
+  });
+  std::thread a(first);
+  std::thread b([&] {
+    while (waiting.load()) std::this_thread::yield();
+    second_starting.count_down();
+    second();
+  });
+  a.join();
+  b.join();
+  engine.set_pass_observer({});
+}
+
 TEST_F(BatchedSlots, ASlotStartingWhileAnotherReadsTheSamePromptHeadWaitsAndCopiesIt) {
   // Slot 1 starts while slot 0 is reading a 100-token head both prompts share, in chunks of 4:
   // instead of computing the head a second time in the same passes, slot 1 waits for slot 0's
@@ -544,23 +570,14 @@ TEST_F(BatchedSlots, ASlotStartingWhileAnotherReadsTheSamePromptHeadWaitsAndCopi
   Engine engine(*target_, draft_.get(), eo);
   Engine alone(*target_, draft_.get(), slot_options(1));
   const std::vector<int32_t> a = with_long_head(100, 150, 6), b = with_long_head(100, 170, 4);
-  std::latch b_starting(1);
-  std::atomic<bool> first{true};
-  engine.set_pass_observer([&](bool target, int64_t, int64_t) {
-    if (target && first.exchange(false)) b_starting.wait();
-  });
   GenerationOptions sampled = greedy_spec(12);
   sampled.sampling.temperature = 0.9f;
   sampled.sampling.seed = 5;
   GenerationResult ga, gb;
-  std::thread ta([&] { ga = engine.generate(a, greedy_spec(12), {}, {}, 0); });
-  std::thread tb([&] {
-    while (first.load()) std::this_thread::yield();
-    b_starting.count_down();
-    gb = engine.generate(b, sampled, {}, {}, 1);
-  });
-  ta.join();
-  tb.join();
+  start_second_at_first_target_pass(
+      engine, std::chrono::milliseconds(0),
+      [&] { ga = engine.generate(a, greedy_spec(12), {}, {}, 0); },
+      [&] { gb = engine.generate(b, sampled, {}, {}, 1); });
   EXPECT_EQ(ga.stats.shared_tokens, 0);
   EXPECT_EQ(gb.stats.shared_tokens, 100);
   expect_same(ga, alone.generate(a, greedy_spec(12), {}), 0);
@@ -626,23 +643,11 @@ TEST_F(BatchedSlots, OneDraftReadsAPromptHeadTwoSlotsStartOnAndTheOtherCopiesIt)
   plain.speculative = false;
   engine.generate(with_long_head(60, 150, 0), plain, {}, {}, 0);
   const std::vector<int32_t> b = with_long_head(60, 160, 6), c = with_long_head(60, 170, 3);
-  std::latch c_starting(1);
-  std::atomic<bool> first{true};
-  engine.set_pass_observer([&](bool target, int64_t, int64_t) {
-    if (target && first.exchange(false)) {
-      c_starting.wait();
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // slot 2 joins meanwhile
-    }
-  });
   GenerationResult gb, gc;
-  std::thread tb([&] { gb = engine.generate(b, greedy_spec(120), {}, {}, 1); });
-  std::thread tc([&] {
-    while (first.load()) std::this_thread::yield();
-    c_starting.count_down();
-    gc = engine.generate(c, greedy_spec(120), {}, {}, 2);
-  });
-  tb.join();
-  tc.join();
+  start_second_at_first_target_pass(  // slot 2 joins during the 50 ms
+      engine, std::chrono::milliseconds(50),
+      [&] { gb = engine.generate(b, greedy_spec(120), {}, {}, 1); },
+      [&] { gc = engine.generate(c, greedy_spec(120), {}, {}, 2); });
   EXPECT_EQ(gb.stats.shared_tokens, 60);
   EXPECT_EQ(gc.stats.shared_tokens, 60);
   EXPECT_GT(gb.stats.spec.rounds, 0);
@@ -678,23 +683,10 @@ TEST_F(BatchedSlots, ASeededDraftReadingFirstOffersNoStaleTargetRows) {
   GenerationOptions sampled = greedy_spec(12);
   sampled.sampling.temperature = 0.9f;
   sampled.sampling.seed = 21;
-  std::latch b_starting(1);
-  std::atomic<bool> first{true};
-  engine.set_pass_observer([&](bool target, int64_t, int64_t) {
-    if (target && first.exchange(false)) {
-      b_starting.wait();
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // slot 1 copies meanwhile
-    }
-  });
   GenerationResult ga, gb;
-  std::thread ta([&] { ga = engine.generate(a, sampled, {}, {}, 0); });
-  std::thread tb([&] {
-    while (first.load()) std::this_thread::yield();
-    b_starting.count_down();
-    gb = engine.generate(b, greedy_spec(12), {}, {}, 1);
-  });
-  ta.join();
-  tb.join();
+  start_second_at_first_target_pass(  // slot 1 copies during the 50 ms
+      engine, std::chrono::milliseconds(50), [&] { ga = engine.generate(a, sampled, {}, {}, 0); },
+      [&] { gb = engine.generate(b, greedy_spec(12), {}, {}, 1); });
   EXPECT_EQ(ga.stats.cached_tokens, 0);
   EXPECT_GT(ga.stats.spec.rounds, 0);
   expect_same(ga, alone.generate(a, sampled, {}), 0);

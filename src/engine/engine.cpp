@@ -310,6 +310,10 @@ int32_t Engine::erase_slot(int32_t slot) {
 
 void Engine::set_pass_observer(std::function<void(bool, int64_t, int64_t)> fn) {
   if (!coordinator_) return;
+  if (!fn) {  // no observer from now on
+    coordinator_->set_pass_observer({});
+    return;
+  }
   const Model* target = target_.model.get();
   coordinator_->set_pass_observer(
       [fn = std::move(fn), target](const Model& m, int64_t rows, int64_t sequences) {

@@ -281,7 +281,8 @@ class Engine {
   // Forgets what the slot caches; returns how many tokens it held (with their K/V, as
   // save_slot would count them).
   int32_t erase_slot(int32_t slot);
-  // Called after every batched pass (several slots only) with its rows and sequences.
+  // Called after every batched pass (several slots only) with its rows and sequences; an empty
+  // fn removes the observer.
   void set_pass_observer(std::function<void(bool target, int64_t rows, int64_t sequences)> fn);
 
   // Throws specdec::Error if the prompt does not fit the context. With several slots, calls on

@@ -18,8 +18,6 @@ namespace {
 
 constexpr char kMagic[8] = {'S', 'P', 'E', 'C', 'S', 'L', 'O', 'T'};
 constexpr uint32_t kVersion = 2;  // 2: the LoRA scales after the tokens
-// More adapters than any file names (llama.cpp loads a handful); a count past it is corruption.
-constexpr uint32_t kMaxLoraScales = 4096;
 
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
@@ -244,7 +242,7 @@ SlotFileRead read_slot_file(const std::string& path, const SlotCachePart& target
   }
   if (version >= 2) {
     const auto n_lora = r.value<uint32_t>();
-    if (n_lora > kMaxLoraScales) fail(path, " is corrupt (", n_lora, " LoRA scales)");
+    if (n_lora > kMaxSlotFileLoraScales) fail(path, " is corrupt (", n_lora, " LoRA scales)");
     out.lora_scales.emplace(n_lora);
     r.bytes(out.lora_scales->data(), n_lora * sizeof(float));
   }

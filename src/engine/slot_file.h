@@ -32,6 +32,10 @@
 
 namespace specdec {
 
+// More LoRA scales than any file names (llama.cpp loads a handful of adapters): a count past it
+// is corruption.
+inline constexpr uint32_t kMaxSlotFileLoraScales = 4096;
+
 // One model's part of a slot: its cache and the fingerprint of the file it was loaded from.
 struct SlotCachePart {
   KvCache* cache = nullptr;
