@@ -671,7 +671,8 @@ TEST_F(BatchedSlots, ASeededDraftReadingFirstOffersNoStaleTargetRows) {
   // the rows the slot offers meanwhile must be the new prompt's, not the old text's at the same
   // positions. Slot 1 starts on the same head while slot 0's target is still reading (slot 0's
   // first target pass waits for it) and copies whatever slot 0 offers: its greedy text shows any
-  // stale row. (The CI run of 2026-12-06 saw a seeded request's text change this way.)
+  // stale row. (Most likely what changed a seeded request's text once in the CI run of
+  // 2026-12-06.)
   EngineOptions eo = slot_options(2);
   eo.prefill_chunk = 4;
   Engine engine(*target_, draft_.get(), eo);
