@@ -15,6 +15,7 @@
 
 #include "common/error.h"
 #include "engine/engine.h"
+#include "grammar/grammar.h"
 #include "support/tiny_model.h"
 
 namespace specdec {
@@ -714,8 +715,9 @@ TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
   // length, as `serve` runs them by default), prompts on heads the slots share (two of them
   // sharing their first 20 tokens), follow-up turns of the slot's own history, and random
   // starts, so that slots read, offer, copy and drop prompt rows while others generate; the
-  // draft scores a vocabulary subset of its own per request; some requests are cancelled. The plan
-  // is fixed per slot; the interleaving is up to the threads. Every greedy and seeded request's
+  // draft scores a vocabulary subset of its own per request; some follow a grammar (from their
+  // start or after a trigger) among unconstrained ones; some are cancelled. The plan is fixed per
+  // slot; the interleaving is up to the threads. Every greedy and seeded request's
   // output must be what it is alone: a stale or wrong copied row, or a draw that follows the batch,
   // shows.
   EngineOptions eo = slot_options(3);
@@ -730,8 +732,14 @@ TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
   // Passes that take a while (as a real model's do) leave the threads time to interleave.
   engine.set_pass_observer(
       [](bool, int64_t, int64_t) { std::this_thread::sleep_for(std::chrono::microseconds(300)); });
+  // A bounded JSON shape (as in grammar_constraint_test.cpp), so that constrained texts end.
+  const auto grammar = Grammar::parse(R"(
+root  ::= "{" key ": " value "}"
+key   ::= "\"" [a-e] [a-e]? "\""
+value ::= [0-9] [0-9]? | "true" | "null"
+)");
   constexpr int kPerSlot = 6;
-  std::atomic<int> cancelled{0};
+  std::atomic<int> cancelled{0}, constrained{0};
   for (int round = 0; round < 3; ++round) {
     std::vector<std::vector<Sent>> sent(3);
     std::vector<std::thread> threads;
@@ -754,6 +762,14 @@ TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
           r.options = greedy_spec(6 + static_cast<int32_t>(rng() % 12));
           r.options.hybrid = knobs() % 2 == 0;
           r.options.draft_length.adaptive = knobs() % 2 == 0;
+          // Structured output: a grammar masks this slot's rows (target's and draft's) in
+          // passes it shares with unconstrained slots, from its start or after a trigger.
+          if (const uint32_t g = knobs() % 4; g == 0) {
+            r.options.grammar = grammar;
+          } else if (g == 1) {
+            r.options.grammar = grammar;
+            r.options.grammar_trigger = "a";
+          }
           switch (rng() % 4) {
             case 0:
               break;  // greedy, speculative
@@ -776,6 +792,7 @@ TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
           };
           r.result = engine.generate(r.prompt, r.options, on_text, {}, slot);
           if (r.result.finish == FinishReason::Cancelled) ++cancelled;
+          if (r.options.grammar && r.comparable) ++constrained;
           sent[static_cast<size_t>(slot)].push_back(std::move(r));
         }
       });
@@ -790,10 +807,16 @@ TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
         if (!r.comparable) continue;
         SCOPED_TRACE("round " + std::to_string(round) + " slot " + std::to_string(slot));
         expect_same(r.result, alone.generate(r.prompt, r.options, {}), i);
+        if (r.options.grammar && r.options.grammar_trigger.empty()) {
+          GrammarState state(grammar);  // the constraint held: the text is the grammar's
+          EXPECT_TRUE(state.accept(r.result.text)) << i << ": " << r.result.text;
+          if (r.result.finish == FinishReason::Stop) EXPECT_TRUE(state.complete()) << i;
+        }
       }
     }
   }
-  EXPECT_GT(cancelled.load(), 0);  // the plan cancels some
+  EXPECT_GT(cancelled.load(), 0);    // the plan cancels some
+  EXPECT_GT(constrained.load(), 2);  // and compares some constrained ones
 }
 
 }  // namespace
