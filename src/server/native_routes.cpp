@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "server/http_server_impl.h"
+#include "server/legacy_functions.h"
 
 namespace specdec::server {
 
@@ -197,7 +198,8 @@ void HttpServer::Impl::apply_template(const HttpRequest& req, HttpResponder& res
   Engine& e = ready_engine();
   // The body of a chat request: its turns, tools and chat_template_kwargs rendered as
   // /v1/chat/completions renders them, without generating.
-  const CompletionRequest r = parse_request(Endpoint::ChatCompletions, req.body);
+  bool legacy_functions = false;
+  const CompletionRequest r = parse_chat_request(req.body, legacy_functions);
   check_model(r.model, model_ids);
   res.send(200, "application/json", to_wire(json{{"prompt", chat_prompt_text(r, e)}}));
 }

@@ -268,8 +268,13 @@ json completion_json(const ResponseMeta& meta, std::span<const GenerationResult>
       json message = {{"role", "assistant"}, {"content", reply.content}};
       if (!reply.calls.empty()) {
         if (reply.content.empty()) message["content"] = nullptr;
-        message["tool_calls"] = tool_calls_json(reply.calls, false);
-        choice["finish_reason"] = "tool_calls";
+        if (meta.legacy_functions) {
+          message["function_call"] = function_call_json(reply.calls.front());
+          choice["finish_reason"] = "function_call";
+        } else {
+          message["tool_calls"] = tool_calls_json(reply.calls, false);
+          choice["finish_reason"] = "tool_calls";
+        }
       }
       choice["message"] = std::move(message);
     } else {
@@ -338,10 +343,15 @@ json tool_calls_json(const std::vector<ToolCall>& calls, bool streamed) {
   return out;
 }
 
+json function_call_json(const ToolCall& call) {
+  return {{"name", call.name}, {"arguments", call.arguments}};
+}
+
 json tool_calls_chunk_json(const ResponseMeta& meta, const std::vector<ToolCall>& calls, bool first,
                            const json& logprobs, int32_t index) {
   json doc = base(meta, /*chunk=*/true);
-  json delta = {{"tool_calls", tool_calls_json(calls, true)}};
+  json delta = meta.legacy_functions ? json{{"function_call", function_call_json(calls.front())}}
+                                     : json{{"tool_calls", tool_calls_json(calls, true)}};
   if (first) delta["role"] = "assistant";
   doc["choices"] = json::array(
       {{{"index", index}, {"finish_reason", nullptr}, {"logprobs", logprobs}, {"delta", delta}}});
@@ -352,7 +362,9 @@ json final_chunk_json(const ResponseMeta& meta, const GenerationResult& result,
                       const json& logprobs, int32_t index, bool tool_calls) {
   json doc = base(meta, /*chunk=*/true);
   json choice = {{"index", index},
-                 {"finish_reason", tool_calls ? "tool_calls" : openai_finish_reason(result.finish)},
+                 {"finish_reason", !tool_calls             ? openai_finish_reason(result.finish)
+                                   : meta.legacy_functions ? "function_call"
+                                                           : "tool_calls"},
                  {"logprobs", logprobs}};
   if (meta.endpoint == Endpoint::Completions) {
     choice["text"] = "";

@@ -47,6 +47,10 @@ struct ResponseMeta {
   // Chat with tools: the functions a reply may call (server/tool_calls.h); a reply's calls are
   // split off into message.tool_calls. Empty: replies are plain content.
   std::vector<std::string> tool_names = {};
+  // The request used OpenAI's deprecated function calling (server/legacy_functions.h): a reply's
+  // call goes out as message.function_call (the first, the only one the form has room for) with
+  // finish_reason "function_call".
+  bool legacy_functions = false;
   // A thinking model's chat replies: a leading <think> block goes out as reasoning_content
   // (server/reasoning.h).
   ReasoningMode reasoning = {};
@@ -56,7 +60,10 @@ struct ResponseMeta {
 uint64_t tool_call_seed(const ResponseMeta& meta, size_t index);
 // message.tool_calls (or, streamed, delta.tool_calls with each call's index).
 nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls, bool streamed);
-// A streamed chunk carrying a choice's tool calls whole.
+// message.function_call (or, streamed, delta.function_call): the deprecated form's one call.
+nlohmann::json function_call_json(const ToolCall& call);
+// A streamed chunk carrying a choice's tool calls whole (with meta.legacy_functions, its first
+// call as delta.function_call).
 nlohmann::json tool_calls_chunk_json(const ResponseMeta& meta, const std::vector<ToolCall>& calls,
                                      bool first, const nlohmann::json& logprobs, int32_t index);
 

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "server/best_of.h"
 #include "server/http_server_impl.h"
+#include "server/legacy_functions.h"
 
 namespace specdec::server {
 
@@ -14,7 +15,10 @@ using std::chrono::milliseconds;
 void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, HttpResponder& res) {
   Engine& e = ready_engine();
   if (draining.load()) throw shutting_down_error();
-  const CompletionRequest r = parse_request(endpoint, req.body);
+  bool legacy_functions = false;  // the deprecated function-calling form's reply
+  const CompletionRequest r = endpoint == Endpoint::ChatCompletions
+                                  ? parse_chat_request(req.body, legacy_functions)
+                                  : parse_request(endpoint, req.body);
   check_model(r.model, model_ids);
   // The prompts' tokens: text as the server tokenizes prompts, token ids as given (checked
   // against the vocabulary); a chat request has one, its messages through the template.
@@ -72,6 +76,7 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   meta.created = unix_now();
   meta.model = r.model.empty() ? config.model_id : r.model;
   for (const ToolSpec& t : r.tools.tools) meta.tool_names.push_back(t.name);
+  meta.legacy_functions = legacy_functions;
   meta.reasoning = reasoning_mode(r, e);
   if (r.logprobs >= 0) {
     meta.logprobs = LogprobFormat{&e.tokenizer(), r.ignore_eos, r.tokens_as_ids, r.logprobs};

@@ -428,7 +428,7 @@ std::vector<ChatMessage> get_messages(const json& body) {
               str_cat("'", cp, "[", k,
                       "]' must be {\"type\": \"function\", \"function\": {\"name\": string, "
                       "\"arguments\": string}}"),
-              cp, "invalid_value");
+              str_cat(cp, "[", k, "]"), "invalid_value");
         }
         msg.tool_calls.push_back(
             {name->get<std::string>(), args != nullptr ? args->get<std::string>() : "{}"});
@@ -612,10 +612,12 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
   }
   r.grammar = get_grammar(j, body);
   // What would change the output's form is refused rather than ignored: the deprecated
-  // function-calling form, and tools where no chat template renders them.
+  // function-calling form where it is not read (/v1/chat/completions translates it first:
+  // server/legacy_functions.h), and tools where no chat template renders them.
   if (const json* f = field(j, "functions"); f != nullptr && !(f->is_array() && f->empty())) {
-    throw invalid_request("'functions' is deprecated and not supported; use 'tools'", "functions",
-                          "unsupported_value");
+    throw invalid_request(
+        "'functions' (deprecated) is read by /v1/chat/completions only; use 'tools'", "functions",
+        "unsupported_value");
   }
   const json* tools = field(j, "tools");
   const bool no_tools = tools == nullptr || (tools->is_array() && tools->empty());

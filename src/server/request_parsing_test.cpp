@@ -319,7 +319,7 @@ TEST(RequestParsing, OutOfRangeAndUnsupportedValues) {
       {kChat, R"({"messages":[{"role":"function","content":"x"}]})", "messages[0].role",
        "invalid_value"},
       {kChat, R"({"messages":[{"role":"assistant","tool_calls":[{"function":{"name":3}}]}]})",
-       "messages[0].tool_calls", "invalid_value"},
+       "messages[0].tool_calls[0]", "invalid_value"},
       {kChat, R"({"messages":[{"role":"assistant","tool_calls":{}}]})", "messages[0].tool_calls",
        "invalid_type"},
       {kCmpl, R"({"prompt":"x","tool_choice":"required"})", "tools", "unsupported_value"},

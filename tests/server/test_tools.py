@@ -132,6 +132,64 @@ def test_a_conversation_with_calls_and_results_continues(tool_server):
     assert status == 200 and tok["count"] > 0
 
 
+def test_deprecated_functions_get_the_call_the_tools_form_gets(tool_server):
+    # OpenAI's deprecated form ("functions", "function_call"; one call per reply) is the tools
+    # form with parallel_tool_calls false, answered as message.function_call.
+    functions = [WEATHER["function"], ADD["function"]]
+    doc = chat(tool_server, functions=functions, function_call={"name": "add"})
+    choice = doc["choices"][0]
+    assert choice["finish_reason"] == "function_call", choice
+    message = choice["message"]
+    assert message["content"] is None and "tool_calls" not in message, message
+    call = message["function_call"]
+    check_call({"type": "function", "id": "call_x", "function": call}, {"add": ADD})
+    modern = chat(tool_server, tools=[WEATHER, ADD], parallel_tool_calls=False,
+                  tool_choice={"type": "function", "function": {"name": "add"}})
+    assert [c["function"] for c in modern["choices"][0]["message"]["tool_calls"]] == [call]
+    # Streamed: the call as delta.function_call, and the same finish.
+    status, events, done = sse_stream(tool_server.port, CHAT,
+                                      {"messages": USER, "max_tokens": 400, "temperature": 0,
+                                       "functions": functions, "function_call": {"name": "add"}})
+    assert status == 200 and done
+    deltas = [e["choices"][0]["delta"] for e in events if e["choices"]]
+    assert [d["function_call"] for d in deltas if "function_call" in d] == [call]
+    assert not any(d.get("content") or d.get("tool_calls") for d in deltas)
+    assert [e["choices"][0]["finish_reason"] for e in events if e["choices"]][-1] == \
+        "function_call"
+
+
+def test_a_conversation_in_the_deprecated_form_renders_as_the_tools_form(tool_server):
+    call = {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"unit\": \"C\"}"}
+    legacy = USER + [{"role": "assistant", "content": None, "function_call": call},
+                     {"role": "function", "name": "get_weather", "content": "{\"temp\": 21}"},
+                     {"role": "user", "content": "And in Oslo?"}]
+    modern = USER + [{"role": "assistant", "content": None, "tool_calls": [
+                          {"id": "call_1", "type": "function", "function": call}]},
+                     {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp\": 21}"},
+                     {"role": "user", "content": "And in Oslo?"}]
+    rendered = []
+    for messages, tools in ((legacy, {"functions": [WEATHER["function"]]}),
+                            (modern, {"tools": [WEATHER]})):
+        status, doc = post_json(tool_server.base, "/apply-template", {"messages": messages, **tools})
+        assert status == 200, doc
+        rendered.append(doc["prompt"])
+    assert rendered[0] == rendered[1]
+    assert "get_weather" in rendered[0] and "{\"temp\": 21}" in rendered[0]
+    doc = chat(tool_server, messages=legacy, functions=[WEATHER["function"]],
+               function_call={"name": "get_weather"})
+    assert doc["choices"][0]["message"]["function_call"]["name"] == "get_weather"
+
+
+def test_the_openai_client_reads_a_deprecated_function_call(tool_server):
+    reply = client(tool_server).chat.completions.create(
+        model="specdec", messages=USER, functions=[WEATHER["function"]],
+        function_call={"name": "get_weather"}, max_tokens=400, temperature=0)
+    call = reply.choices[0].message.function_call
+    assert call.name == "get_weather"
+    assert json.loads(call.arguments)["city"] in ["Paris", "Oslo", "Lima"]
+    assert reply.choices[0].finish_reason == "function_call"
+
+
 def test_the_openai_client_reads_the_calls(tool_server):
     reply = client(tool_server).chat.completions.create(
         model="specdec", messages=USER, tools=[WEATHER], tool_choice="required", max_tokens=400,
@@ -150,7 +208,12 @@ def test_the_openai_client_reads_the_calls(tool_server):
     (CHAT, {"tools": [WEATHER], "tool_choice": "required",
             "response_format": {"type": "json_object"}}, "tool_choice"),
     ("/v1/completions", {"prompt": "x", "tools": [WEATHER]}, "tools"),
-    (CHAT, {"functions": [{"name": "f"}]}, "functions"),
+    # OpenAI's deprecated function calling: refused where it is not read, and in bad shapes.
+    ("/v1/completions", {"prompt": "x", "functions": [WEATHER["function"]]}, "functions"),
+    (CHAT, {"functions": [WEATHER["function"]], "tools": [WEATHER]}, "functions"),
+    (CHAT, {"functions": [{"name": "bad name"}]}, "functions[0].name"),
+    (CHAT, {"functions": [WEATHER["function"]], "function_call": {"name": "x"}}, "function_call"),
+    (CHAT, {"functions": [WEATHER["function"]], "function_call": "required"}, "function_call"),
 ])
 def test_bad_tool_requests_get_400(tool_server, path, body, param):
     status, doc = post_json(tool_server.base, path, {"messages": USER, "max_tokens": 4, **body})
