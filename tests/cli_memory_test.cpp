@@ -59,10 +59,15 @@ TEST_F(CliMemory, RunReportsMemoryAndReleasingChangesNothing) {
     const nlohmann::json& m = j["memory"][model];
     EXPECT_GT(m["packed_bytes"].get<size_t>(), 0u) << model;
     EXPECT_GT(m["released_bytes"].get<size_t>(), 0u) << model;
-    EXPECT_LE(m["released_bytes"].get<size_t>(), m["packed_bytes"].get<size_t>()) << model;
+    // Only the file's weight pages are released. The target's copies are its file's matrices
+    // repacked, byte for byte as large; the draft's are requantized narrower (--draft-type auto),
+    // so its released pages can outweigh its copies.
+    EXPECT_LE(m["released_bytes"].get<size_t>(), m["weight_bytes"].get<size_t>()) << model;
     EXPECT_GT(m["kv_cache_bytes"].get<size_t>(), 0u) << model;
     EXPECT_EQ(m["kv_cache_tokens"], 4096) << model;
   }
+  EXPECT_LE(j["memory"]["target"]["released_bytes"].get<size_t>(),
+            j["memory"]["target"]["packed_bytes"].get<size_t>());
   EXPECT_GT(j["memory"]["process"]["rss_bytes"].get<size_t>(), 0u);
   EXPECT_GE(j["memory"]["process"]["peak_rss_bytes"].get<size_t>(),
             j["memory"]["process"]["rss_bytes"].get<size_t>());

@@ -221,6 +221,8 @@ TEST_F(Cli, DraftLeversKeepTheGreedyText) {
       {"--draft-vocab", "40"},
       {"--draft-vocab", "0"},
       {"--draft-type", "q4_0", "--draft-head-type", "q8_0"},
+      {"--draft-type", "file"},
+      {"--draft-type", "AUTO"},
       {"--draft-policy", "adaptive", "--draft-cost", "0.1", "--draft-verify-cost", "0.05"},
       {"--draft-policy", "confidence", "--draft-max", "6"},
       {"--draft-pass-costs", "1.1,1.2,1.9,2", "--draft-max", "6"},
@@ -243,8 +245,9 @@ TEST_F(Cli, DraftLeversKeepTheGreedyText) {
       {"--draft-policy", "sometimes", "--draft-policy must be fixed, adaptive or confidence"},
       {"--draft-pass-costs", "1.2,0.5", "--draft-pass-costs values must be in [1, 100]"},
       {"--draft-pass-costs", "1.2,,1.4", "--draft-pass-costs has an empty item"},
-      {"--draft-type", "f16", "--draft-type must be file, q4_0"},
-      {"--draft-head-type", "q3_k", "--draft-head-type must be file, q4_0"}};
+      {"--draft-type", "f16", "--draft-type must be auto, file, q4_0"},
+      {"--draft-head-type", "q3_k", "--draft-head-type must be file, q4_0"},
+      {"--draft-head-type", "auto", "--draft-head-type must be file, q4_0"}};
   for (const auto& [flag, value, message] : bad_draft_flags) {
     expect_clean_error(run_cli({"run", "-m", *target_, "-md", *draft_, "-p", "x", flag, value}),
                        message);
@@ -857,12 +860,19 @@ TEST_F(Cli, VerifyCostTimesTheDraftInEveryLayoutItsFlagsLeadTo) {
     EXPECT_NE(j.find(key), std::string::npos) << key << "\n" << j;
   }
 
-  // Without layout flags: the file's layout and the default cut only (the tiny head has fewer
-  // rows than the default cut, so the cut is the whole head).
+  // Without layout flags: the file's layout, the default cut (the tiny head has fewer rows than
+  // the default cut, so the cut is the whole head), and the default --draft-type auto's, which
+  // `run` uses; with --draft-type file, not that last.
   CliResult plain = run_cli({"verify-cost", "-m", *target_, "-md", *draft_, "--prefix", "16",
                              "--k-max", "1", "--repeats", "1", "-t", "1"});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  EXPECT_EQ(plain.out.find("--draft-type"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("| draft: --draft-type auto, --draft-head-type file, head cut | "),
+            std::string::npos)
+      << plain.out;
+  CliResult file = run_cli({"verify-cost", "-m", *target_, "-md", *draft_, "--prefix", "16",
+                            "--k-max", "1", "--repeats", "1", "-t", "1", "--draft-type", "file"});
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  EXPECT_EQ(file.out.find("--draft-type"), std::string::npos) << file.out;
   EXPECT_EQ(plain.out.find("--draft-verify-cost"), std::string::npos) << plain.out;  // k = 1 only
   EXPECT_EQ(plain.out.find("--draft-pass-costs"), std::string::npos) << plain.out;
 

@@ -31,15 +31,29 @@ std::string read_text_file(const std::string& path, const char* what) {
   return s.str();
 }
 
-std::optional<GgmlType> parse_draft_type(const std::string& flag, const std::string& name) {
+namespace {
+
+std::string upper_case(const std::string& name) {
   std::string upper = name;
   for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return upper;
+}
+
+// --draft-type auto: Q4_0 where the file's type is wider.
+bool is_auto_draft_type(const std::string& name) { return upper_case(name) == "AUTO"; }
+
+}  // namespace
+
+std::optional<GgmlType> parse_draft_type(const std::string& flag, const std::string& name) {
+  const std::string upper = upper_case(name);
   if (upper == "FILE") return std::nullopt;
+  if (upper == "AUTO" && flag == "--draft-type") return kAutoDraftType;
   for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0, GgmlType::Q4_K,
                      GgmlType::Q5_K, GgmlType::Q6_K}) {
     if (type_name(t) == upper) return t;
   }
-  fail(flag, " must be file, q4_0, q4_1, q5_0, q8_0, q4_k, q5_k or q6_k, got '", name, "'");
+  fail(flag, " must be ", flag == "--draft-type" ? "auto, " : "",
+       "file, q4_0, q4_1, q5_0, q8_0, q4_k, q5_k or q6_k, got '", name, "'");
 }
 
 void check_draft_model_options(const DraftModelOptions& options) {
@@ -50,6 +64,7 @@ void check_draft_model_options(const DraftModelOptions& options) {
 std::unique_ptr<LoadedModel> load_draft(const std::string& path, const DraftModelOptions& options) {
   ModelLoadOptions layout;
   layout.matrix_type = parse_draft_type("--draft-type", options.type);
+  layout.matrix_type_only_where_smaller = is_auto_draft_type(options.type);
   layout.output_type = parse_draft_type("--draft-head-type", options.head_type);
   if (path.empty()) return nullptr;
   return std::make_unique<LoadedModel>(
@@ -594,14 +609,15 @@ void add_draft_layout_options(ArgParser& p, DraftModelOptions& options) {
   add_draft_vocab_option(p, options.vocab);
   p.add_string({"--draft-type"}, "TYPE",
                "requantize the draft's block matrices into this format at load (q4_0, q4_1, "
-               "q5_0, q8_0, q4_k, ...; file: keep the file's). Lossless: changes speed and "
-               "acceptance, never the output (default: " +
+               "q5_0, q8_0, q4_k, ...; file: keep the file's; auto: q4_0 for the matrices the "
+               "file stores in more bits per weight, the file's type for the others). Lossless: "
+               "changes speed and acceptance, never the output (default: " +
                    std::string(kDefaultDraftType) + ")",
                options.type);
-  p.add_string(
-      {"--draft-head-type"}, "TYPE",
-      "the same for the draft's output head (default: " + std::string(kDefaultDraftHeadType) + ")",
-      options.head_type);
+  p.add_string({"--draft-head-type"}, "TYPE",
+               "the same for the draft's output head, but for auto (default: " +
+                   std::string(kDefaultDraftHeadType) + ")",
+               options.head_type);
 }
 
 void add_draft_model_options(ArgParser& p, DraftModelOptions& options) {

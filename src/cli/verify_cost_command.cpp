@@ -102,6 +102,7 @@ std::vector<DraftLayout> draft_layouts(const std::string& path, const DraftModel
   std::vector<DraftLayout> layouts;
   DraftModelOptions plain;
   plain.vocab = 0;
+  plain.type = "file";
   layouts.push_back({"the file's types, whole head", load_draft(path, plain), std::nullopt});
   check_vocab_compatible(*layouts.front().model->tokenizer, target_vocab);
   auto cut = [&](DraftLayout& l) {
@@ -117,7 +118,7 @@ std::vector<DraftLayout> draft_layouts(const std::string& path, const DraftModel
          load_draft(path, o), std::nullopt});
     cut(layouts.back());
   }
-  if (options.type != kDefaultDraftType || options.head_type != kDefaultDraftHeadType) {
+  if (options.type != "file" || options.head_type != "file") {
     std::string name = "--draft-type " + options.type + ", --draft-head-type " + options.head_type;
     if (options.vocab > 0) name += ", head cut";
     layouts.push_back({name, load_draft(path, options), std::nullopt});

@@ -810,7 +810,9 @@ value ::= [0-9] [0-9]? | "true" | "null"
         if (r.options.grammar && r.options.grammar_trigger.empty()) {
           GrammarState state(grammar);  // the constraint held: the text is the grammar's
           EXPECT_TRUE(state.accept(r.result.text)) << i << ": " << r.result.text;
-          if (r.result.finish == FinishReason::Stop) EXPECT_TRUE(state.complete()) << i;
+          if (r.result.finish == FinishReason::Stop) {
+            EXPECT_TRUE(state.complete()) << i;
+          }
         }
       }
     }

@@ -73,6 +73,10 @@ struct ModelConfig {
 struct ModelLoadOptions {
   // Requantize the transformer blocks' matrices into this (packable) type. Unset: the file's.
   std::optional<GgmlType> matrix_type;
+  // Only the block matrices the file stores in more bytes per weight than matrix_type: a step
+  // streams fewer bytes where it can, and a matrix already as small (a Q4_K among Q5_0 ones)
+  // keeps its own, more accurate, type.
+  bool matrix_type_only_where_smaller = false;
   // The same for the output head (never the token embedding, which is only looked up).
   std::optional<GgmlType> output_type;
   // When not empty: the output head holds these vocabulary ids' rows (unique), in this order:

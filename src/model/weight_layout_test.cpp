@@ -108,6 +108,49 @@ TEST(WeightLayout, RequantizedBlocksEqualAFileThatHoldsThem) {
   EXPECT_LT(converted_at_load->packed_weight_bytes(), plain.model->packed_weight_bytes());
 }
 
+// matrix_type_only_where_smaller (the CLI's --draft-type auto): only the block matrices stored
+// wider than the target type are requantized; a narrower one keeps its file type.
+TEST(WeightLayout, RequantizingOnlyWhereSmallerKeepsTheNarrowerMatrices) {
+  ThreadPool pool(2);
+  const TinyModelSpec spec = q8_spec();
+  testing::TinyModel plain(spec, "wl_plain_ws.gguf");
+  // The file: Q8_0 blocks, but every ffn_down in Q4_0 (4.5 bits per weight).
+  auto is_down = [](const std::string& n) { return n.find("ffn_down") != std::string::npos; };
+  auto mixed = gguf::GgufFile::open(
+      write_converted(spec, *plain.file, is_down, GgmlType::Q4_0, "wl_mixed.gguf"));
+  // What the rule should give: the Q8_0 ones (8.5 bits) in Q5_0 (5.5), ffn_down as it is.
+  // (write_converted would write ffn_down afresh from the spec, in Q8_0.)
+  TinyModelSpec want_spec = spec;
+  for (const gguf::TensorInfo& t : mixed->tensors()) {
+    if (is_block_matrix(t.name)) want_spec.skip_tensors.push_back(t.name);
+  }
+  want_spec.edit = [&mixed, &is_down](gguf::GgufWriter& w) {
+    for (const gguf::TensorInfo& t : mixed->tensors()) {
+      if (!is_block_matrix(t.name)) continue;
+      if (is_down(t.name)) {
+        const size_t bytes = row_bytes(t.type, t.row_length()) * static_cast<size_t>(t.n_rows());
+        w.add_tensor(t.name, t.dims, t.type, std::vector<uint8_t>(t.data, t.data + bytes));
+      } else {
+        w.add_tensor(t.name, t.dims, GgmlType::Q5_0, converted(t, GgmlType::Q5_0));
+      }
+    }
+  };
+  auto want_file = gguf::GgufFile::open(
+      testing::write_tiny_model(want_spec, testing::temp_path("wl_mixed_q5.gguf")));
+  auto want = Model::load(*want_file);
+  ModelLoadOptions o;
+  o.matrix_type = GgmlType::Q5_0;
+  o.matrix_type_only_where_smaller = true;
+  auto only_smaller = Model::load(*mixed, o);
+  EXPECT_TRUE(testing::bitwise_equal(logits_of(*only_smaller, kTokens, pool),
+                                     logits_of(*want, kTokens, pool)));
+  // Without the rule ffn_down goes to Q5_0 too: wider copies.
+  o.matrix_type_only_where_smaller = false;
+  auto all = Model::load(*mixed, o);
+  EXPECT_LT(only_smaller->packed_weight_bytes(), all->packed_weight_bytes());
+  EXPECT_EQ(only_smaller->packed_weight_bytes(), want->packed_weight_bytes());
+}
+
 TEST(WeightLayout, RequantizedHeadEqualsAFileThatHoldsIt) {
   ThreadPool pool(1);
   const TinyModelSpec spec = q8_spec();
