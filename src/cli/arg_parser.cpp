@@ -164,7 +164,11 @@ std::string ArgParser::help() const {
     }
     out << left;
     out << std::string(left.size() < 30 ? 30 - left.size() : 1, ' ') << o.help;
-    if (!o.default_text.empty()) out << " (default: " << o.default_text << ")";
+    // A help text that says its default in words ("threads (default: all cores)") is not
+    // followed by the raw value too ("(default: 0)").
+    if (!o.default_text.empty() && o.help.find("(default:") == std::string::npos) {
+      out << " (default: " << o.default_text << ")";
+    }
     out << "\n";
   }
   out << "  -h, --help                  show this help\n";

@@ -53,6 +53,15 @@ TEST(ArgParser, HelpReturnsFalseAndListsEveryOption) {
   EXPECT_NE(h.find("(default: 16)"), std::string::npos);
 }
 
+TEST(ArgParser, AHelpTextThatNamesItsDefaultIsNotGivenTheRawValueToo) {
+  int32_t threads = 0;
+  ArgParser p("prog", "help test");
+  p.add_int({"-t", "--threads"}, "N", "threads (default: all cores)", threads, 0, 64);
+  const std::string h = p.help();
+  EXPECT_NE(h.find("threads (default: all cores)\n"), std::string::npos) << h;
+  EXPECT_EQ(h.find("(default: 0)"), std::string::npos) << h;
+}
+
 void expect_error(std::vector<std::string> args, const std::string& fragment) {
   Opts o;
   ArgParser p = make_parser(o);

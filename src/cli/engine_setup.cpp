@@ -607,16 +607,15 @@ std::string describe_ngram(const NgramParams& params) {
 
 void add_draft_layout_options(ArgParser& p, DraftModelOptions& options) {
   add_draft_vocab_option(p, options.vocab);
+  // (add_string appends each flag's default to its help.)
   p.add_string({"--draft-type"}, "TYPE",
                "requantize the draft's block matrices into this format at load (q4_0, q4_1, "
                "q5_0, q8_0, q4_k, ...; file: keep the file's; auto: q4_0 for the matrices the "
                "file stores in more bits per weight, the file's type for the others). Lossless: "
-               "changes speed and acceptance, never the output (default: " +
-                   std::string(kDefaultDraftType) + ")",
+               "changes speed and acceptance, never the output",
                options.type);
   p.add_string({"--draft-head-type"}, "TYPE",
-               "the same for the draft's output head, but for auto (default: " +
-                   std::string(kDefaultDraftHeadType) + ")",
+               "the same for the draft's output head (auto is for the blocks only)",
                options.head_type);
 }
 
