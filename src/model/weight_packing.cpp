@@ -99,13 +99,10 @@ size_t pack_model_weights(ModelWeights& w, PackedStore& store, const ModelLoadOp
   auto conversion = [&](const WeightMatrix* m) -> std::optional<Conversion> {
     const bool head = m == &w.output;
     const std::optional<GgmlType> want = head ? options.output_type : options.matrix_type;
-    const auto bytes_per_weight = [](GgmlType t) {
-      return static_cast<double>(traits(t).type_size) / static_cast<double>(traits(t).block_size);
-    };
-    const bool smaller = head || !options.matrix_type_only_where_smaller ||
-                         (want && bytes_per_weight(*want) < bytes_per_weight(m->type));
-    const bool retype =
-        want && *want != m->type && smaller && m->cols % traits(*want).block_size == 0;
+    const bool fits = want && *want != m->type && m->cols % traits(*want).block_size == 0;
+    // With matrix_type_only_where_smaller, a block matrix whose rows are already as narrow stays.
+    const bool retype = fits && (head || !options.matrix_type_only_where_smaller ||
+                                 row_bytes(*want, m->cols) < row_bytes(m->type, m->cols));
     const bool cut = head && !options.output_ids.empty();
     if (!retype && !cut) return std::nullopt;
     return Conversion{retype ? *want : m->type, cut ? &options.output_ids : nullptr};

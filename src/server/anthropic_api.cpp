@@ -230,12 +230,11 @@ std::string anthropic_param(const std::string& p) {
   for (const auto& [from, to] : kRenames) {
     if (auto r = renamed_prefix(p, from, to)) return *r;
   }
-  if (p.starts_with("tools[")) {  // tools[i].function.parameters... -> tools[i].input_schema...
-    const size_t close = p.find(']');
-    const std::string tool = p.substr(0, close + 1), rest = p.substr(close + 1);
-    if (auto r = renamed_prefix(rest, ".function.parameters", ".input_schema")) return tool + *r;
-    if (auto r = renamed_prefix(rest, ".function", "")) return tool + *r;
-    return p;
+  // tools[i].function.parameters... -> tools[i].input_schema..., tools[i].function.x -> tools[i].x
+  if (auto t = tool_function_param(p)) {
+    if (auto r = renamed_prefix(t->rest, ".parameters", ".input_schema"))
+      return "tools" + t->index + *r;
+    return "tools" + t->index + t->rest;
   }
   if (p.starts_with("messages[")) return "messages";  // indices differ after the translation
   return p;

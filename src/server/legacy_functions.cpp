@@ -21,11 +21,14 @@ const ordered_json* given_functions(const ordered_json& body) {
   return f != nullptr && !(f->is_array() && f->empty()) ? f : nullptr;
 }
 
-bool is_legacy_message(const ordered_json& m) {
-  if (!m.is_object()) return false;
+// A message with role "function": a function's result.
+bool has_function_role(const ordered_json& m) {
   const ordered_json* role = field(m, "role");
-  if (role != nullptr && role->is_string() && role->get<std::string>() == "function") return true;
-  return field(m, "function_call") != nullptr;
+  return role != nullptr && role->is_string() && role->get<std::string>() == "function";
+}
+
+bool is_legacy_message(const ordered_json& m) {
+  return m.is_object() && (has_function_role(m) || field(m, "function_call") != nullptr);
 }
 
 // "function_call" as a tool_choice: "none" and "auto" as they are, {"name": n} as the named
@@ -53,10 +56,7 @@ ordered_json translated_messages(const ordered_json& messages) {
     ordered_json& m = out[i];
     if (!is_legacy_message(m)) continue;
     const std::string param = str_cat("messages[", i, "]");
-    if (const ordered_json* role = field(m, "role");
-        role != nullptr && role->is_string() && role->get<std::string>() == "function") {
-      m["role"] = "tool";  // the function's result, as a tool's
-    }
+    if (has_function_role(m)) m["role"] = "tool";  // the function's result, as a tool's
     const ordered_json* call = field(m, "function_call");
     if (call == nullptr) continue;
     if (field(m, "tool_calls") != nullptr) {
@@ -110,13 +110,8 @@ ordered_json legacy_functions_as_tools(const ordered_json& body) {
 }
 
 std::string legacy_functions_param(const std::string& param) {
-  if (param.starts_with("tools[")) {  // tools[i].function.x -> functions[i].x
-    const size_t close = param.find(']');
-    const std::string head = str_cat("functions", param.substr(5, close - 4));
-    const std::string rest = param.substr(close + 1);
-    if (auto r = renamed_prefix(rest, ".function", "")) return head + *r;
-    return head + rest;
-  }
+  // tools[i].function.x -> functions[i].x; tools[i] and tools[i].type -> functions[i]...
+  if (auto t = tool_function_param(param)) return "functions" + t->index + t->rest;
   if (auto r = renamed_prefix(param, "tools", "functions")) return *r;
   if (auto r = renamed_prefix(param, "tool_choice", "function_call")) return *r;
   return param;

@@ -171,12 +171,8 @@ std::string responses_param(const std::string& p) {
   for (const auto& [from, to] : kRenames) {
     if (auto r = renamed_prefix(p, from, to)) return from == "messages" ? "input" : *r;
   }
-  if (p.starts_with("tools[")) {  // tools[i].function.name -> tools[i].name
-    const size_t close = p.find(']');
-    if (auto r = renamed_prefix(p.substr(close + 1), ".function", "")) {
-      return p.substr(0, close + 1) + *r;
-    }
-  }
+  // tools[i].function.name -> tools[i].name
+  if (auto t = tool_function_param(p)) return "tools" + t->index + t->rest;
   return p;
 }
 

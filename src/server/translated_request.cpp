@@ -48,4 +48,13 @@ std::optional<std::string> renamed_prefix(const std::string& p, std::string_view
   return str_cat(to, p.substr(from.size()));
 }
 
+std::optional<ToolFunctionParam> tool_function_param(const std::string& p) {
+  if (!p.starts_with("tools[")) return std::nullopt;
+  const size_t close = p.find(']');
+  if (close == std::string::npos) return std::nullopt;
+  std::optional<std::string> rest = renamed_prefix(p.substr(close + 1), ".function", "");
+  if (!rest) return std::nullopt;
+  return ToolFunctionParam{p.substr(5, close - 4), std::move(*rest)};
+}
+
 }  // namespace specdec::server

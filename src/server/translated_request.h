@@ -36,4 +36,13 @@ inline CompletionRequest parse_translated_chat(
 std::optional<std::string> renamed_prefix(const std::string& p, std::string_view from,
                                           std::string_view to);
 
+// A field inside a chat tool's function, "tools[i].function" followed by `rest` (".name",
+// ".parameters...", or "" for the function itself), split for a translation that names it its
+// own way: `index` is "[i]". nullopt for any other field.
+struct ToolFunctionParam {
+  std::string index;
+  std::string rest;
+};
+std::optional<ToolFunctionParam> tool_function_param(const std::string& p);
+
 }  // namespace specdec::server

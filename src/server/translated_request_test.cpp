@@ -14,6 +14,19 @@ TEST(TranslatedRequest, PrefixesRenameWholeFieldsOnly) {
   EXPECT_EQ(renamed_prefix("sto", "stop", "x"), std::nullopt);
 }
 
+TEST(TranslatedRequest, ToolFunctionFieldsSplitIntoIndexAndRest) {
+  const auto split = [](const std::string& p) {
+    const auto t = tool_function_param(p);
+    return t ? t->index + "|" + t->rest : std::string("none");
+  };
+  EXPECT_EQ(split("tools[3].function.parameters.x"), "[3]|.parameters.x");
+  EXPECT_EQ(split("tools[12].function"), "[12]|");
+  EXPECT_EQ(split("tools[0].type"), "none");
+  EXPECT_EQ(split("tools[0].functions"), "none");
+  EXPECT_EQ(split("tools"), "none");
+  EXPECT_EQ(split("tool_choice"), "none");
+}
+
 TEST(TranslatedRequest, ChatErrorsComeBackUnderTheClientsNames) {
   const auto rename = [](const std::string& p) {
     return renamed_prefix(p, "max_tokens", "max_output_tokens").value_or(p);
