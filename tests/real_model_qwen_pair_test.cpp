@@ -166,10 +166,15 @@ TEST_F(RealModelQwenPair, ShippedTokenRankingIsRecognisedForBothModels) {
   }
 }
 
-// The draft as the CLI lays it out by default (head in frequency order and requantized, a
-// per-prompt vocabulary subset): the greedy text is still the target's, bit for bit.
+// The draft as the CLI lays it out by default (blocks as --draft-type auto leaves them, head in
+// frequency order, a per-prompt vocabulary subset), with the head requantized as well: the
+// greedy text is still the target's, bit for bit.
 TEST_F(RealModelQwenPair, GreedyOutputEqualsTargetOnlyWithTheCheapDraftLayout) {
   ModelLoadOptions layout;
+  // The blocks as `--draft-type auto` (the CLI's default) leaves them: Q4_0 where the file's are
+  // wider; and the head requantized too (--draft-head-type q4_0).
+  layout.matrix_type = GgmlType::Q4_0;
+  layout.matrix_type_only_where_smaller = true;
   layout.output_type = GgmlType::Q4_0;
   layout.output_ids = draft_head_order(*draft_->tokenizer, draft_->model->config().n_vocab);
   LoadedModel cheap = LoadedModel::load(*draft_path_, layout);
