@@ -349,36 +349,39 @@ void add_filter_options(ArgParser& p, FilterOptions& filters) {
               "top_k;typ_p;top_p;min_p;xtc;temperature): stages left out are off, and the "
               "temperature applies where the list puts it, first or last (default: the "
               "temperature first, as in vLLM)",
-              [&filters](const std::string& v) {
-                std::vector<std::string> names;
-                std::string_view rest = v;
-                while (!rest.empty()) {
-                  const size_t end = std::min(rest.find(';'), rest.size());
-                  const std::string name(rest.substr(0, end));
-                  const std::string canonical = canonical_sampler_name(name);
-                  if (canonical.empty() && !name.empty()) {
-                    fail("--samplers: no sampler named '", name,
-                         "' (names: penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;"
-                         "temperature)");
-                  }
-                  names.push_back(canonical);
-                  rest.remove_prefix(std::min(end + 1, rest.size()));
-                }
-                filters.sequence = std::move(names);
-              });
+              [&filters](const std::string& v) { filters.sequence = parse_samplers_flag(v); });
   p.add_value({"--sampling-seq", "--sampler-seq"}, "LETTERS",
               "the sampler sequence as llama.cpp's letters: e penalties, d dry, s top_n_sigma, "
               "k top_k, y typ_p, p top_p, m min_p, x xtc, t temperature (edskypmxt: the "
               "temperature last)",
-              [&filters](const std::string& v) {
-                for (char c : v) {
-                  if (sampler_names_of_letters(std::string(1, c)).empty()) {
-                    fail("--sampling-seq: no sampler has the letter '", std::string(1, c),
-                         "' (letters: edskypmxt)");
-                  }
-                }
-                filters.sequence = sampler_names_of_letters(v);
-              });
+              [&filters](const std::string& v) { filters.sequence = parse_sampling_seq_flag(v); });
+}
+
+std::vector<std::string> parse_samplers_flag(const std::string& v) {
+  std::vector<std::string> names;
+  std::string_view rest = v;
+  while (!rest.empty()) {
+    const size_t end = std::min(rest.find(';'), rest.size());
+    const std::string name(rest.substr(0, end));
+    const std::string canonical = canonical_sampler_name(name);
+    if (canonical.empty() && !name.empty()) {
+      fail("--samplers: no sampler named '", name,
+           "' (names: penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature)");
+    }
+    names.push_back(canonical);
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+  }
+  return names;
+}
+
+std::vector<std::string> parse_sampling_seq_flag(const std::string& v) {
+  for (char c : v) {
+    if (sampler_names_of_letters(std::string(1, c)).empty()) {
+      fail("--sampling-seq: no sampler has the letter '", std::string(1, c),
+           "' (letters: edskypmxt)");
+    }
+  }
+  return sampler_names_of_letters(v);
 }
 
 void take_filters(const FilterOptions& filters, SamplingParams& sampling,
@@ -395,10 +398,6 @@ void take_filters(const FilterOptions& filters, SamplingParams& sampling,
   if (filters.sequence) apply_sampler_sequence(*filters.sequence, sampling, penalties);
 }
 
-namespace {
-
-// A breaker typed on a command line: \n, \t, \" and \\ stand for a newline, a tab, a quote
-// and a backslash (a newline is hard to type as an argument).
 std::string unescape_breaker(const std::string& v) {
   std::string out;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -412,7 +411,18 @@ std::string unescape_breaker(const std::string& v) {
   return out;
 }
 
-}  // namespace
+std::pair<int32_t, float> parse_logit_bias_flag(const std::string& v) {
+  const size_t sign = v.find_first_of("+-", 1);
+  if (v.empty() || sign == std::string::npos) {
+    fail("--logit-bias wants TOKEN+BIAS or TOKEN-BIAS, got '", v, "'");
+  }
+  const int64_t id = parse_int(std::string_view(v).substr(0, sign), "--logit-bias");
+  if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+    fail("--logit-bias token id must be >= 0, got ", id);
+  }
+  const double bias = parse_float(std::string_view(v).substr(sign), "--logit-bias");
+  return {static_cast<int32_t>(id), static_cast<float>(bias)};
+}
 
 void add_penalty_options(ArgParser& p, PenaltyParams& penalties) {
   // Each value is checked as it is parsed, with the ranges of check_penalty_params (the
@@ -454,17 +464,7 @@ void add_penalty_options(ArgParser& p, PenaltyParams& penalties) {
               "add BIAS (-100..100; -100 bans the token) to token id TOKEN's logit, e.g. "
               "15043+1.5 or 151645-100 (repeatable)",
               [&penalties, checked](const std::string& v) {
-                const size_t sign = v.find_first_of("+-", 1);
-                if (v.empty() || sign == std::string::npos) {
-                  fail("--logit-bias wants TOKEN+BIAS or TOKEN-BIAS, got '", v, "'");
-                }
-                const int64_t id = parse_int(std::string_view(v).substr(0, sign), "--logit-bias");
-                if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
-                  fail("--logit-bias token id must be >= 0, got ", id);
-                }
-                const double bias = parse_float(std::string_view(v).substr(sign), "--logit-bias");
-                penalties.logit_bias.emplace_back(static_cast<int32_t>(id),
-                                                  static_cast<float>(bias));
+                penalties.logit_bias.push_back(parse_logit_bias_flag(v));
                 checked();
               });
   // DRY, with llama.cpp's flags and defaults.

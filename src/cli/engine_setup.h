@@ -96,6 +96,15 @@ inline constexpr bool kDefaultDraftHybrid = true;
 // TOKEN(+|-)BIAS (llama.cpp's names; sampling/penalties.h has what each does). Ranges are checked
 // at parse time, token ids against the vocabulary when the engine runs.
 void add_penalty_options(ArgParser& p, PenaltyParams& penalties);
+// The flags' own parsers, shared with serve's request defaults (cli/request_default_options.h):
+// -l TOKEN(+|-)BIAS; a --dry-sequence-breaker typed on a command line (\n, \t, \" and \\ stand
+// for a newline, a tab, a quote and a backslash: a newline is hard to type as an argument);
+// --samplers "top_k;top_p;..." and --sampling-seq LETTERS as canonical names (an unknown name or
+// letter fails, naming the flag).
+std::pair<int32_t, float> parse_logit_bias_flag(const std::string& v);
+std::string unescape_breaker(const std::string& v);
+std::vector<std::string> parse_samplers_flag(const std::string& v);
+std::vector<std::string> parse_sampling_seq_flag(const std::string& v);
 
 // LoRA adapters for the target, with llama.cpp's flags: --lora FILE[,FILE...] (scale 1) and
 // --lora-scaled FILE:SCALE[,...], both repeatable, applied in the order given.

@@ -13,6 +13,7 @@
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/engine_setup.h"
+#include "cli/request_default_options.h"
 #include "common/error.h"
 #include "engine/engine.h"
 #include "engine/model_ref.h"
@@ -108,8 +109,13 @@ int serve_command(const std::vector<std::string>& args) {
               "queue answers 503. Listens on loopback unless --host says otherwise; /health\n"
               "answers 503 \"loading\" until the models are loaded. SIGTERM or SIGINT: stop\n"
               "accepting, let requests in progress finish (--shutdown-grace), exit 0.");
-  p.add_string({"-m", "--model"}, "FILE", "target model (GGUF); its file stem is the model id",
-               model);
+  p.add_string({"-m", "--model"}, "FILE",
+               "target model (GGUF); its file stem is the model id unless --alias names it", model);
+  std::string alias;
+  p.add_string({"-a", "--alias"}, "NAME",
+               "the model's name in /v1/models, /api/tags and replies (requests may still name "
+               "the file's stem, or specdec)",
+               alias);
   add_lora_options(p, lora);
   bool lora_without_apply = false;
   p.add_flag({"--lora-init-without-apply"},
@@ -170,6 +176,7 @@ int serve_command(const std::vector<std::string>& args) {
   p.add_float({"--shutdown-grace"}, "S",
               "on SIGTERM, seconds requests in progress may take to finish", shutdown_grace_s, 0,
               3600);
+  add_request_default_options(p, config.request_defaults);
   if (!p.parse(args)) {
     std::cout << p.help();
     return 0;
@@ -181,6 +188,7 @@ int serve_command(const std::vector<std::string>& args) {
   config.draft_length = drafting.length;
   config.draft_context = drafting.context;
   if (max_body == 0) fail("--max-body-bytes must be at least 1");
+  check_request_default_options(config.request_defaults);  // before any model loads
   if (!pooling.empty()) {
     config.pooling = parse_pooling(pooling);
     if (!config.pooling) {
@@ -204,6 +212,10 @@ int serve_command(const std::vector<std::string>& args) {
   config.draft_max = draft_max_for(draft_max, false, true);
   config.greedy_draft_max = draft_max_for(draft_max, true, true);
   config.model_id = model_ref_name(model);
+  if (!alias.empty()) {
+    config.other_model_ids.push_back(config.model_id);
+    config.model_id = alias;
+  }
 
   const sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);

@@ -242,7 +242,8 @@ std::string anthropic_param(const std::string& p) {
 
 }  // namespace
 
-CompletionRequest parse_messages_request(std::string_view body, bool count_only) {
+CompletionRequest parse_messages_request(std::string_view body, bool count_only,
+                                         const RequestDefaults& defaults) {
   const ordered_json j = parse_translated_body(body);
 
   ordered_json oai = ordered_json::object();
@@ -301,7 +302,8 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only)
     if (type != "adaptive") thinking = type == "enabled";
   }
 
-  CompletionRequest out = parse_translated_chat(oai, anthropic_param);
+  CompletionRequest out =
+      parse_translated_chat(oai, anthropic_param, count_only ? RequestDefaults{} : defaults);
   out.prefill = std::move(turns.prefill);
   out.enable_thinking = thinking;
   return out;

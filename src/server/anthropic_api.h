@@ -25,8 +25,10 @@ namespace specdec::server {
 // Parses and validates a body into the chat request it means: the turns and settings as the
 // chat endpoint takes them, a final assistant turn (without tool_use blocks) as the prefill, and
 // max_tokens Anthropic's (required on /v1/messages; `count_only`: /v1/messages/count_tokens,
-// which has none and no sampling). Throws ApiError naming Anthropic's fields.
-CompletionRequest parse_messages_request(std::string_view body, bool count_only);
+// which has none and no sampling). Throws ApiError naming Anthropic's fields. The server's
+// `defaults` fill the sampling fields the body leaves out (not with count_only).
+CompletionRequest parse_messages_request(std::string_view body, bool count_only,
+                                         const RequestDefaults& defaults = {});
 
 // Anthropic's error object {"type": "error", "error": {"type": ..., "message": ...}} with the
 // error type its API uses for the status (invalid_request_error, authentication_error,

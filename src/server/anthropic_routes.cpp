@@ -13,7 +13,8 @@ using nlohmann::json;
 void HttpServer::Impl::messages(const HttpRequest& req, HttpResponder& res) {
   Engine& e = ready_engine();
   if (draining.load()) throw shutting_down_error();
-  const CompletionRequest r = parse_messages_request(req.body, /*count_only=*/false);
+  const CompletionRequest r =
+      parse_messages_request(req.body, /*count_only=*/false, config.request_defaults);
   check_model(r.model, model_ids);
   const std::vector<int32_t> prompt = e.tokenize_prompt(chat_prompt_text(r, e));
   const auto n = static_cast<int32_t>(prompt.size());

@@ -200,7 +200,11 @@ ReasoningMode reasoning_mode(const CompletionRequest& r, const Engine& e) {
 
 HttpServer::Impl::Impl(ServerConfig c)
     : config(std::move(c)),
-      model_ids{config.model_id, "specdec"},
+      model_ids{[this] {
+        std::vector<std::string> ids{config.model_id, "specdec"};
+        ids.insert(ids.end(), config.other_model_ids.begin(), config.other_model_ids.end());
+        return ids;
+      }()},
       created(unix_now()),
       id_salt(std::random_device{}()),
       listener(

@@ -23,6 +23,7 @@
 
 #include "engine/engine.h"
 #include "server/model_facts.h"
+#include "server/request_defaults.h"
 
 namespace specdec::server {
 
@@ -40,7 +41,9 @@ struct ServerConfig {
   std::chrono::milliseconds request_timeout{20'000};  // a request's head + body (slowloris)
   std::chrono::milliseconds keep_alive_timeout{5'000};
   std::chrono::milliseconds write_timeout{15'000};  // a client that stops reading
-  std::string model_id;            // the target GGUF file's stem; "specdec" is always accepted too
+  std::string model_id;  // the target GGUF file's stem or --alias; "specdec" is always accepted too
+  // Names a request's "model" may also give (the file's stem when --alias names the model).
+  std::vector<std::string> other_model_ids;
   int32_t draft_max = 5;           // γ when a request does not say
   int32_t greedy_draft_max = 5;    // the same for a greedy request (temperature 0)
   DraftLengthParams draft_length;  // fixed γ or the adaptive rule (engine.h)
@@ -52,6 +55,8 @@ struct ServerConfig {
   // llama-server's --slot-save-path: the directory POST /slots/{id}?action=save|restore files
   // live in (server/slot_actions.h); empty: those two actions answer 501 (erase still works).
   std::string slot_save_path;
+  // What a request leaves out takes these (`serve --temp ... -n ...`; server/request_defaults.h).
+  RequestDefaults request_defaults;
 };
 
 class HttpServer {

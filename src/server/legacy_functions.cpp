@@ -117,14 +117,17 @@ std::string legacy_functions_param(const std::string& param) {
   return param;
 }
 
-CompletionRequest parse_chat_request(std::string_view body, bool& legacy_reply) {
+CompletionRequest parse_chat_request(std::string_view body, bool& legacy_reply,
+                                     const RequestDefaults& defaults) {
   legacy_reply = false;
   // Every use of the deprecated form spells "function"; bodies without it are read once.
   if (body.find("function") == std::string_view::npos) {
-    return parse_request(Endpoint::ChatCompletions, body);
+    return parse_request(Endpoint::ChatCompletions, body, defaults);
   }
   const ordered_json j = parse_translated_body(body);
-  if (!uses_legacy_functions(j)) return parse_request(Endpoint::ChatCompletions, body);
+  if (!uses_legacy_functions(j)) {
+    return parse_request(Endpoint::ChatCompletions, body, defaults);
+  }
   legacy_reply = given_functions(j) != nullptr || field(j, "function_call") != nullptr;
   // The messages that used the form: an error in their calls names their "function_call".
   std::vector<bool> legacy_messages;
@@ -132,19 +135,22 @@ CompletionRequest parse_chat_request(std::string_view body, bool& legacy_reply) 
     for (const ordered_json& m : *messages) legacy_messages.push_back(is_legacy_message(m));
   }
   const bool request_fields = legacy_reply;
-  return parse_translated_chat(legacy_functions_as_tools(j), [&](const std::string& p) {
-    if (p.starts_with("messages[")) {
-      const size_t close = p.find(']');
-      size_t i = legacy_messages.size();
-      std::from_chars(p.data() + 9, p.data() + std::min(close, p.size()), i);
-      if (i < legacy_messages.size() && legacy_messages[i] &&
-          renamed_prefix(p.substr(close + 1), ".tool_calls", "")) {
-        return p.substr(0, close + 1) + ".function_call";
-      }
-      return p;
-    }
-    return request_fields ? legacy_functions_param(p) : p;
-  });
+  return parse_translated_chat(
+      legacy_functions_as_tools(j),
+      [&](const std::string& p) {
+        if (p.starts_with("messages[")) {
+          const size_t close = p.find(']');
+          size_t i = legacy_messages.size();
+          std::from_chars(p.data() + 9, p.data() + std::min(close, p.size()), i);
+          if (i < legacy_messages.size() && legacy_messages[i] &&
+              renamed_prefix(p.substr(close + 1), ".tool_calls", "")) {
+            return p.substr(0, close + 1) + ".function_call";
+          }
+          return p;
+        }
+        return request_fields ? legacy_functions_param(p) : p;
+      },
+      defaults);
 }
 
 }  // namespace specdec::server

@@ -36,7 +36,8 @@ std::string legacy_functions_param(const std::string& param);
 // A chat body as the chat parser reads it: the deprecated form translated first when the body
 // uses it. `legacy_reply` says whether the reply takes the deprecated shape (the request gave
 // "functions" or "function_call"; a conversation that only records earlier function turns is
-// answered in the tools form it asked for).
-CompletionRequest parse_chat_request(std::string_view body, bool& legacy_reply);
+// answered in the tools form it asked for). The server's `defaults` fill what the body leaves out.
+CompletionRequest parse_chat_request(std::string_view body, bool& legacy_reply,
+                                     const RequestDefaults& defaults = {});
 
 }  // namespace specdec::server

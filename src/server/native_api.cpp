@@ -167,7 +167,8 @@ void get_logit_bias(const ordered_json& j, ordered_json& ids,
 
 }  // namespace
 
-NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view body) {
+NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view body,
+                                   const RequestDefaults& defaults) {
   if (json_nesting_depth(body) > kMaxJsonDepth) {
     throw invalid_request(
         str_cat("the request body nests JSON deeper than ", kMaxJsonDepth, " levels"), "",
@@ -190,6 +191,9 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   r.n_predict = static_cast<int32_t>(get_int(j, "n_predict", -1, kMaxTokens).value_or(-1));
   if (auto m = get_int(j, "max_tokens", -1, kMaxTokens); m && field(j, "n_predict") == nullptr) {
     r.n_predict = static_cast<int32_t>(*m);  // the OpenAI name, which llama-server also reads
+  }
+  if (field(j, "n_predict") == nullptr && field(j, "max_tokens") == nullptr) {
+    if (const json* d = defaults.find("max_tokens")) r.n_predict = d->get<int32_t>();
   }
   r.n_probs = static_cast<int32_t>(get_int(j, "n_probs", 0, kMaxTopLogprobs).value_or(0));
   r.n_indent = static_cast<int32_t>(get_int(j, "n_indent", 0, 1 << 16).value_or(0));
@@ -250,23 +254,23 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
     if (const ordered_json* v = field(j, name)) o[name] = *v;
   }
   // llama-server's samplers list, its default when none is given: the temperature last.
-  o["samplers"] = default_sampler_sequence();
+  o["samplers"] = defaults.value_or("samplers", default_sampler_sequence());
   if (const ordered_json* s = field(j, "samplers")) o["samplers"] = *s;
-  o["temperature"] = 0.8;
+  o["temperature"] = defaults.value_or("temperature", 0.8);
   if (const ordered_json* t = field(j, "temperature")) {
     // llama-server samples greedily at any temperature <= 0.
     o["temperature"] = t->is_number() && t->get<double>() <= 0 ? ordered_json(0.0) : *t;
   }
   // llama-server's penalties count the last repeat_last_n tokens of the prompt and the text
   // (default 64; -1: all of them; 0: off).
-  o["repeat_last_n"] = 64;
+  o["repeat_last_n"] = defaults.value_or("repeat_last_n", 64);
   if (const ordered_json* n = field(j, "repeat_last_n")) o["repeat_last_n"] = *n;
-  o["top_k"] = 40;
+  o["top_k"] = defaults.value_or("top_k", 40);
   if (const ordered_json* k = field(j, "top_k")) {
     o["top_k"] = k->is_number() && k->get<double>() <= 0 ? ordered_json(0) : *k;  // <= 0: off
   }
-  if (!o.contains("top_p")) o["top_p"] = 0.95;
-  if (!o.contains("min_p")) o["min_p"] = 0.05;
+  if (!o.contains("top_p")) o["top_p"] = defaults.value_or("top_p", 0.95);
+  if (!o.contains("min_p")) o["min_p"] = defaults.value_or("min_p", 0.05);
   if (const ordered_json* s = field(j, "seed")) {
     // -1 (and its unsigned 32-bit spelling, llama.cpp's LLAMA_DEFAULT_SEED): a random seed.
     const bool random =
@@ -279,7 +283,11 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
   ordered_json ids = ordered_json::object();
   get_logit_bias(j, ids, r.text_bias);
   if (!ids.empty()) o["logit_bias"] = std::move(ids);
-  r.base = parse_request(Endpoint::Completions, o.dump());
+  // n_predict is settled above, and a seed the request sent (-1: random) is the request's.
+  const RequestDefaults rest = field(j, "seed") != nullptr
+                                   ? defaults.without({"max_tokens", "seed"})
+                                   : defaults.without({"max_tokens"});
+  r.base = parse_request(Endpoint::Completions, o.dump(), rest);
   r.base.prompts.clear();
   if (r.n_predict >= 0 && r.base.min_tokens > r.n_predict) {
     throw invalid_request(

@@ -56,8 +56,12 @@ struct NativeRequest {
   std::vector<std::pair<std::string, float>> text_bias;
 };
 
-// Parses and validates a request body. Throws ApiError (400 naming the field).
-NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view body);
+// Parses and validates a request body. Throws ApiError (400 naming the field). The server's
+// `defaults` (server/request_defaults.h) stand in for what the body leaves out, before
+// llama-server's own defaults (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, the
+// temperature last); max_tokens stands for n_predict.
+NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view body,
+                                   const RequestDefaults& defaults = {});
 
 // What the responses of one request share.
 struct NativeMeta {

@@ -15,7 +15,7 @@ using std::chrono::milliseconds;
 void HttpServer::Impl::native(NativeEndpoint endpoint, const HttpRequest& req, HttpResponder& res) {
   Engine& e = ready_engine();
   if (draining.load()) throw shutting_down_error();
-  NativeRequest r = parse_native_request(endpoint, req.body);
+  NativeRequest r = parse_native_request(endpoint, req.body, config.request_defaults);
   check_model(r.base.model, model_ids);
   const Tokenizer& tok = e.tokenizer();
   const int32_t n_ctx = e.n_ctx();
@@ -163,15 +163,18 @@ void HttpServer::Impl::native_stream(const std::vector<std::shared_ptr<Job>>& jo
 // and what each slot is doing (server/native_api.h: props_json, slots_json).
 void HttpServer::Impl::props(const HttpRequest& req, HttpResponder& res) {
   Engine& e = ready_engine();
-  // The settings of a request that sets nothing, as /completion would take them; the seed is
-  // drawn per request, which llama-server writes as 4294967295 (LLAMA_DEFAULT_SEED).
-  const NativeRequest none = parse_native_request(NativeEndpoint::Completion, R"({"prompt": ""})");
+  // The settings of a request that sets nothing, as /completion would take them (the server's
+  // defaults included); without a default seed the seed is drawn per request, which
+  // llama-server writes as 4294967295 (LLAMA_DEFAULT_SEED).
+  const NativeRequest none = parse_native_request(NativeEndpoint::Completion, R"({"prompt": ""})",
+                                                  config.request_defaults);
   const GenerationOptions o = request_options(none.base, e);
   ServerProps p;
   p.model = &facts;
   p.alias = config.model_id;
   p.settings = native_settings_json(none, o, e.n_ctx());
-  p.settings["seed"] = 4294967295u;
+  const nlohmann::json* seed = config.request_defaults.find("seed");
+  p.settings["seed"] = seed != nullptr ? *seed : nlohmann::json(4294967295u);
   p.speculative = o.speculative && e.has_draft();
   p.settings["speculative"] = p.speculative;
   p.n_slots = e.n_slots();
@@ -199,7 +202,8 @@ void HttpServer::Impl::apply_template(const HttpRequest& req, HttpResponder& res
   // The body of a chat request: its turns, tools and chat_template_kwargs rendered as
   // /v1/chat/completions renders them, without generating.
   bool legacy_functions = false;
-  const CompletionRequest r = parse_chat_request(req.body, legacy_functions);
+  const CompletionRequest r =
+      parse_chat_request(req.body, legacy_functions, config.request_defaults);
   check_model(r.model, model_ids);
   res.send(200, "application/json", to_wire(json{{"prompt", chat_prompt_text(r, e)}}));
 }

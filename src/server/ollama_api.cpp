@@ -63,15 +63,16 @@ void refuse_unless_neutral(const ordered_json& options, const char* name, double
   if (v->get<double>() != neutral) bad_field(param, why, "unsupported_value");
 }
 
-// options -> the chat parser's fields; Ollama's defaults where the request sets none.
-void translate_options(const ordered_json& body, ordered_json& out) {
-  out["temperature"] = kDefaultTemperature;
-  out["top_k"] = kDefaultTopK;
-  out["top_p"] = kDefaultTopP;
+// options -> the chat parser's fields; where the request sets none, the server's defaults, else
+// Ollama's. `defaults` loses max_tokens when num_predict settles the length itself.
+void translate_options(const ordered_json& body, ordered_json& out, RequestDefaults& defaults) {
+  out["temperature"] = defaults.value_or("temperature", kDefaultTemperature);
+  out["top_k"] = defaults.value_or("top_k", kDefaultTopK);
+  out["top_p"] = defaults.value_or("top_p", kDefaultTopP);
   // Ollama (llama.cpp) applies its penalties to the last repeat_last_n tokens of the prompt and
   // the text (-1: all of them; 0: off): the chat parser's llama.cpp rule.
-  out["repeat_last_n"] = kDefaultRepeatLastN;
-  out["repeat_penalty"] = kDefaultRepeatPenalty;
+  out["repeat_last_n"] = defaults.value_or("repeat_last_n", kDefaultRepeatLastN);
+  out["repeat_penalty"] = defaults.value_or("repeat_penalty", kDefaultRepeatPenalty);
   const ordered_json* o = field(body, "options");
   if (o == nullptr) return;
   require_object(*o, "options");
@@ -79,6 +80,7 @@ void translate_options(const ordered_json& body, ordered_json& out) {
     if (const ordered_json* v = field(*o, name)) out[name] = *v;
   }
   if (const ordered_json* v = field(*o, "num_predict")) {
+    defaults = defaults.without({"max_tokens"});
     // -1: no limit, -2: fill the context (both: until the turn or the context ends).
     if (!v->is_number_integer()) wrong_type("options.num_predict", "an integer", *v);
     const int64_t n = v->get<int64_t>();
@@ -116,7 +118,8 @@ void translate_format(const ordered_json& body, ordered_json& out) {
 
 // The fields both endpoints share: stream (true unless false), think, logprobs, images at the
 // top level, and the server's extensions (speculative, draft_max, ignore_eos).
-void translate_common(const ordered_json& body, const std::string& model, ordered_json& out) {
+void translate_common(const ordered_json& body, const std::string& model, ordered_json& out,
+                      RequestDefaults& defaults) {
   out["model"] = model;
   out["stream"] = get_bool(body, "stream", true);
   // logprobs (with top_logprobs alternatives): the chat parser's fields; the completions form
@@ -126,7 +129,7 @@ void translate_common(const ordered_json& body, const std::string& model, ordere
   for (const char* name : {"speculative", "draft_max", "ignore_eos"}) {
     if (const ordered_json* v = field(body, name)) out[name] = *v;
   }
-  translate_options(body, out);
+  translate_options(body, out, defaults);
   translate_format(body, out);
 }
 
@@ -239,10 +242,12 @@ namespace {
 struct Translation {
   ordered_json body, translated;
   OllamaRequest out;
+  RequestDefaults defaults;  // the server's, for what the translated body leaves out
 };
 
-Translation begin_translation(std::string_view text) {
+Translation begin_translation(std::string_view text, const RequestDefaults& defaults) {
   Translation t;
+  t.defaults = defaults;
   t.body = parse_translated_body(text);
   t.out.model = required_model(t.body);
   // think: true, false, or an effort ("high", "medium", "low"), which here means true.
@@ -250,7 +255,7 @@ Translation begin_translation(std::string_view text) {
     if (!v->is_boolean() && !v->is_string()) wrong_type("think", "a boolean or a string", *v);
     t.out.think = !v->is_boolean() || v->get<bool>();
   }
-  translate_common(t.body, t.out.model, t.translated);
+  translate_common(t.body, t.out.model, t.translated, t.defaults);
   return t;
 }
 
@@ -266,8 +271,8 @@ OllamaRequest load_only(const ordered_json& body, const ordered_json& translated
 
 }  // namespace
 
-OllamaRequest parse_ollama_chat(std::string_view body) {
-  Translation t = begin_translation(body);
+OllamaRequest parse_ollama_chat(std::string_view body, const RequestDefaults& defaults) {
+  Translation t = begin_translation(body, defaults);
   const ordered_json& j = t.body;
   ordered_json& chat = t.translated;
   OllamaRequest& out = t.out;
@@ -288,14 +293,14 @@ OllamaRequest parse_ollama_chat(std::string_view body) {
   // An extension (Ollama has no such field; its calls are the model's choice, tool_choice
   // auto): OpenAI's tool_choice, to force a call ("required") or a named function.
   if (const ordered_json* choice = field(j, "tool_choice")) chat["tool_choice"] = *choice;
-  out.request = parse_translated_chat(chat, client_name);
+  out.request = parse_translated_chat(chat, client_name, t.defaults);
   out.request.model = ollama_model_name(out.model);
   out.request.enable_thinking = out.think;
   return out;
 }
 
-OllamaRequest parse_ollama_generate(std::string_view body) {
-  Translation t = begin_translation(body);
+OllamaRequest parse_ollama_generate(std::string_view body, const RequestDefaults& defaults) {
+  Translation t = begin_translation(body, defaults);
   const ordered_json& j = t.body;
   ordered_json& req = t.translated;
   OllamaRequest& out = t.out;
@@ -335,13 +340,13 @@ OllamaRequest parse_ollama_generate(std::string_view body) {
     if (logprobs) req["logprobs"] = top.value_or(0);
     req["prompt"] = prompt;
     if (!suffix.empty()) req["suffix"] = suffix;  // the FIM prompt ignores a system prompt
-    out.request = parse_translated_request(Endpoint::Completions, req, client_name);
+    out.request = parse_translated_request(Endpoint::Completions, req, client_name, t.defaults);
   } else {
     ordered_json messages = ordered_json::array();
     if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
     messages.push_back({{"role", "user"}, {"content", prompt}});
     req["messages"] = std::move(messages);
-    out.request = parse_translated_chat(req, client_name);
+    out.request = parse_translated_chat(req, client_name, t.defaults);
     out.request.enable_thinking = out.think;
   }
   out.request.model = ollama_model_name(out.model);
@@ -390,7 +395,7 @@ json ollama_tags_json(const ModelFacts& facts) {
   return json{{"models", json::array({listed_model_json(facts)})}};
 }
 
-json ollama_show_json(const ModelFacts& f) {
+json ollama_show_json(const ModelFacts& f, const RequestDefaults& defaults) {
   json capabilities = json::array({"completion"});
   if (f.tools) capabilities.push_back("tools");
   if (f.insert) capabilities.push_back("insert");
@@ -410,9 +415,12 @@ json ollama_show_json(const ModelFacts& f) {
     modelfile += str_cat("# draft model (speculative decoding): ", f.draft, "\n");
   return json{{"license", ""},
               {"modelfile", modelfile},
-              {"parameters", str_cat("temperature ", kDefaultTemperature, "\ntop_k ", kDefaultTopK,
-                                     "\ntop_p ", kDefaultTopP, "\nrepeat_penalty ",
-                                     kDefaultRepeatPenalty, "\nnum_ctx ", f.context)},
+              {"parameters",
+               str_cat("temperature ", defaults.value_or("temperature", kDefaultTemperature).dump(),
+                       "\ntop_k ", defaults.value_or("top_k", kDefaultTopK).dump(), "\ntop_p ",
+                       defaults.value_or("top_p", kDefaultTopP).dump(), "\nrepeat_penalty ",
+                       defaults.value_or("repeat_penalty", kDefaultRepeatPenalty).dump(),
+                       "\nnum_ctx ", f.context)},
               {"template", f.chat_template},
               {"details", details_json(f)},
               {"model_info", std::move(info)},

@@ -47,9 +47,11 @@ struct OllamaRequest {
 };
 
 // Parse and validate a body; throw ApiError naming Ollama's fields. A model name may carry
-// Ollama's ":latest" tag (see ollama_model_name).
-OllamaRequest parse_ollama_chat(std::string_view body);
-OllamaRequest parse_ollama_generate(std::string_view body);
+// Ollama's ":latest" tag (see ollama_model_name). The server's `defaults` stand in for the
+// options the body leaves out, before Ollama's own (temperature 0.8, top-k 40, top-p 0.9, repeat
+// penalty 1.1 over 64 tokens); max_tokens stands for num_predict.
+OllamaRequest parse_ollama_chat(std::string_view body, const RequestDefaults& defaults = {});
+OllamaRequest parse_ollama_generate(std::string_view body, const RequestDefaults& defaults = {});
 
 // The name a client sent without Ollama's default tag ("x:latest" -> "x"), so that names this
 // server lists under /api/tags and names without a tag both select its model.
@@ -62,7 +64,8 @@ std::string parse_ollama_show(std::string_view body);
 nlohmann::json ollama_error_json(const ApiError& error);
 
 nlohmann::json ollama_tags_json(const ModelFacts& facts);
-nlohmann::json ollama_show_json(const ModelFacts& facts);
+// /api/show: `parameters` are the sampling defaults a request gets (the server's, else Ollama's).
+nlohmann::json ollama_show_json(const ModelFacts& facts, const RequestDefaults& defaults = {});
 nlohmann::json ollama_ps_json(const ModelFacts& facts);
 
 // What every document of one response shares.

@@ -45,7 +45,8 @@ void HttpServer::Impl::ollama_generation(bool chat, const HttpRequest& req, Http
   const auto start = std::chrono::steady_clock::now();
   Engine& e = ready_engine();
   if (draining.load()) throw shutting_down_error();
-  const OllamaRequest o = chat ? parse_ollama_chat(req.body) : parse_ollama_generate(req.body);
+  const OllamaRequest o = chat ? parse_ollama_chat(req.body, config.request_defaults)
+                               : parse_ollama_generate(req.body, config.request_defaults);
   check_ollama_model(o.model);
   const CompletionRequest& r = o.request;
   OllamaMeta meta;
@@ -200,7 +201,7 @@ void HttpServer::Impl::ollama_info(const HttpRequest& req, HttpResponder& res) {
     res.send(200, "application/json", to_wire(ollama_ps_json(facts)));
   } else {  // POST /api/show
     check_ollama_model(parse_ollama_show(req.body));
-    res.send(200, "application/json", to_wire(ollama_show_json(facts)));
+    res.send(200, "application/json", to_wire(ollama_show_json(facts, config.request_defaults)));
   }
 }
 

@@ -16,9 +16,10 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   Engine& e = ready_engine();
   if (draining.load()) throw shutting_down_error();
   bool legacy_functions = false;  // the deprecated function-calling form's reply
-  const CompletionRequest r = endpoint == Endpoint::ChatCompletions
-                                  ? parse_chat_request(req.body, legacy_functions)
-                                  : parse_request(endpoint, req.body);
+  const CompletionRequest r =
+      endpoint == Endpoint::ChatCompletions
+          ? parse_chat_request(req.body, legacy_functions, config.request_defaults)
+          : parse_request(endpoint, req.body, config.request_defaults);
   check_model(r.model, model_ids);
   // The prompts' tokens: text as the server tokenizes prompts, token ids as given (checked
   // against the vocabulary); a chat request has one, its messages through the template.

@@ -509,10 +509,15 @@ size_t json_nesting_depth(std::string_view text) {
   return deepest;
 }
 
-CompletionRequest parse_request(Endpoint endpoint, std::string_view body) {
+CompletionRequest parse_request(Endpoint endpoint, std::string_view body,
+                                const RequestDefaults& defaults) {
   // No request needs more than a few levels; a body of a million '[' is an attack on the
   // parser's and the destructor's recursion, refused before parsing.
-  const json j = parse_body(body);
+  const json j = [&] {
+    json parsed = parse_body(body);
+    fill_defaults(parsed, defaults);
+    return parsed;
+  }();
   CompletionRequest r;
   r.endpoint = endpoint;
   r.model = get_model(j);

@@ -19,6 +19,7 @@
 #include "sampling/penalties.h"
 #include "server/api_error.h"
 #include "server/lora_api.h"
+#include "server/request_defaults.h"
 #include "server/tool_calls.h"
 #include "tokenizer/chat_template.h"
 
@@ -142,8 +143,10 @@ std::optional<std::vector<int32_t>> get_token_ids(const nlohmann::json& v,
 std::vector<PromptInput> get_prompt_forms(const nlohmann::json& v, const std::string& param,
                                           size_t max_items, const char* items);
 
-// Parses and validates a request body (JSON text). Throws ApiError.
-CompletionRequest parse_request(Endpoint endpoint, std::string_view body);
+// Parses and validates a request body (JSON text). Throws ApiError. The server's `defaults`
+// (server/request_defaults.h) stand in for the fields the body leaves out or sends as null.
+CompletionRequest parse_request(Endpoint endpoint, std::string_view body,
+                                const RequestDefaults& defaults = {});
 
 // POST /tokenize: the text as llama-server sends it ("content") or vLLM ("prompt"), or chat
 // messages (vLLM), to be tokenized as the completions or chat endpoint would feed it to the

@@ -210,7 +210,7 @@ void refuse_unsupported(const ordered_json& j) {
 
 }  // namespace
 
-ResponsesRequest parse_responses_request(std::string_view body) {
+ResponsesRequest parse_responses_request(std::string_view body, const RequestDefaults& defaults) {
   const ordered_json j = parse_translated_body(body);
   refuse_unsupported(j);
   ordered_json chat = ordered_json::object();
@@ -247,15 +247,20 @@ ResponsesRequest parse_responses_request(std::string_view body) {
     }
   }
   ResponsesRequest out;
-  out.chat = parse_translated_chat(chat, responses_param);
-  const auto or_default = [&j](const char* name, json fallback) {
-    const ordered_json* v = field(j, name);
-    return v != nullptr ? json::parse(v->dump()) : fallback;
+  out.chat = parse_translated_chat(chat, responses_param, defaults);
+  // The client's value, else the server's default for the chat field it becomes, else the API's.
+  const auto or_default = [&j, &defaults](const char* name, json fallback,
+                                          const char* chat_name = nullptr) {
+    if (const ordered_json* v = field(j, name)) return json::parse(v->dump());
+    if (chat_name != nullptr) {
+      if (const json* d = defaults.find(chat_name)) return *d;
+    }
+    return fallback;
   };
   out.echo = {{"instructions", or_default("instructions", nullptr)},
-              {"max_output_tokens", or_default("max_output_tokens", nullptr)},
-              {"temperature", or_default("temperature", 1.0)},
-              {"top_p", or_default("top_p", 1.0)},
+              {"max_output_tokens", or_default("max_output_tokens", nullptr, "max_tokens")},
+              {"temperature", or_default("temperature", 1.0, "temperature")},
+              {"top_p", or_default("top_p", 1.0, "top_p")},
               {"tools", or_default("tools", json::array())},
               {"tool_choice", or_default("tool_choice", "auto")},
               {"parallel_tool_calls", or_default("parallel_tool_calls", true)},

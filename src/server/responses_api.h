@@ -27,12 +27,14 @@ struct ResponsesRequest {
   CompletionRequest chat;
   // The request's own fields the response object repeats (instructions, max_output_tokens,
   // temperature, top_p, tools, tool_choice, parallel_tool_calls, text, metadata), with the
-  // API's defaults filled in.
+  // server's defaults, or else the API's, filled in.
   nlohmann::json echo;
 };
 
-// Parses and validates a body. Throws ApiError naming the Responses API's fields.
-ResponsesRequest parse_responses_request(std::string_view body);
+// Parses and validates a body. Throws ApiError naming the Responses API's fields. The server's
+// `defaults` fill what the body leaves out (max_tokens standing for max_output_tokens).
+ResponsesRequest parse_responses_request(std::string_view body,
+                                         const RequestDefaults& defaults = {});
 
 // What every document of one response shares.
 struct ResponsesMeta {

@@ -23,7 +23,7 @@ json final_response(const ResponsesMeta& meta, const GenerationResult& result, c
 void HttpServer::Impl::responses(const HttpRequest& req, HttpResponder& res) {
   Engine& e = ready_engine();
   if (draining.load()) throw shutting_down_error();
-  const ResponsesRequest r = parse_responses_request(req.body);
+  const ResponsesRequest r = parse_responses_request(req.body, config.request_defaults);
   check_model(r.chat.model, model_ids);
   const std::vector<int32_t> prompt = e.tokenize_prompt(chat_prompt_text(r.chat, e));
   const auto n = static_cast<int32_t>(prompt.size());

@@ -22,9 +22,10 @@ nlohmann::ordered_json parse_translated_body(std::string_view body) {
 
 CompletionRequest parse_translated_request(
     Endpoint endpoint, const nlohmann::ordered_json& body,
-    const std::function<std::string(const std::string&)>& client_name) {
+    const std::function<std::string(const std::string&)>& client_name,
+    const RequestDefaults& defaults) {
   try {
-    return parse_request(endpoint, body.dump());
+    return parse_request(endpoint, body.dump(), defaults);
   } catch (const ApiError& e) {
     const std::string param = client_name(e.param());
     if (param == e.param()) throw;

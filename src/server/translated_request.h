@@ -21,14 +21,17 @@ nlohmann::ordered_json parse_translated_body(std::string_view body);
 
 // The request a translated body means to the chat (or completions) endpoint's parser; an
 // ApiError from the parser is rethrown with its field renamed by `client_name` (the OpenAI
-// field -> the client's), in the message too.
+// field -> the client's), in the message too. The server's `defaults` fill what the translated
+// body leaves out (server/request_defaults.h).
 CompletionRequest parse_translated_request(
     Endpoint endpoint, const nlohmann::ordered_json& body,
-    const std::function<std::string(const std::string&)>& client_name);
+    const std::function<std::string(const std::string&)>& client_name,
+    const RequestDefaults& defaults = {});
 inline CompletionRequest parse_translated_chat(
     const nlohmann::ordered_json& chat_body,
-    const std::function<std::string(const std::string&)>& client_name) {
-  return parse_translated_request(Endpoint::ChatCompletions, chat_body, client_name);
+    const std::function<std::string(const std::string&)>& client_name,
+    const RequestDefaults& defaults = {}) {
+  return parse_translated_request(Endpoint::ChatCompletions, chat_body, client_name, defaults);
 }
 
 // `p` with its leading field `from` (the whole name, or followed by '.' or '[') replaced by `to`;

@@ -1,0 +1,45 @@
+#include "server/request_defaults.h"
+
+#include "common/error.h"
+#include "server/request_parsing.h"
+
+namespace specdec::server {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+const json* RequestDefaults::find(const char* name) const {
+  const auto it = fields.find(name);
+  return it == fields.end() || it->is_null() ? nullptr : &*it;
+}
+
+ordered_json RequestDefaults::value_or(const char* name, ordered_json fallback) const {
+  const json* v = find(name);
+  return v != nullptr ? ordered_json::parse(v->dump()) : std::move(fallback);
+}
+
+RequestDefaults RequestDefaults::without(std::initializer_list<const char*> names) const {
+  RequestDefaults out = *this;
+  for (const char* name : names) out.fields.erase(name);
+  return out;
+}
+
+void fill_defaults(json& body, const RequestDefaults& defaults) {
+  if (!body.is_object()) return;  // the parser refuses it next
+  for (const auto& [name, value] : defaults.fields.items()) {
+    const auto it = body.find(name);
+    if (it == body.end() || it->is_null()) body[name] = value;
+  }
+}
+
+void check_request_defaults(const RequestDefaults& defaults) {
+  if (!defaults.fields.is_object()) fail("the server's request defaults must be a JSON object");
+  // Each endpoint's own checks: the completions parser reads every sampling field the chat
+  // parser does, and the chat one also its max_completion_tokens rule.
+  const char* bodies[] = {R"({"prompt": "x"})",
+                          R"({"messages": [{"role": "user", "content": "x"}]})"};
+  const Endpoint endpoints[] = {Endpoint::Completions, Endpoint::ChatCompletions};
+  for (size_t i = 0; i < 2; ++i) (void)parse_request(endpoints[i], bodies[i], defaults);
+}
+
+}  // namespace specdec::server

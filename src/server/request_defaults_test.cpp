@@ -1,0 +1,166 @@
+#include "server/request_defaults.h"
+
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "server/anthropic_api.h"
+#include "server/legacy_functions.h"
+#include "server/native_api.h"
+#include "server/ollama_api.h"
+#include "server/request_parsing.h"
+#include "server/responses_api.h"
+
+namespace specdec::server {
+namespace {
+
+using nlohmann::json;
+
+const char* kChat = R"({"messages": [{"role": "user", "content": "hi"}]})";
+
+RequestDefaults defaults(json fields) { return RequestDefaults{std::move(fields)}; }
+
+TEST(RequestDefaults, FillOnlyWhatTheBodyLeavesOutOrSendsAsNull) {
+  json body = {{"temperature", 0.2}, {"top_p", nullptr}, {"model", "m"}};
+  fill_defaults(body, defaults({{"temperature", 0.9}, {"top_p", 0.5}, {"max_tokens", 7}}));
+  EXPECT_EQ(body["temperature"], 0.2);  // the client's value wins
+  EXPECT_EQ(body["top_p"], 0.5);        // null: "the default", the server's
+  EXPECT_EQ(body["max_tokens"], 7);     // absent
+  EXPECT_EQ(body["model"], "m");
+  json array = json::array();
+  fill_defaults(array, defaults({{"temperature", 0.9}}));  // not an object: left for the parser
+  EXPECT_TRUE(array.empty());
+}
+
+TEST(RequestDefaults, TheOpenAiEndpointsTakeThemWhereTheRequestSaysNothing) {
+  const RequestDefaults d = defaults({{"temperature", 0.3},
+                                      {"top_k", 20},
+                                      {"max_tokens", 64},
+                                      {"seed", 11},
+                                      {"repeat_penalty", 1.2},
+                                      {"repeat_last_n", 32},
+                                      {"samplers", {"penalties", "top_k", "temperature"}}});
+  const CompletionRequest r = parse_request(Endpoint::ChatCompletions, kChat, d);
+  EXPECT_FLOAT_EQ(r.sampling.temperature, 0.3f);
+  EXPECT_EQ(r.sampling.top_k, 20);
+  EXPECT_EQ(r.max_tokens, 64);
+  EXPECT_EQ(r.seed, 11u);
+  EXPECT_FLOAT_EQ(r.penalties.repetition_penalty, 1.2f);
+  EXPECT_EQ(r.penalties.last_n, 32);
+  EXPECT_EQ(r.samplers, (std::vector<std::string>{"penalties", "top_k", "temperature"}));
+  EXPECT_FLOAT_EQ(r.sampling.top_p, 1.0f);  // OpenAI's own default where the server has none
+
+  // The request's own values win; max_completion_tokens wins over the default max_tokens too.
+  const CompletionRequest own = parse_request(
+      Endpoint::ChatCompletions,
+      R"({"messages": [{"role": "user", "content": "hi"}], "temperature": 1.5, "seed": 3,
+          "max_completion_tokens": 9, "samplers": ["temperature", "top_k"]})",
+      d);
+  EXPECT_FLOAT_EQ(own.sampling.temperature, 1.5f);
+  EXPECT_EQ(own.seed, 3u);
+  EXPECT_EQ(own.max_tokens, 9);
+  EXPECT_EQ(own.samplers, (std::vector<std::string>{"temperature", "top_k"}));
+  EXPECT_FLOAT_EQ(own.penalties.repetition_penalty, 1.0f);  // its list leaves the penalties out
+
+  // Without defaults, exactly what the endpoint did before.
+  const CompletionRequest plain = parse_request(Endpoint::Completions, R"({"prompt": "x"})");
+  EXPECT_FLOAT_EQ(plain.sampling.temperature, 1.0f);
+  EXPECT_FALSE(plain.max_tokens.has_value());
+  EXPECT_FALSE(plain.seed.has_value());
+
+  bool legacy = false;
+  EXPECT_EQ(parse_chat_request(kChat, legacy, d).max_tokens, 64);
+}
+
+TEST(RequestDefaults, TheServersDefaultsComeBeforeLlamaServersOnCompletion) {
+  const RequestDefaults d = defaults({{"temperature", 0.1},
+                                      {"top_k", 5},
+                                      {"min_p", 0.2},
+                                      {"max_tokens", 12},
+                                      {"seed", 4},
+                                      {"samplers", "kpmt"}});
+  NativeRequest r = parse_native_request(NativeEndpoint::Completion, R"({"prompt": "x"})", d);
+  EXPECT_FLOAT_EQ(r.base.sampling.temperature, 0.1f);
+  EXPECT_EQ(r.base.sampling.top_k, 5);
+  EXPECT_FLOAT_EQ(r.base.sampling.min_p, 0.2f);
+  EXPECT_FLOAT_EQ(r.base.sampling.top_p, 0.95f);  // llama-server's, the server has none
+  EXPECT_EQ(r.n_predict, 12);
+  EXPECT_EQ(r.base.max_tokens, 12);
+  EXPECT_EQ(r.base.seed, 4u);
+  EXPECT_EQ(r.base.samplers, (std::vector<std::string>{"top_k", "top_p", "min_p", "temperature"}));
+  EXPECT_TRUE(r.base.sampling.temperature_last);
+
+  // The request's own: n_predict -1 (no limit) and seed -1 (random) are not replaced.
+  r = parse_native_request(NativeEndpoint::Completion,
+                           R"({"prompt": "x", "n_predict": -1, "seed": -1, "top_k": 0})", d);
+  EXPECT_EQ(r.n_predict, -1);
+  EXPECT_FALSE(r.base.max_tokens.has_value());
+  EXPECT_FALSE(r.base.seed.has_value());
+  EXPECT_EQ(r.base.sampling.top_k, 0);
+  r = parse_native_request(NativeEndpoint::Completion, R"({"prompt": "x", "max_tokens": 3})", d);
+  EXPECT_EQ(r.n_predict, 3);
+}
+
+TEST(RequestDefaults, TheServersDefaultsComeBeforeOllamasOwn) {
+  const RequestDefaults d =
+      defaults({{"temperature", 0.0}, {"repeat_penalty", 1.0}, {"max_tokens", 20}});
+  OllamaRequest r =
+      parse_ollama_chat(R"({"model": "m", "messages": [{"role": "user", "content": "hi"}]})", d);
+  EXPECT_EQ(r.request.sampling.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(r.request.penalties.repetition_penalty, 1.0f);
+  EXPECT_EQ(r.request.sampling.top_k, 40);  // Ollama's, the server has none
+  EXPECT_EQ(r.request.max_tokens, 20);
+  // num_predict -1 asks for no limit: the server's max_tokens does not apply.
+  r = parse_ollama_generate(R"({"model": "m", "prompt": "hi", "options": {"num_predict": -1}})", d);
+  EXPECT_FALSE(r.request.max_tokens.has_value());
+  r = parse_ollama_generate(
+      R"({"model": "m", "prompt": "hi", "options": {"temperature": 0.5, "num_predict": 4}})", d);
+  EXPECT_FLOAT_EQ(r.request.sampling.temperature, 0.5f);
+  EXPECT_EQ(r.request.max_tokens, 4);
+
+  // /api/show reports the defaults a request gets.
+  const std::string params = ollama_show_json(ModelFacts{}, d)["parameters"];
+  EXPECT_NE(params.find("temperature 0.0\n"), std::string::npos) << params;
+  EXPECT_NE(params.find("top_k 40\n"), std::string::npos) << params;
+  EXPECT_NE(params.find("repeat_penalty 1.0\n"), std::string::npos) << params;
+}
+
+TEST(RequestDefaults, AnthropicAndResponsesRequestsTakeThemToo) {
+  const RequestDefaults d = defaults({{"temperature", 0.4}, {"top_p", 0.7}, {"max_tokens", 33}});
+  const CompletionRequest a = parse_messages_request(
+      R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]})",
+      /*count_only=*/false, d);
+  EXPECT_FLOAT_EQ(a.sampling.temperature, 0.4f);
+  EXPECT_FLOAT_EQ(a.sampling.top_p, 0.7f);
+  EXPECT_EQ(a.max_tokens, 8);  // Anthropic's max_tokens is required, so always the client's
+
+  const ResponsesRequest r = parse_responses_request(R"({"input": "hi", "top_p": 0.5})", d);
+  EXPECT_FLOAT_EQ(r.chat.sampling.temperature, 0.4f);
+  EXPECT_FLOAT_EQ(r.chat.sampling.top_p, 0.5f);
+  EXPECT_EQ(r.chat.max_tokens, 33);
+  // The response object repeats what the request ran with.
+  EXPECT_EQ(r.echo["temperature"], 0.4);
+  EXPECT_EQ(r.echo["top_p"], 0.5);
+  EXPECT_EQ(r.echo["max_output_tokens"], 33);
+}
+
+TEST(RequestDefaults, CheckedAsARequestThatSentThemWouldBe) {
+  EXPECT_NO_THROW(check_request_defaults(defaults({{"temperature", 2.0}, {"max_tokens", 1}})));
+  const auto param_of = [](json fields) {
+    try {
+      check_request_defaults(defaults(std::move(fields)));
+    } catch (const ApiError& e) {
+      return e.param();
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(param_of({{"temperature", 2.5}}), "temperature");
+  EXPECT_EQ(param_of({{"max_tokens", 0}}), "max_tokens");
+  EXPECT_EQ(param_of({{"top_k", "many"}}), "top_k");
+  // An order the engine does not apply, between two filters the defaults switch on.
+  EXPECT_EQ(param_of({{"top_k", 40}, {"min_p", 0.1}, {"samplers", {"min_p", "top_k"}}}),
+            "samplers");
+  EXPECT_THROW(check_request_defaults(defaults(json::array())), Error);
+}
+
+}  // namespace
+}  // namespace specdec::server

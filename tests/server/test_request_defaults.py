@@ -1,0 +1,109 @@
+"""`specdec serve`'s sampling flags, as llama-server takes them: --temp, -n, --seed, --alias and
+the rest set what a request gets when it leaves those fields out, on every endpoint, and a
+request's own values still win. Bad values stop the server before it loads a model, naming the
+flag."""
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import Server, post_json
+
+PROMPT = "The capital of France is"
+CHAT = [{"role": "user", "content": "Name three colours."}]
+
+
+@pytest.fixture(scope="module")
+def defaults_server(cli, models):
+    """The tiny target, sampling at temperature 1 with a fixed seed, 5 tokens by default."""
+    s = Server(cli, ["-m", models["target"], "-t", "2", "-c", "512", "--alias", "house-model",
+                     "--temp", "1", "--top-k", "0", "-s", "7", "-n", "5", "--ignore-eos"])
+    yield s
+    code = s.stop()
+    assert code == 0, f"server exit: {code}\n" + "".join(s.log[-30:])
+
+
+def post(server, path, body):
+    status, doc = post_json(server.base, path, body)
+    assert status == 200, doc
+    return doc
+
+
+def test_a_request_that_sets_nothing_gets_the_servers_defaults(defaults_server):
+    doc = post(defaults_server, "/v1/chat/completions", {"messages": CHAT})
+    assert doc["usage"]["completion_tokens"] == 5  # -n 5, and --ignore-eos: always 5
+    assert doc["choices"][0]["finish_reason"] == "length"
+    # The default seed: the same text again, and the text a request sending the same settings
+    # itself gets.
+    again = post(defaults_server, "/v1/chat/completions", {"messages": CHAT})
+    explicit = post(defaults_server, "/v1/chat/completions",
+                    {"messages": CHAT, "temperature": 1, "top_k": 0, "seed": 7, "max_tokens": 5,
+                     "ignore_eos": True})
+    text = doc["choices"][0]["message"]["content"]
+    assert again["choices"][0]["message"]["content"] == text
+    assert explicit["choices"][0]["message"]["content"] == text
+
+
+def test_the_requests_own_values_win(defaults_server):
+    doc = post(defaults_server, "/v1/completions", {"prompt": PROMPT, "max_tokens": 3})
+    assert doc["usage"]["completion_tokens"] == 3
+    greedy = post(defaults_server, "/v1/completions",
+                  {"prompt": PROMPT, "temperature": 0, "max_tokens": 8})
+    other_seed = post(defaults_server, "/v1/completions",
+                      {"prompt": PROMPT, "temperature": 0, "max_tokens": 8, "seed": 99})
+    assert greedy["usage"]["completion_tokens"] == 8
+    assert greedy["choices"][0]["text"] == other_seed["choices"][0]["text"]  # greedy: no seed
+
+
+def test_every_endpoint_takes_them(defaults_server):
+    native = post(defaults_server, "/completion", {"prompt": PROMPT})
+    assert native["tokens_predicted"] == 5
+    assert native["generation_settings"]["temperature"] == 1
+    assert native["generation_settings"]["seed"] == 7
+    # The request's n_predict -1 is its own "no limit": it runs to the context's end, not 5.
+    unlimited = post(defaults_server, "/completion",
+                     {"prompt": PROMPT, "n_predict": -1, "temperature": 0})
+    assert unlimited["tokens_predicted"] > 5
+    ollama = post(defaults_server, "/api/generate",
+                  {"model": "house-model", "prompt": PROMPT, "stream": False})
+    assert ollama["eval_count"] == 5
+    messages = post(defaults_server, "/v1/messages",
+                    {"model": "house-model", "max_tokens": 4, "messages": CHAT})
+    assert messages["usage"]["output_tokens"] == 4  # Anthropic's max_tokens is required
+    responses = post(defaults_server, "/v1/responses", {"input": "Name three colours."})
+    assert responses["usage"]["output_tokens"] == 5
+    assert responses["temperature"] == 1 and responses["max_output_tokens"] == 5
+
+
+def test_introspection_reports_the_defaults_and_the_alias(defaults_server):
+    props = json.loads(defaults_server.get("/props"))
+    settings = props["default_generation_settings"]["params"]
+    assert settings["n_predict"] == 5 and settings["seed"] == 7
+    assert settings["temperature"] == 1 and settings["top_k"] == 0
+    assert props["model_alias"] == "house-model"
+    show = post(defaults_server, "/api/show", {"model": "house-model"})
+    assert "temperature 1" in show["parameters"] and "top_k 0" in show["parameters"]
+    models = json.loads(defaults_server.get("/v1/models"))
+    assert [m["id"] for m in models["data"]] == ["house-model"]
+    # The file's stem and "specdec" still name the model; another name does not.
+    for name in ("house-model", "tiny-target", "specdec"):
+        doc = post(defaults_server, "/v1/completions", {"model": name, "prompt": PROMPT})
+        assert doc["model"] == name
+    status, doc = post_json(defaults_server.base, "/v1/completions",
+                            {"model": "other", "prompt": PROMPT})
+    assert status == 404, doc
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--temp", "3"], "--temp: 'temperature' must be between 0 and 2, got 3"),
+    (["-n", "0"], "--n-predict: 'max_tokens' must be between 1"),
+    (["--samplers", "top_k;warmth"], "--samplers: no sampler named 'warmth'"),
+    (["--top-p", "lots"], "--top-p expects a number"),
+])
+def test_bad_defaults_stop_the_server_before_it_loads(cli, models, flags, message):
+    done = subprocess.run([cli, "serve", "-m", models["target"], "--port", "0", *flags],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0
+    assert message in done.stderr
+    assert "listening" not in done.stderr
