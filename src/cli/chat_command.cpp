@@ -63,6 +63,8 @@ int chat_command(const std::vector<std::string>& args) {
               "End of input (Ctrl-D, or the end of a pipe) also ends the chat.");
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF)", model);
   add_lora_options(p, lora);
+  ChatTemplateOption chat_template;
+  add_chat_template_options(p, chat_template);
   p.add_string({"-md", "--model-draft"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", draft_model);
   add_draft_max_option(p, draft_max,
@@ -103,6 +105,7 @@ int chat_command(const std::vector<std::string>& args) {
 
   LoadedModel target = LoadedModel::load(model);
   apply_lora_options(lora, target);
+  apply_chat_template_option(chat_template, target);
   std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting);
   EngineOptions eo;
   eo.n_ctx = n_ctx;

@@ -411,6 +411,40 @@ std::string unescape_breaker(const std::string& v) {
   return out;
 }
 
+void add_chat_template_options(ArgParser& p, ChatTemplateOption& option) {
+  p.add_value({"--chat-template"}, "NAME|JINJA",
+              "chat template in place of the model file's: chatml, llama3, llama2, gemma, "
+              "zephyr, phi3, or a Jinja template of one of those families",
+              [&option](const std::string& v) {
+                try {
+                  (void)ChatTemplate::named(v);  // now, for a template specdec does not render
+                } catch (const Error& e) {
+                  fail("--chat-template: ", e.what());
+                }
+                option.text = v;
+              });
+  p.add_value({"--chat-template-file"}, "FILE", "the same, read from FILE (a Jinja template)",
+              [&option](const std::string& v) {
+                const std::string text = read_text_file(v, "--chat-template-file");
+                try {
+                  (void)ChatTemplate::named(text);
+                } catch (const Error& e) {
+                  fail("--chat-template-file ", v, ": ", e.what());
+                }
+                option.text = text;
+              });
+  p.add_value({"--jinja"}, "",
+              "accepted for llama-server's command lines: chat templates are always rendered, "
+              "with their tool calling",
+              [](const std::string&) {});
+}
+
+void apply_chat_template_option(const ChatTemplateOption& option, LoadedModel& target) {
+  if (option.text.empty()) return;
+  target.chat_template =
+      std::make_unique<ChatTemplate>(ChatTemplate::from_gguf(*target.file, option.text));
+}
+
 std::pair<int32_t, float> parse_logit_bias_flag(const std::string& v) {
   const size_t sign = v.find_first_of("+-", 1);
   if (v.empty() || sign == std::string::npos) {

@@ -106,6 +106,18 @@ std::string unescape_breaker(const std::string& v);
 std::vector<std::string> parse_samplers_flag(const std::string& v);
 std::vector<std::string> parse_sampling_seq_flag(const std::string& v);
 
+// The chat template in place of the target file's, with llama.cpp's flags: --chat-template
+// NAME|JINJA (chatml, llama3, llama2, gemma, zephyr, phi3, or a Jinja template of one of those
+// families) and --chat-template-file FILE; checked as they are parsed, so a template specdec
+// does not render fails before any model loads. --jinja is accepted for llama-server's command
+// lines (templates are always rendered with their tool calling).
+struct ChatTemplateOption {
+  std::string text;  // empty: the file's template
+};
+void add_chat_template_options(ArgParser& p, ChatTemplateOption& option);
+// Sets the template on the loaded target; nothing without one.
+void apply_chat_template_option(const ChatTemplateOption& option, LoadedModel& target);
+
 // LoRA adapters for the target, with llama.cpp's flags: --lora FILE[,FILE...] (scale 1) and
 // --lora-scaled FILE:SCALE[,...], both repeatable, applied in the order given.
 struct LoraOptions {

@@ -41,6 +41,7 @@ struct RunOptions {
   bool ngram_given = false;  // any --ngram-* option
   int64_t seed = -1;
   ColorMode color = ColorMode::Never;
+  ChatTemplateOption chat_template;  // --chat-template, --chat-template-file
 };
 
 }  // namespace
@@ -73,6 +74,7 @@ int run_command(const std::vector<std::string>& args) {
   p.add_flag({"--chat", "-cnv"},
              "format the prompt as a user message with the model's chat template", o.chat);
   p.add_string({"-sys", "--system-prompt"}, "TEXT", "system message for --chat", o.system_prompt);
+  add_chat_template_options(p, o.chat_template);
   p.add_string({"--suffix"}, "TEXT",
                "fill in the middle: write what goes between the prompt and TEXT, with the "
                "model's FIM tokens (code models)",
@@ -148,6 +150,7 @@ int run_command(const std::vector<std::string>& args) {
   const auto load_start = std::chrono::steady_clock::now();
   LoadedModel target = LoadedModel::load(o.model);
   apply_lora_options(o.lora, target);
+  apply_chat_template_option(o.chat_template, target);
   std::unique_ptr<LoadedModel> draft = load_draft(o.draft_model, o.drafting);
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)

@@ -117,6 +117,8 @@ int serve_command(const std::vector<std::string>& args) {
                "the file's stem, or specdec)",
                alias);
   add_lora_options(p, lora);
+  ChatTemplateOption chat_template;
+  add_chat_template_options(p, chat_template);
   bool lora_without_apply = false;
   p.add_flag({"--lora-init-without-apply"},
              "load the LoRA adapters at scale 0: requests name the ones they want (`lora`), or "
@@ -242,6 +244,7 @@ int serve_command(const std::vector<std::string>& args) {
 
   LoadedModel target = LoadedModel::load(model);
   apply_lora_options(lora, target);
+  apply_chat_template_option(chat_template, target);
   if (lora_without_apply) {
     std::vector<ActiveLora> off(target.model->lora().begin(), target.model->lora().end());
     for (ActiveLora& a : off) a.scale = 0.0f;
@@ -260,7 +263,8 @@ int serve_command(const std::vector<std::string>& args) {
   eo.draft_after_first_token = true;  // engine.h: the first token without waiting for the draft
   Engine engine(target, draft.get(), eo);
   if (!watcher.signalled()) {
-    server.attach(engine, server::model_facts(target, config.model_id, n_ctx, draft_model));
+    server.attach(engine, server::model_facts(target, config.model_id, n_ctx, draft_model,
+                                              chat_template.text));
     std::cerr << "specdec serve: ready: model '" << config.model_id << "'"
               << (draft ? " with draft '" + draft_model + "'" : std::string()) << ", context "
               << n_ctx << ", " << eo.n_threads << " threads, " << parallel << " slot"

@@ -7,7 +7,7 @@
 namespace specdec::server {
 
 ModelFacts model_facts(const LoadedModel& target, const std::string& name, int32_t n_ctx,
-                       const std::string& draft_path) {
+                       const std::string& draft_path, const std::string& chat_template) {
   const gguf::GgufFile& file = *target.file;
   const ModelConfig& c = target.model->config();
   ModelFacts f;
@@ -23,7 +23,8 @@ ModelFacts model_facts(const LoadedModel& target, const std::string& name, int32
   f.context = n_ctx;
   f.embedding = c.n_embd;
   f.layers = c.n_layer;
-  f.chat_template = file.get_string_or("tokenizer.chat_template", "");
+  f.chat_template =
+      chat_template.empty() ? file.get_string_or("tokenizer.chat_template", "") : chat_template;
   f.tools = target.chat_template->supports_tools();
   f.insert = target.tokenizer->fim().has_value();
   f.thinking = target.chat_template->thinking();

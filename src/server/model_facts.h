@@ -28,8 +28,9 @@ struct ModelFacts {
   std::string draft;          // the draft model's file ("" without one)
 };
 
-// The facts of a loaded target model served under `name` with a context of `n_ctx` tokens.
+// The facts of a loaded target model served under `name` with a context of `n_ctx` tokens;
+// `chat_template`: the template text serve's --chat-template gave ("": the file's).
 ModelFacts model_facts(const LoadedModel& target, const std::string& name, int32_t n_ctx,
-                       const std::string& draft_path);
+                       const std::string& draft_path, const std::string& chat_template = "");
 
 }  // namespace specdec::server

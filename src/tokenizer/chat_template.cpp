@@ -346,9 +346,10 @@ ChatTemplate ChatTemplate::detect(std::string_view tpl) {
   return t;
 }
 
-ChatTemplate ChatTemplate::from_gguf(const gguf::GgufFile& file) {
-  const std::string tpl = file.get_string_or("tokenizer.chat_template", "");
-  ChatTemplate t = tpl.empty() ? of(ChatFormat::ChatML) : detect(tpl);
+namespace {
+
+void set_vocab_special_texts(const gguf::GgufFile& file, ChatTemplate& t,
+                             const std::string& bos_fallback, const std::string& eos_fallback) {
   // Use the vocab's own BOS/EOS spellings where the template writes them out.
   const auto* tokens = file.find_array("tokenizer.ggml.tokens");
   auto text_of = [&](const char* key, const std::string& fallback) {
@@ -358,8 +359,38 @@ ChatTemplate ChatTemplate::from_gguf(const gguf::GgufFile& file) {
     }
     return tokens->strings[static_cast<size_t>(id)];
   };
-  t.set_special_texts(text_of("tokenizer.ggml.bos_token_id", t.bos_text_),
-                      text_of("tokenizer.ggml.eos_token_id", t.eos_text_));
+  t.set_special_texts(text_of("tokenizer.ggml.bos_token_id", bos_fallback),
+                      text_of("tokenizer.ggml.eos_token_id", eos_fallback));
+}
+
+}  // namespace
+
+ChatTemplate ChatTemplate::named(std::string_view name_or_jinja) {
+  for (ChatFormat f : {ChatFormat::ChatML, ChatFormat::Llama3, ChatFormat::Llama2,
+                       ChatFormat::Gemma, ChatFormat::Zephyr, ChatFormat::Phi3}) {
+    ChatTemplate t = of(f);
+    if (t.name() == name_or_jinja) return t;
+  }
+  ChatTemplate t = detect(name_or_jinja);
+  if (t.format_ == ChatFormat::Unknown) {
+    const std::string shown(name_or_jinja.substr(0, 60));
+    fail("chat template '", shown, name_or_jinja.size() > 60 ? "...'" : "'",
+         " is neither a name specdec renders (chatml, llama3, llama2, gemma, zephyr, phi3) nor a "
+         "Jinja template of one of those families");
+  }
+  return t;
+}
+
+ChatTemplate ChatTemplate::from_gguf(const gguf::GgufFile& file, std::string_view name_or_jinja) {
+  ChatTemplate t = named(name_or_jinja);
+  set_vocab_special_texts(file, t, t.bos_text_, t.eos_text_);
+  return t;
+}
+
+ChatTemplate ChatTemplate::from_gguf(const gguf::GgufFile& file) {
+  const std::string tpl = file.get_string_or("tokenizer.chat_template", "");
+  ChatTemplate t = tpl.empty() ? of(ChatFormat::ChatML) : detect(tpl);
+  set_vocab_special_texts(file, t, t.bos_text_, t.eos_text_);
   return t;
 }
 

@@ -43,6 +43,12 @@ class ChatTemplate {
   static ChatTemplate detect(std::string_view jinja_template);
   // tokenizer.chat_template; absent -> ChatML. BOS/EOS texts come from the file's vocab.
   static ChatTemplate from_gguf(const gguf::GgufFile& file);
+  // llama.cpp's --chat-template: one of the names name() gives (chatml, llama3, llama2, gemma,
+  // zephyr, phi3), or a Jinja template of one of those families. Throws specdec::Error for a
+  // template this code does not render (detect() would render it as ChatML, silently).
+  static ChatTemplate named(std::string_view name_or_jinja);
+  // named(), in place of the file's template, with the vocabulary's BOS/EOS texts as from_gguf.
+  static ChatTemplate from_gguf(const gguf::GgufFile& file, std::string_view name_or_jinja);
   static ChatTemplate of(ChatFormat format);
 
   // Renders with no tools. Assistant tool calls need a template that supports_tools() (others

@@ -39,6 +39,25 @@ TEST(ChatTemplate, DetectsFamiliesByMarkers) {
             "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n");
 }
 
+TEST(ChatTemplate, NamedByLlamaCppsNamesOrByAJinjaTemplateOfAFamily) {
+  EXPECT_EQ(ChatTemplate::named("llama2").format(), ChatFormat::Llama2);
+  EXPECT_EQ(ChatTemplate::named("phi3").format(), ChatFormat::Phi3);
+  EXPECT_EQ(ChatTemplate::named("chatml").apply(kNoSystem, true),
+            "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n");
+  const ChatTemplate smol = ChatTemplate::named(kSmolLM2Template);
+  EXPECT_EQ(smol.format(), ChatFormat::ChatML);
+  EXPECT_FALSE(smol.default_system().empty());
+  // What would render as ChatML only by default is refused, not served as ChatML.
+  for (std::string_view bad : {"{{ whatever }}", "vicuna", ""}) {
+    try {
+      (void)ChatTemplate::named(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("neither a name specdec renders"), std::string::npos);
+    }
+  }
+}
+
 TEST(ChatTemplate, ChatMLWithSmolLM2DefaultSystem) {
   const ChatTemplate t = ChatTemplate::detect(kSmolLM2Template);
   EXPECT_EQ(t.default_system(),

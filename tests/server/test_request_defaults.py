@@ -107,3 +107,35 @@ def test_bad_defaults_stop_the_server_before_it_loads(cli, models, flags, messag
     assert done.returncode != 0
     assert message in done.stderr
     assert "listening" not in done.stderr
+
+
+def test_a_chat_template_in_place_of_the_files(cli, models, tmp_path):
+    """--chat-template NAME or --chat-template-file (a Jinja template of a family specdec
+    renders) replaces the file's template; --jinja is accepted as llama-server's command lines
+    write it."""
+    phi3 = tmp_path / "phi3.jinja"
+    phi3.write_text("{% for m in messages %}{{ '<|' + m['role'] + '|>\\n' + m['content'] + "
+                    "'<|end|>\\n' }}{% endfor %}{{ '<|assistant|>\\n' }}")
+    messages = [{"role": "user", "content": "Hi"}]
+    for flags, want in ((["--chat-template", "llama2", "--jinja"], "[INST] Hi [/INST]"),
+                        (["--chat-template-file", str(phi3)], "<|user|>\nHi<|end|>\n<|assistant|>\n")):
+        s = Server(cli, ["-m", models["target"], "-t", "1", "-c", "256", *flags])
+        try:
+            doc = post(s, "/apply-template", {"messages": messages})
+            assert want in doc["prompt"]
+            props = json.loads(s.get("/props"))
+            assert props["chat_template"] == (flags[1] if flags[0] == "--chat-template"
+                                              else phi3.read_text())
+        finally:
+            assert s.stop() == 0
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--chat-template", "vicuna"], "--chat-template: chat template 'vicuna' is neither"),
+    (["--chat-template-file", "/nonexistent.jinja"], "/nonexistent.jinja"),
+])
+def test_a_chat_template_specdec_does_not_render_stops_the_server(cli, models, flags, message):
+    done = subprocess.run([cli, "serve", "-m", models["target"], "--port", "0", *flags],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0 and message in done.stderr, done.stderr
+    assert "listening" not in done.stderr
