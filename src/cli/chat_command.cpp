@@ -65,6 +65,8 @@ int chat_command(const std::vector<std::string>& args) {
   add_lora_options(p, lora);
   ChatTemplateOption chat_template;
   add_chat_template_options(p, chat_template);
+  DeviceOptions device;
+  add_device_options(p, device);
   p.add_string({"-md", "--model-draft"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", draft_model);
   add_draft_max_option(p, draft_max,
@@ -114,6 +116,7 @@ int chat_command(const std::vector<std::string>& args) {
   eo.n_threads = thread_count(threads);
   eo.draft_vocab = drafting.vocab;
   Engine engine(target, draft.get(), eo);
+  apply_device_options(device, std::cerr);
 
   const bool interactive = isatty(STDIN_FILENO) != 0;
   if (interactive) {

@@ -1,8 +1,12 @@
 #include "cli/engine_setup.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -443,6 +447,45 @@ void apply_chat_template_option(const ChatTemplateOption& option, LoadedModel& t
   if (option.text.empty()) return;
   target.chat_template =
       std::make_unique<ChatTemplate>(ChatTemplate::from_gguf(*target.file, option.text));
+}
+
+void add_device_options(ArgParser& p, DeviceOptions& options) {
+  p.add_value({"-ngl", "--n-gpu-layers", "--gpu-layers"}, "N",
+              "accepted for llama.cpp's command lines: specdec runs every layer on the CPU",
+              [&options](const std::string& v) {
+                (void)parse_int(v, "--n-gpu-layers");
+                options.gpu_layers = v;
+              });
+  p.add_value({"-fa", "--flash-attn"}, "on|off|auto",
+              "accepted for llama.cpp's command lines: specdec's CPU attention is its own",
+              [&options](const std::string& v) {
+                if (v != "on" && v != "off" && v != "auto") {
+                  fail("--flash-attn must be on, off or auto, got '", v, "'");
+                }
+                options.flash_attn = v;
+              });
+  p.add_flag({"--mlock"}, "keep the models in RAM: lock the process's memory (mlockall)",
+             options.mlock);
+}
+
+void apply_device_options(const DeviceOptions& options, std::ostream& log) {
+  if (!options.gpu_layers.empty() && options.gpu_layers != "0") {
+    log << "specdec: -ngl " << options.gpu_layers
+        << " changes nothing: specdec has no GPU offload and runs every layer on the CPU\n";
+  }
+  if (options.flash_attn == "on") {
+    log << "specdec: --flash-attn on changes nothing: the attention runs in specdec's own CPU "
+           "kernels\n";
+  }
+  if (options.mlock) {
+    if (::mlockall(MCL_CURRENT) != 0) {
+      log << "specdec: warning: --mlock: mlockall failed: " << std::strerror(errno)
+          << " (the memlock limit, ulimit -l, may be too low); the models may be paged out\n";
+    } else {
+      log << "specdec: --mlock: memory locked\n";
+    }
+  }
+  log.flush();
 }
 
 std::pair<int32_t, float> parse_logit_bias_flag(const std::string& v) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -117,6 +118,22 @@ struct ChatTemplateOption {
 void add_chat_template_options(ArgParser& p, ChatTemplateOption& option);
 // Sets the template on the loaded target; nothing without one.
 void apply_chat_template_option(const ChatTemplateOption& option, LoadedModel& target);
+
+// llama.cpp's device flags, so that its command lines run here: -ngl/--n-gpu-layers N and
+// -fa/--flash-attn on|off|auto are accepted and change nothing (specdec runs every layer on the
+// CPU, with its own attention kernels; a note on stderr says so), and --mlock locks the process's
+// memory (the weights and their packed copies) so that they are never paged out.
+struct DeviceOptions {
+  std::string gpu_layers;  // as given ("" when not)
+  std::string flash_attn;
+  bool mlock = false;
+};
+void add_device_options(ArgParser& p, DeviceOptions& options);
+// After the models are loaded and the engine built: the notes, and --mlock's mlockall(MCL_CURRENT)
+// (what is mapped then: the weights, their packed copies, the KV caches; not MCL_FUTURE, under
+// which any later allocation past the memlock limit would fail). A lock the system refuses
+// (RLIMIT_MEMLOCK; `ulimit -l`) is a warning, not an error, as in llama.cpp.
+void apply_device_options(const DeviceOptions& options, std::ostream& log);
 
 // LoRA adapters for the target, with llama.cpp's flags: --lora FILE[,FILE...] (scale 1) and
 // --lora-scaled FILE:SCALE[,...], both repeatable, applied in the order given.

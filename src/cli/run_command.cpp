@@ -42,6 +42,7 @@ struct RunOptions {
   int64_t seed = -1;
   ColorMode color = ColorMode::Never;
   ChatTemplateOption chat_template;  // --chat-template, --chat-template-file
+  DeviceOptions device;              // -ngl, -fa (accepted), --mlock
 };
 
 }  // namespace
@@ -75,6 +76,7 @@ int run_command(const std::vector<std::string>& args) {
              "format the prompt as a user message with the model's chat template", o.chat);
   p.add_string({"-sys", "--system-prompt"}, "TEXT", "system message for --chat", o.system_prompt);
   add_chat_template_options(p, o.chat_template);
+  add_device_options(p, o.device);
   p.add_string({"--suffix"}, "TEXT",
                "fill in the middle: write what goes between the prompt and TEXT, with the "
                "model's FIM tokens (code models)",
@@ -163,6 +165,7 @@ int run_command(const std::vector<std::string>& args) {
   eo.n_threads = thread_count(o.threads);
   eo.draft_vocab = o.drafting.vocab;
   Engine engine(target, draft.get(), eo);
+  apply_device_options(o.device, std::cerr);
 
   if (o.chat && !o.suffix.empty()) fail("--suffix and --chat are mutually exclusive");
   if (o.chat) {

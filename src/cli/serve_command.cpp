@@ -179,6 +179,16 @@ int serve_command(const std::vector<std::string>& args) {
               "on SIGTERM, seconds requests in progress may take to finish", shutdown_grace_s, 0,
               3600);
   add_request_default_options(p, config.request_defaults);
+  DeviceOptions device;
+  add_device_options(p, device);
+  // llama-server's switches for what this server always does.
+  p.add_value({"--metrics"}, "", "accepted for llama-server's command lines: /metrics is always on",
+              [](const std::string&) {});
+  p.add_value({"-cb", "--cont-batching"}, "",
+              "accepted for llama-server's command lines: --parallel slots always batch",
+              [](const std::string&) {});
+  p.add_value({"--no-webui"}, "", "accepted for llama-server's command lines: there is no web UI",
+              [](const std::string&) {});
   if (!p.parse(args)) {
     std::cout << p.help();
     return 0;
@@ -262,6 +272,7 @@ int serve_command(const std::vector<std::string>& args) {
   eo.share_prefixes = !no_prefix_sharing;
   eo.draft_after_first_token = true;  // engine.h: the first token without waiting for the draft
   Engine engine(target, draft.get(), eo);
+  apply_device_options(device, std::cerr);
   if (!watcher.signalled()) {
     server.attach(engine, server::model_facts(target, config.model_id, n_ctx, draft_model,
                                               chat_template.text));

@@ -1,7 +1,8 @@
-"""`specdec serve`'s sampling flags, as llama-server takes them: --temp, -n, --seed, --alias and
-the rest set what a request gets when it leaves those fields out, on every endpoint, and a
-request's own values still win. Bad values stop the server before it loads a model, naming the
-flag."""
+"""llama-server's command line on `specdec serve`: its sampling flags (--temp, -n, --seed and the
+rest) set what a request gets when it leaves those fields out, on every endpoint, and a request's
+own values still win; --alias names the model; --chat-template replaces the file's template; its
+device and switch flags (-ngl, -fa, --mlock, --metrics, -cb, --no-webui, --jinja) are accepted.
+Bad values stop the server before it loads a model, naming the flag."""
 
 import json
 import subprocess
@@ -139,3 +140,20 @@ def test_a_chat_template_specdec_does_not_render_stops_the_server(cli, models, f
                           capture_output=True, text=True, timeout=30)
     assert done.returncode != 0 and message in done.stderr, done.stderr
     assert "listening" not in done.stderr
+
+
+def test_llama_servers_device_and_switch_flags_are_accepted(cli, models):
+    s = Server(cli, ["-m", models["target"], "-t", "1", "-c", "256", "-ngl", "99", "-fa", "on",
+                     "--mlock", "--metrics", "-cb", "--no-webui", "--jinja"])
+    try:
+        doc = post(s, "/v1/completions", {"prompt": PROMPT, "max_tokens": 2})
+        assert doc["usage"]["completion_tokens"] <= 2
+        log = "".join(s.log)
+        assert "-ngl 99 changes nothing: specdec has no GPU offload" in log
+        assert "--flash-attn on changes nothing" in log
+        # --mlock locked the memory, or said why it could not.
+        with open(f"/proc/{s.proc.pid}/status") as f:
+            locked_kib = int(next(line for line in f if line.startswith("VmLck:")).split()[1])
+        assert locked_kib > 0 or "--mlock: mlockall failed" in log, log
+    finally:
+        assert s.stop() == 0
