@@ -6,9 +6,13 @@
 namespace specdec {
 namespace {
 
-// A target pass over `rows` rows, in decode steps alone (BatchCost::row_cost per row past the
-// first).
-double pass_cost(const BatchCost& cost, double rows) { return 1.0 + (rows - 1.0) * cost.row_cost; }
+// A target pass over `rows` rows, in decode steps alone: flat_row_cost for each row past the
+// first up to flat_rows, row_cost for each beyond.
+double pass_cost(const BatchCost& cost, double rows) {
+  const double flat = std::max(1.0, static_cast<double>(cost.flat_rows));
+  return 1.0 + (std::min(rows, flat) - 1.0) * cost.flat_row_cost +
+         std::max(0.0, rows - flat) * cost.row_cost;
+}
 
 }  // namespace
 

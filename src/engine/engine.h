@@ -55,9 +55,9 @@ struct EngineOptions {
   // (engine/batch_gamma.h); a slot alone is not capped. Their draft model reads the prompt only
   // when it first drafts, and only while catch_up_pays. Greedy output does not depend on γ.
   // Seeded sampled requests keep their γ: their random stream, and so their text, would depend
-  // on the batch otherwise. batch_row_cost is one more row of a target pass in decode steps
-  // (`specdec verify-cost`: 0.13-0.15 on the Qwen2.5-Coder 1.5B over 4-32 rows, 2 threads); 0 or
-  // less: no cap.
+  // on the batch otherwise. batch_row_cost is one more row of a target pass in decode steps, past
+  // the first few that ride on the weights' read (BatchCost::flat_rows; `specdec verify-cost`:
+  // 0.13-0.15 on the Qwen2.5-Coder 1.5B over 4-32 rows, 2 threads); 0 or less: no cap.
   float batch_row_cost = 0.15f;
   // With one slot (no batching): greedy requests and sampled ones without a fixed seed take
   // their first token as a plain target step, and their draft model reads the prompt after it,
