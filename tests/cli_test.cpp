@@ -869,10 +869,14 @@ TEST_F(Cli, VerifyCostTimesTheDraftInEveryLayoutItsFlagsLeadTo) {
   EXPECT_NE(plain.out.find("| draft: --draft-type auto, --draft-head-type file, head cut | "),
             std::string::npos)
       << plain.out;
-  CliResult file = run_cli({"verify-cost", "-m", *target_, "-md", *draft_, "--prefix", "16",
-                            "--k-max", "1", "--repeats", "1", "-t", "1", "--draft-type", "file"});
-  ASSERT_EQ(file.exit_code, 0) << file.err;
-  EXPECT_EQ(file.out.find("--draft-type"), std::string::npos) << file.out;
+  // The flags' values as they parse: FILE is file, so no extra row either.
+  for (const char* spelling : {"file", "FILE"}) {
+    CliResult file = run_cli({"verify-cost", "-m", *target_, "-md", *draft_, "--prefix", "16",
+                              "--k-max", "1", "--repeats", "1", "-t", "1", "--draft-type", spelling,
+                              "--draft-head-type", spelling});
+    ASSERT_EQ(file.exit_code, 0) << file.err;
+    EXPECT_EQ(file.out.find("--draft-type"), std::string::npos) << spelling << "\n" << file.out;
+  }
   EXPECT_EQ(plain.out.find("--draft-verify-cost"), std::string::npos) << plain.out;  // k = 1 only
   EXPECT_EQ(plain.out.find("--draft-pass-costs"), std::string::npos) << plain.out;
 

@@ -118,7 +118,9 @@ std::vector<DraftLayout> draft_layouts(const std::string& path, const DraftModel
          load_draft(path, o), std::nullopt});
     cut(layouts.back());
   }
-  if (options.type != "file" || options.head_type != "file") {
+  // What the flags ask for, compared as parsed (FILE and file are the same layout).
+  if (parse_draft_type("--draft-type", options.type) ||
+      parse_draft_type("--draft-head-type", options.head_type)) {
     std::string name = "--draft-type " + options.type + ", --draft-head-type " + options.head_type;
     if (options.vocab > 0) name += ", head cut";
     layouts.push_back({name, load_draft(path, options), std::nullopt});
