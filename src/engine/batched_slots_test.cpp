@@ -16,6 +16,8 @@
 #include "common/error.h"
 #include "engine/engine.h"
 #include "grammar/grammar.h"
+#include "model/lora.h"
+#include "support/tiny_lora.h"
 #include "support/tiny_model.h"
 
 namespace specdec {
@@ -716,14 +718,23 @@ TEST_F(BatchedSlots, MixedTrafficOnSharedHeadsGivesEachRequestItsTextAlone) {
   // sharing their first 20 tokens), follow-up turns of the slot's own history, and random
   // starts, so that slots read, offer, copy and drop prompt rows while others generate; the
   // draft scores a vocabulary subset of its own per request; some follow a grammar (from their
-  // start or after a trigger) among unconstrained ones; some are cancelled. The plan is fixed per
-  // slot; the interleaving is up to the threads. Every greedy and seeded request's
-  // output must be what it is alone: a stale or wrong copied row, or a draw that follows the batch,
-  // shows.
+  // start or after a trigger) among unconstrained ones; some run the target's LoRA adapter at
+  // their own scale (its prompt rows must not reach a request at another scale); some are
+  // cancelled. The plan is fixed per slot; the interleaving is up to the threads. Every greedy
+  // and seeded request's output must be what it is alone: a stale or wrong copied row, or a draw
+  // that follows the batch, shows.
   EngineOptions eo = slot_options(3);
   eo.prefill_chunk = 4;
   eo.draft_vocab = 100;  // of 300: each prompt's and answer's own tokens join the subset
-  Engine engine(*target_, draft_.get(), eo);
+  // The fixture's target with one adapter (default scale 1).
+  testing::TinyModelSpec spec;
+  spec.arch = "qwen2";
+  LoadedModel target =
+      LoadedModel::load(testing::write_tiny_model(spec, testing::temp_path("mixed-t.gguf")));
+  const std::vector<std::pair<std::string, float>> adapter = {
+      {testing::write_tiny_lora(spec, {}, testing::temp_path("mixed-l.gguf")), 1.0f}};
+  add_lora_files(*target.model, adapter);
+  Engine engine(target, draft_.get(), eo);
   // Three heads: the second shares the first's first 20 tokens, the third nothing.
   const std::vector<int32_t> first = with_long_head(40, 0, 0);
   std::vector<int32_t> second(first.begin(), first.begin() + 20);
@@ -739,7 +750,7 @@ key   ::= "\"" [a-e] [a-e]? "\""
 value ::= [0-9] [0-9]? | "true" | "null"
 )");
   constexpr int kPerSlot = 6;
-  std::atomic<int> cancelled{0}, constrained{0};
+  std::atomic<int> cancelled{0}, constrained{0}, scaled{0};
   for (int round = 0; round < 3; ++round) {
     std::vector<std::vector<Sent>> sent(3);
     std::vector<std::thread> threads;
@@ -770,6 +781,12 @@ value ::= [0-9] [0-9]? | "true" | "null"
             r.options.grammar = grammar;
             r.options.grammar_trigger = "a";
           }
+          // The adapter at the default scale, off, or at a scale of the request's own.
+          if (const uint32_t l = knobs() % 4; l == 1) {
+            r.options.lora_scales = std::vector<float>{0.0f};
+          } else if (l >= 2) {
+            r.options.lora_scales = std::vector<float>{l == 2 ? 0.5f : -1.0f};
+          }
           switch (rng() % 4) {
             case 0:
               break;  // greedy, speculative
@@ -793,6 +810,7 @@ value ::= [0-9] [0-9]? | "true" | "null"
           r.result = engine.generate(r.prompt, r.options, on_text, {}, slot);
           if (r.result.finish == FinishReason::Cancelled) ++cancelled;
           if (r.options.grammar && r.comparable) ++constrained;
+          if (r.options.lora_scales && r.comparable) ++scaled;
           sent[static_cast<size_t>(slot)].push_back(std::move(r));
         }
       });
@@ -800,7 +818,7 @@ value ::= [0-9] [0-9]? | "true" | "null"
     for (auto& t : threads) t.join();
     EngineOptions one = eo;
     one.n_slots = 1;
-    Engine alone(*target_, draft_.get(), one);
+    Engine alone(target, draft_.get(), one);
     for (size_t slot = 0; slot < 3; ++slot) {
       for (size_t i = 0; i < sent[slot].size(); ++i) {
         const Sent& r = sent[slot][i];
@@ -819,6 +837,7 @@ value ::= [0-9] [0-9]? | "true" | "null"
   }
   EXPECT_GT(cancelled.load(), 0);    // the plan cancels some
   EXPECT_GT(constrained.load(), 2);  // and compares some constrained ones
+  EXPECT_GT(scaled.load(), 2);       // and some at scales of their own
 }
 
 }  // namespace
