@@ -3,11 +3,13 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "cli/arg_parser.h"
@@ -137,8 +139,31 @@ int serve_command(const std::vector<std::string>& args) {
   p.add_string({"--host"}, "ADDR", "address to listen on (0.0.0.0: every interface)", config.host);
   p.add_int({"--port"}, "N", "port to listen on (0: any free port, printed at start)", port, 0,
             65535);
-  p.add_string({"--api-key"}, "KEY",
-               "require 'Authorization: Bearer KEY' on every endpoint but /health", config.api_key);
+  p.add_value({"--api-key"}, "KEY[,KEY...]",
+              "require 'Authorization: Bearer KEY' (or 'x-api-key: KEY') on every endpoint but "
+              "/health; several keys, comma-separated or repeated: any one of them (default: "
+              "none)",
+              [&config](const std::string& v) {
+                for (std::string& key : split_list(v, "--api-key")) {
+                  config.api_keys.push_back(std::move(key));
+                }
+              });
+  p.add_value({"--api-key-file"}, "FILE",
+              "the same, one key per line of FILE (blank lines skipped)",
+              [&config](const std::string& v) {
+                std::istringstream lines(read_text_file(v, "--api-key-file"));
+                size_t found = 0;
+                for (std::string line; std::getline(lines, line);) {
+                  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) {
+                    line.pop_back();
+                  }
+                  const size_t start = line.find_first_not_of(" \t");
+                  if (start == std::string::npos) continue;
+                  config.api_keys.push_back(line.substr(start));
+                  ++found;
+                }
+                if (found == 0) fail("--api-key-file ", v, " holds no key");
+              });
   p.add_strings({"--cors-origin"}, "ORIGIN",
                 "let browser pages from ORIGIN (e.g. http://localhost:3000, or * for any) call the "
                 "API (repeatable; default: none)",
@@ -241,7 +266,7 @@ int serve_command(const std::vector<std::string>& args) {
   SignalWatcher watcher(server, grace);
   std::thread listener([&server] { server.run(); });
   std::cerr << "specdec serve: listening on http://" << config.host << ":" << bound
-            << (config.api_key.empty() ? "" : " (API key required)") << "; loading models"
+            << (config.api_keys.empty() ? "" : " (API key required)") << "; loading models"
             << std::endl;
   struct JoinOnExit {  // the listener thread must end before `server` goes, even on a throw
     server::HttpServer& server;

@@ -29,8 +29,10 @@ namespace specdec::server {
 
 struct ServerConfig {
   std::string host = "127.0.0.1";
-  int port = 8080;      // 0: any free port (bind() returns it)
-  std::string api_key;  // empty: no authentication
+  int port = 8080;  // 0: any free port (bind() returns it)
+  // Any one of these keys authorizes a request (llama-server's --api-key list and
+  // --api-key-file); none: no authentication.
+  std::vector<std::string> api_keys;
   // Origins whose browser pages may call the API (CORS: Access-Control-Allow-Origin on their
   // responses, and preflight OPTIONS requests answered without the API key); "*": any. Empty:
   // no CORS headers, so browsers keep other sites' pages from reading the responses.

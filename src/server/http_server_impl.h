@@ -105,12 +105,17 @@ struct HttpServer::Impl {
   }
 
   // "Authorization: Bearer KEY", or Anthropic's "x-api-key: KEY".
+  // Every key is compared, whichever matches, so that the time taken does not tell which one did.
   bool authorized(const HttpRequest& req) const {
-    if (config.api_key.empty()) return true;
+    if (config.api_keys.empty()) return true;
     const std::string_view bearer = req.header("authorization");
     const std::string_view plain = req.header("x-api-key");
-    return (!bearer.empty() && same_secret(bearer, "Bearer " + config.api_key)) ||
-           (!plain.empty() && same_secret(plain, config.api_key));
+    bool ok = false;
+    for (const std::string& key : config.api_keys) {
+      ok |= (!bearer.empty() && same_secret(bearer, "Bearer " + key)) ||
+            (!plain.empty() && same_secret(plain, key));
+    }
+    return ok;
   }
 
   // Constant-time comparison: the key must not leak through response timing.

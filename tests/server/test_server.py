@@ -354,6 +354,32 @@ def test_key_protects_everything_but_health(keyed_server):
     assert m['specdec_http_requests_total{endpoint="other",status="404"}'] >= 2
 
 
+def test_several_keys_from_the_command_line_and_a_file(cli, models, tmp_path):
+    """llama-server's --api-key list (comma-separated, or repeated) and --api-key-file (a key per
+    line): any one of them authorizes, in either header form; nothing else does."""
+    keys = tmp_path / "keys"
+    keys.write_text("  d4-key  \n\n\te5-key\r\n")
+    s = Server(cli, ["-m", models["target"], "-t", "1", "-c", "128", "--api-key", "a1,b2",
+                     "--api-key", "c3", "--api-key-file", str(keys)])
+    try:
+        for key in ("a1", "b2", "c3", "d4-key", "e5-key"):
+            for headers in ({"Authorization": f"Bearer {key}"}, {"x-api-key": key}):
+                assert json.loads(s.get("/v1/models", headers=headers))["data"], key
+        for headers in ({}, {"Authorization": "Bearer a1,b2"}, {"x-api-key": "d4"},
+                        {"Authorization": "Bearer "}):
+            status, doc = post_json(s.base, "/v1/completions", {"prompt": "x"}, headers=headers)
+            assert status == 401 and doc["error"]["code"] == "invalid_api_key", headers
+    finally:
+        assert s.stop() == 0
+    empty = tmp_path / "none"
+    empty.write_text("\n  \n")
+    for flags, message in ((["--api-key-file", str(empty)], "holds no key"),
+                           (["--api-key", "a,,b"], "--api-key has an empty item")):
+        done = subprocess.run([cli, "serve", "-m", models["target"], "--port", "0", *flags],
+                              capture_output=True, text=True, timeout=30)
+        assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
 def test_garbage_on_the_socket_does_not_hurt(keyed_server):
     for junk in [b"\x00\xff garbage\r\n\r\n", b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: "
                  b"-5\r\n\r\n", b"POST /v1/completions HTTP/1.1\r\nContent-Length: 10\r\n\r\n{"]:
