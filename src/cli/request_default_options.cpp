@@ -3,6 +3,7 @@
 #include <array>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "cli/engine_setup.h"
 #include "common/error.h"
@@ -113,28 +114,27 @@ void add_request_default_options(ArgParser& p, server::RequestDefaults& defaults
                 *replaced = true;
                 if (v != "none") d["dry_sequence_breakers"].push_back(unescape_breaker(v));
               });
-  p.add_value({"-s", "--seed"}, "N",
-              "the seed of every request that sends none: each such request then samples the "
-              "same text for the same input (-1: a random seed per request, the default)",
-              [&d](const std::string& v) {
-                const int64_t seed = parse_int(v, "--seed");
-                if (seed == -1) {
-                  d.erase("seed");
-                } else {
-                  d["seed"] = seed;
-                }
-              });
-  p.add_value({"-n", "--n-predict"}, "N",
-              "requests' default limit on generated tokens (max_tokens, n_predict, num_predict) "
-              "when they set none (-1: until the end of the text or of the context, the default)",
-              [&d](const std::string& v) {
-                const int64_t n = parse_int(v, "--n-predict");
-                if (n == -1) {
-                  d.erase("max_tokens");
-                } else {
-                  d["max_tokens"] = n;
-                }
-              });
+  // -1 is llama.cpp's spelling of "none" for these two: no default at all.
+  const auto add_unless_minus_one = [&p, &d](std::vector<std::string> names, const char* field,
+                                             const char* help) {
+    const std::string flag = names.back();
+    p.add_value(std::move(names), "N", help, [&d, field, flag](const std::string& v) {
+      const int64_t n = parse_int(v, flag);
+      if (n == -1) {
+        d.erase(field);
+      } else {
+        d[field] = n;
+      }
+    });
+  };
+  add_unless_minus_one({"-s", "--seed"}, "seed",
+                       "the seed of every request that sends none: each such request then samples "
+                       "the same text for the same input (-1: a random seed per request, the "
+                       "default)");
+  add_unless_minus_one({"-n", "--n-predict"}, "max_tokens",
+                       "requests' default limit on generated tokens (max_tokens, n_predict, "
+                       "num_predict) when they set none (-1: until the end of the text or of the "
+                       "context, the default)");
   p.add_value({"--ignore-eos"}, "",
               "every request that does not say otherwise goes on past the end-of-text token",
               [&d](const std::string&) { d["ignore_eos"] = true; });
