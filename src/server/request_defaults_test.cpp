@@ -71,6 +71,23 @@ TEST(RequestDefaults, TheOpenAiEndpointsTakeThemWhereTheRequestSaysNothing) {
   EXPECT_EQ(parse_chat_request(kChat, legacy, d).max_tokens, 64);
 }
 
+TEST(RequestDefaults, TheServersLimitEndsAtTheContextWhereTheClientsIsRefused) {
+  const RequestDefaults d = defaults({{"max_tokens", 500}});
+  // 100 prompt tokens in a context of 256: the server's 500 becomes the 156 left.
+  const CompletionRequest server = parse_request(Endpoint::ChatCompletions, kChat, d);
+  EXPECT_TRUE(server.max_tokens_from_server);
+  EXPECT_EQ(resolve_max_tokens(server, 100, 256), 156);
+  EXPECT_EQ(resolve_max_tokens(server, 100, 1024), 500);
+  // The client's own 500 is a 400, as without defaults; so is a prompt that fills the context.
+  const CompletionRequest own = parse_request(
+      Endpoint::ChatCompletions,
+      R"({"messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": 500})", d);
+  EXPECT_FALSE(own.max_tokens_from_server);
+  EXPECT_THROW(resolve_max_tokens(own, 100, 256), ApiError);
+  EXPECT_THROW(resolve_max_tokens(server, 256, 256), ApiError);
+  EXPECT_FALSE(parse_request(Endpoint::ChatCompletions, kChat).max_tokens_from_server);
+}
+
 TEST(RequestDefaults, TheServersDefaultsComeBeforeLlamaServersOnCompletion) {
   const RequestDefaults d = defaults({{"temperature", 0.1},
                                       {"top_k", 5},

@@ -513,8 +513,11 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body,
                                 const RequestDefaults& defaults) {
   // No request needs more than a few levels; a body of a million '[' is an attack on the
   // parser's and the destructor's recursion, refused before parsing.
+  bool client_max_tokens = false;  // the body's own limit, before the server's defaults
   const json j = [&] {
     json parsed = parse_body(body);
+    client_max_tokens =
+        field(parsed, "max_tokens") != nullptr || field(parsed, "max_completion_tokens") != nullptr;
     fill_defaults(parsed, defaults);
     return parsed;
   }();
@@ -536,6 +539,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body,
     // The newer name; it wins when both are given, as in OpenAI's API.
     if (auto m = get_int(j, "max_completion_tokens", 1, kMaxTokens)) r.max_tokens = m;
   }
+  r.max_tokens_from_server = r.max_tokens.has_value() && !client_max_tokens;
   r.sampling.temperature = static_cast<float>(get_number(j, "temperature", 1.0, 0.0, 2.0));
   r.sampling.top_p = static_cast<float>(get_number(j, "top_p", 1.0, 0.0, 1.0));
   if (auto k = get_int(j, "top_k", 0, 1 << 24)) r.sampling.top_k = static_cast<int32_t>(*k);
@@ -792,6 +796,7 @@ int32_t resolve_max_tokens(const CompletionRequest& request, int32_t prompt_toke
                                                      : n_ctx - prompt_tokens;
   }
   const int64_t total = int64_t{prompt_tokens} + *request.max_tokens;
+  if (total > n_ctx && request.max_tokens_from_server) return n_ctx - prompt_tokens;
   if (total > n_ctx) {
     throw invalid_request(
         str_cat("this model's context holds ", n_ctx, " tokens, but ", total, " were requested (",

@@ -64,6 +64,9 @@ struct CompletionRequest {
   // Anthropic's thinking.type); nullopt: the template's default, which is to think.
   std::optional<bool> enable_thinking;
   std::optional<int32_t> max_tokens;  // nullopt: the endpoint's default (see resolve_max_tokens)
+  // max_tokens is the server's default (`serve -n`), not the client's: a limit past the context
+  // then ends at the context's end, as llama-server's -n does, instead of a 400.
+  bool max_tokens_from_server = false;
   // OpenAI's defaults: temperature 1, no top-p/top-k/min-p filtering; llama.cpp's further
   // filters read as extensions (llama-server's names: typical_p, top_n_sigma, xtc_*, dynatemp_*,
   // mirostat*), off by default. sampling.seed is unused here: see seed.
@@ -178,7 +181,8 @@ void check_model(const std::string& requested, std::span<const std::string> ids)
 
 // The number of tokens to generate: the request's max_tokens, or the endpoint default
 // (completions: 16 as in OpenAI's API; chat: the rest of the context). 400 with the numbers
-// when the prompt plus max_tokens exceeds the context, or the prompt is empty or fills it.
+// when the prompt plus the client's max_tokens exceeds the context (the server's default limit
+// is cut to the rest of the context instead), or the prompt is empty or fills it.
 int32_t resolve_max_tokens(const CompletionRequest& request, int32_t prompt_tokens, int32_t n_ctx);
 
 }  // namespace specdec::server

@@ -161,3 +161,19 @@ def test_llama_servers_device_and_switch_flags_are_accepted(cli, models):
             assert locked_kib > 0 or "--mlock: mlockall failed" in log, log
     finally:
         assert s.stop() == 0
+
+
+def test_the_servers_limit_ends_at_the_context_where_the_clients_is_refused(cli, models):
+    """-n past what the context leaves: a request that sets no limit runs to the context's end
+    (as llama-server's -n does); a client's own limit past it is still a 400."""
+    s = Server(cli, ["-m", models["target"], "-t", "1", "-c", "128", "-n", "1000", "--ignore-eos"])
+    try:
+        doc = post(s, "/v1/chat/completions", {"messages": CHAT})
+        usage = doc["usage"]
+        assert usage["prompt_tokens"] + usage["completion_tokens"] == 128
+        assert doc["choices"][0]["finish_reason"] == "length"
+        status, err = post_json(s.base, "/v1/chat/completions",
+                                {"messages": CHAT, "max_tokens": 1000})
+        assert status == 400 and err["error"]["code"] == "context_length_exceeded", err
+    finally:
+        assert s.stop() == 0
