@@ -175,5 +175,14 @@ def test_the_servers_limit_ends_at_the_context_where_the_clients_is_refused(cli,
         status, err = post_json(s.base, "/v1/chat/completions",
                                 {"messages": CHAT, "max_tokens": 1000})
         assert status == 400 and err["error"]["code"] == "context_length_exceeded", err
+        # The other endpoints take the server's limit the same way.
+        ollama = post(s, "/api/generate", {"model": "tiny-target", "prompt": PROMPT,
+                                           "stream": False})
+        assert ollama["done_reason"] == "length", ollama
+        assert ollama["prompt_eval_count"] + ollama["eval_count"] >= 128
+        native = post(s, "/completion", {"prompt": PROMPT})
+        assert native["tokens_evaluated"] + native["tokens_predicted"] >= 128
+        responses = post(s, "/v1/responses", {"input": "Name three colours."})
+        assert responses["status"] == "incomplete", responses
     finally:
         assert s.stop() == 0
