@@ -188,13 +188,15 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
     r.infill = get_infill(j);
   }
   constexpr int64_t kMaxTokens = 1 << 24;
-  r.n_predict = static_cast<int32_t>(get_int(j, "n_predict", -1, kMaxTokens).value_or(-1));
-  if (auto m = get_int(j, "max_tokens", -1, kMaxTokens); m && field(j, "n_predict") == nullptr) {
-    r.n_predict = static_cast<int32_t>(*m);  // the OpenAI name, which llama-server also reads
-  }
-  if (field(j, "n_predict") == nullptr && field(j, "max_tokens") == nullptr) {
-    if (const json* d = defaults.find("max_tokens")) r.n_predict = d->get<int32_t>();
-  }
+  // n_predict, else the OpenAI name, which llama-server also reads (both checked), else the
+  // server's default limit, else none.
+  const std::optional<int64_t> n_predict = get_int(j, "n_predict", -1, kMaxTokens);
+  const std::optional<int64_t> max_tokens = get_int(j, "max_tokens", -1, kMaxTokens);
+  const json* server_limit = defaults.find("max_tokens");
+  r.n_predict = static_cast<int32_t>(n_predict      ? *n_predict
+                                     : max_tokens   ? *max_tokens
+                                     : server_limit ? server_limit->get<int64_t>()
+                                                    : -1);
   r.n_probs = static_cast<int32_t>(get_int(j, "n_probs", 0, kMaxTopLogprobs).value_or(0));
   r.n_indent = static_cast<int32_t>(get_int(j, "n_indent", 0, 1 << 16).value_or(0));
   r.t_max_predict_ms =

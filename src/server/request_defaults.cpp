@@ -15,7 +15,7 @@ const json* RequestDefaults::find(const char* name) const {
 
 ordered_json RequestDefaults::value_or(const char* name, ordered_json fallback) const {
   const json* v = find(name);
-  return v != nullptr ? ordered_json::parse(v->dump()) : std::move(fallback);
+  return v != nullptr ? ordered_json(*v) : std::move(fallback);  // a conversion, no text between
 }
 
 RequestDefaults RequestDefaults::without(std::initializer_list<const char*> names) const {
