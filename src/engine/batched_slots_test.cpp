@@ -252,7 +252,10 @@ namespace {
 // up to the scheduler.
 std::vector<int64_t> shared_target_rows(LoadedModel& target, LoadedModel& draft, bool fixed_seed) {
   EngineOptions eo = slot_options(2);
-  eo.batch_row_cost = 10;  // rows dearer than any draft saves: γ 0 for the capped requests
+  // Rows past BatchCost::flat_rows and draft steps dearer than any draft saves: γ 0 for the
+  // capped requests. (The first flat_rows rows of a pass stay cheap whatever batch_row_cost
+  // says, so with cheap drafts γ 1 would still pay at 2 slots: 2 x 2 rows.)
+  eo.batch_row_cost = 10;
   Engine engine(target, &draft, eo);
   std::mutex mu;
   std::vector<int64_t> rows;
@@ -270,6 +273,7 @@ std::vector<int64_t> shared_target_rows(LoadedModel& target, LoadedModel& draft,
         o.max_tokens = 60;
         o.ignore_eos = true;
         o.draft_max = 4;
+        o.draft_length.draft_cost = 10;  // the seeded requests' γ is not adaptive: kept at 4
         o.sampling.temperature = 0.8f;
         o.sampling.seed = 7 + static_cast<uint64_t>(slot);
         o.fixed_seed = fixed_seed;
