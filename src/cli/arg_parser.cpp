@@ -114,6 +114,24 @@ const ArgParser::Option* ArgParser::find(std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+
+// Runs an option's callback; an error that names the option by its first spelling names it as
+// the command line did instead (--spec-draft-p-min, not --draft-p-min).
+void apply_as_typed(const std::vector<std::string>& names, const std::string& typed,
+                    const std::function<void(const std::string&)>& apply,
+                    const std::string& value) {
+  try {
+    apply(value);
+  } catch (const Error& e) {
+    const std::string_view message = e.what();
+    if (typed == names.front() || !message.starts_with(names.front())) throw;
+    fail(typed, message.substr(names.front().size()));
+  }
+}
+
+}  // namespace
+
 bool ArgParser::parse(std::span<const std::string> args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -134,19 +152,19 @@ bool ArgParser::parse(std::span<const std::string> args) {
     const Option* opt = find(name);
     if (opt == nullptr) fail("unknown argument '", name, "' (see --help)");
     if (opt->optional_value) {
-      opt->apply(value);  // empty without '='
+      apply_as_typed(opt->names, name, opt->apply, value);  // empty without '='
       continue;
     }
     if (opt->value_name.empty()) {
       if (has_inline_value) fail(name, " takes no value");
-      opt->apply("");
+      apply_as_typed(opt->names, name, opt->apply, "");
       continue;
     }
     if (!has_inline_value) {
       if (i + 1 >= args.size()) fail(name, " needs a value (", opt->value_name, ")");
       value = args[++i];
     }
-    opt->apply(value);
+    apply_as_typed(opt->names, name, opt->apply, value);
   }
   return true;
 }

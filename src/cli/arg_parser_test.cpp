@@ -86,6 +86,23 @@ TEST(ArgParser, RejectsBadInput) {
   expect_error({"-s", "-3"}, "must be >= 0");
 }
 
+// An error names the flag as the command line spelled it, not by the option's first name.
+TEST(ArgParser, ErrorsNameTheSpellingGiven) {
+  Opts o;
+  ArgParser p = make_parser(o);
+  const auto message = [&p](std::vector<std::string> args) {
+    try {
+      p.parse(args);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message({"--n-predict", "5000"}), "--n-predict must be in [-1, 1000], got 5000");
+  EXPECT_EQ(message({"-n", "5000"}), "-n must be in [-1, 1000], got 5000");
+  EXPECT_EQ(message({"--seed", "x"}), "--seed expects an integer, got 'x'");
+}
+
 TEST(ArgParser, OptionalValuesComeOnlyAfterAnEqualsSign) {
   std::vector<std::string> seen;
   std::string model;

@@ -100,7 +100,7 @@ std::vector<BenchPrompt> load_prompts(const BenchOptions& o) {
 void add_options(ArgParser& p, BenchOptions& o) {
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF)", o.model);
   add_lora_options(p, o.lora);
-  p.add_string({"-md", "--model-draft"}, "FILE",
+  p.add_string({"-md", "--model-draft", "--spec-draft-model"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", o.draft_model);
   p.add_flag({"--draft-ngram"},
              "draft by prompt lookup instead of a draft model (gammas are then the most a round "
@@ -202,6 +202,13 @@ int bench_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (o.model.empty()) fail("-m MODEL is required (see specdec bench --help)");
+  if (o.drafting.spec_type.given) {
+    if (o.draft_ngram) fail("--spec-type and --draft-ngram both choose the drafter: give one");
+    if (o.drafting.spec_type.none)
+      fail("--spec-type none: bench measures speculation; give a drafter");
+    o.draft_ngram =
+        apply_spec_type(o.drafting.spec_type, o.drafting, o.draft_model, true, std::cerr);
+  }
   if (o.draft_ngram == !o.draft_model.empty()) {
     fail(o.draft_ngram ? "--draft-ngram and -md are mutually exclusive"
                        : "bench needs a drafter: -md DRAFT or --draft-ngram");
@@ -253,6 +260,7 @@ int bench_command(const std::vector<std::string>& args) {
     go.speculative = gamma > 0;
     go.draft_max = gamma > 0 ? gamma : 1;
     go.draft_length = o.drafting.length;
+    go.draft_min = o.drafting.min_drafts;
     go.draft_context = o.drafting.context;
     go.hybrid = hybrid;
     go.drafter = o.draft_ngram ? DrafterKind::Ngram : DrafterKind::Model;

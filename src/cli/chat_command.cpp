@@ -67,7 +67,7 @@ int chat_command(const std::vector<std::string>& args) {
   add_chat_template_options(p, chat_template);
   DeviceOptions device;
   add_device_options(p, device);
-  p.add_string({"-md", "--model-draft"}, "FILE",
+  p.add_string({"-md", "--model-draft", "--spec-draft-model"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", draft_model);
   add_draft_max_option(p, draft_max,
                        "tokens drafted per round (gamma; with the adaptive policy the most)");
@@ -102,6 +102,7 @@ int chat_command(const std::vector<std::string>& args) {
   }
   if (model.empty()) fail("-m MODEL is required (see specdec chat --help)");
   check_draft_model_options(drafting);  // bad --draft-*type values fail before any model loads
+  apply_spec_type(drafting.spec_type, drafting, draft_model, false, std::cerr);
   const bool hybrid = check_hybrid_option(drafting.hybrid, !draft_model.empty());
   draft_kv_types.check(!draft_model.empty());
 
@@ -166,6 +167,7 @@ int chat_command(const std::vector<std::string>& args) {
     go.sampling.seed = seeds();  // a fresh stream per turn, reproducible from -s
     go.draft_max = draft_max_for(draft_max, go.sampling.greedy(), true);
     go.draft_length = drafting.length;
+    go.draft_min = drafting.min_drafts;
     go.draft_context = drafting.context;
     go.hybrid = hybrid;
 

@@ -82,7 +82,7 @@ std::unique_ptr<LoadedModel> load_draft(const std::string& path, const DraftMode
 }
 
 void add_draft_max_option(ArgParser& p, int32_t& draft_max, const std::string& help) {
-  p.add_value({"--draft-max", "--draft"}, "N",
+  p.add_value({"--draft-max", "--draft", "--draft-n", "--spec-draft-n-max"}, "N",
               help + " (default: " + std::to_string(kDefaultGreedyDraftMax) +
                   " at temperature 0 with a draft model, " + std::to_string(kDefaultDraftMax) +
                   " otherwise)",
@@ -183,9 +183,9 @@ void add_draft_kv_type_options(ArgParser& p, DraftKvTypeFlags& types) {
                    " (f32, f16 or q8_0; the output stays exact whatever the draft stores); "
                    "default: as the target's");
   };
-  add_kv_type_option(p, {"-ctkd", "--cache-type-k-draft"}, help("keys"),
+  add_kv_type_option(p, {"-ctkd", "--spec-draft-type-k", "--cache-type-k-draft"}, help("keys"),
                      [&types](KvType t) { types.k = t; });
-  add_kv_type_option(p, {"-ctvd", "--cache-type-v-draft"}, help("values"),
+  add_kv_type_option(p, {"-ctvd", "--spec-draft-type-v", "--cache-type-v-draft"}, help("values"),
                      [&types](KvType t) { types.v = t; });
 }
 
@@ -208,6 +208,11 @@ void add_draft_length_options(ArgParser& p, DraftLengthParams& params) {
           fail("--draft-policy must be fixed, adaptive or confidence, got '", v, "'");
         }
       });
+  p.add_float({"--draft-p-min", "--spec-draft-p-min"}, "P",
+              "whatever the policy, end a round before a draft the draft model gives less than "
+              "probability P (its top probability; llama.cpp's rule, whose default is 0.75; 0: "
+              "off, the policy alone decides)",
+              params.p_min, 0.0, 1.0);
   p.add_float({"--draft-cost"}, "C",
               "adaptive: one draft step in target decode steps (specdec bench's column c)",
               params.draft_cost, 0.0, 10.0);
@@ -466,12 +471,51 @@ void add_device_options(ArgParser& p, DeviceOptions& options) {
               });
   p.add_flag({"--mlock"}, "keep the models in RAM: lock the process's memory (mlockall)",
              options.mlock);
+  p.add_value({"-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft", "--spec-draft-ngl"}, "N",
+              "accepted for llama.cpp's command lines: the draft runs on the CPU too",
+              [&options](const std::string& v) {
+                (void)parse_int(v, "--gpu-layers-draft");
+                if (v != "0") options.notes.push_back(str_cat("-ngld ", v, " changes nothing"));
+              });
+  const auto devices = [&options](const char* flag) {
+    return [&options, flag](const std::string& v) {
+      if (v.empty()) fail(flag, " wants a device list (none, or llama.cpp's names)");
+      if (v != "none" && v != "cpu" && v != "CPU") {
+        options.notes.push_back(str_cat(flag, " ", v, " changes nothing"));
+      }
+    };
+  };
+  p.add_value({"-dev", "--device"}, "LIST",
+              "accepted for llama.cpp's command lines: specdec's one device is the CPU",
+              devices("--device"));
+  p.add_value({"-devd", "--device-draft", "--spec-draft-device"}, "LIST",
+              "the same for the draft model", devices("--device-draft"));
+  const auto threads = [&options](const char* flag) {
+    return [&options, flag](const std::string& v) {
+      const int64_t n = parse_int(v, flag);
+      if (n < -1 || n == 0 || n > 1024) fail(flag, " must be -1 or in [1, 1024], got ", v);
+      options.notes.push_back(str_cat(flag, " ", v, " changes nothing"));
+    };
+  };
+  p.add_value({"-tb", "--threads-batch"}, "N",
+              "accepted for llama.cpp's command lines: prompts and batches run on the -t threads",
+              threads("--threads-batch"));
+  p.add_value({"-td", "--threads-draft"}, "N",
+              "accepted for llama.cpp's command lines: the draft runs on the -t threads between "
+              "the target's passes",
+              threads("--threads-draft"));
+  p.add_value({"-tbd", "--threads-batch-draft"}, "N", "the same", threads("--threads-batch-draft"));
 }
 
 void apply_device_options(const DeviceOptions& options, std::ostream& log) {
   if (!options.gpu_layers.empty() && options.gpu_layers != "0") {
     log << "specdec: -ngl " << options.gpu_layers
         << " changes nothing: specdec has no GPU offload and runs every layer on the CPU\n";
+  }
+  for (const std::string& note : options.notes) {
+    log << "specdec: " << note
+        << ": specdec runs on the CPU, the target's and the draft's passes taking turns on one "
+           "pool of -t threads\n";
   }
   if (options.flash_attn == "on") {
     log << "specdec: --flash-attn on changes nothing: the attention runs in specdec's own CPU "
@@ -597,12 +641,13 @@ void add_hybrid_option(ArgParser& p, HybridOption& hybrid) {
               std::string("with -md: always draft with the draft model") +
                   (kDefaultDraftHybrid ? "" : "; the default"),
               [&hybrid](const std::string&) {
-                hybrid = {false, false};
+                hybrid = {false, true};
               });
 }
 
 bool check_hybrid_option(const HybridOption& hybrid, bool has_draft_model) {
-  if (hybrid.given && !has_draft_model) fail("--draft-hybrid needs a draft model (-md DRAFT)");
+  if (hybrid.given && hybrid.on && !has_draft_model)
+    fail("--draft-hybrid needs a draft model (-md DRAFT)");
   return hybrid.on && has_draft_model;
 }
 
@@ -700,11 +745,95 @@ void add_draft_model_options(ArgParser& p, DraftModelOptions& options) {
   add_draft_layout_options(p, options);
   add_draft_length_options(p, options.length);
   add_hybrid_option(p, options.hybrid);
-  p.add_int({"--draft-context"}, "N",
+  p.add_int({"--draft-context", "-cd", "--ctx-size-draft"}, "N",
             "the draft model reads at most the last N tokens of a prompt it has not read (its "
             "proposals then condition on those alone; lossless, changes speed and acceptance; "
-            "0: the whole prompt; not applied where batched slots share draft rows)",
+            "0: the whole prompt; not applied where batched slots share draft rows). -cd: "
+            "llama.cpp's draft context size, whose draft likewise reads only the prompt's end",
             options.context, 0, 1 << 20);
+  p.add_int({"--draft-min", "--draft-n-min", "--spec-draft-n-min"}, "N",
+            "a round whose drafts number fewer than N verifies none of them: a plain target "
+            "step instead, as llama-server drops a small draft (at most --draft-max; 0: every "
+            "draft is verified)",
+            options.min_drafts, 0, 64);
+  add_spec_type_option(p, options.spec_type);
+}
+
+void add_spec_type_option(ArgParser& p, SpecType& type) {
+  p.add_value({"--spec-type"}, "LIST",
+              "llama.cpp's drafters, comma-separated: none (no speculation; -md is not loaded), "
+              "draft-simple (the -md draft model alone, no prompt lookup), ngram-simple, "
+              "ngram-map-k, ngram-map-k4v, ngram-mod or ngram-cache (prompt lookup, specdec's "
+              "own); draft-simple with an ngram type is the hybrid (--draft-hybrid). Default: "
+              "-md's draft with --draft-hybrid's setting",
+              [&type](const std::string& v) { type = parse_spec_type(v); });
+}
+
+SpecType parse_spec_type(const std::string& list) {
+  SpecType t;
+  t.given = true;
+  for (const std::string& name : split_list(list, "--spec-type")) {
+    if (name == "none") {
+      t.none = true;
+    } else if (name == "draft-simple" || name == "draft") {
+      t.model = true;
+    } else if (name == "ngram-simple" || name == "ngram-map-k" || name == "ngram-map-k4v" ||
+               name == "ngram-mod" || name == "ngram-cache") {
+      t.lookup = true;
+    } else if (name.starts_with("draft-") || name == "mtp" || name == "eagle3") {
+      fail("--spec-type ", name,
+           " needs draft heads built into a model, which specdec does not run; it drafts with a "
+           "draft model (draft-simple, -md DRAFT) or by prompt lookup (ngram-*)");
+    } else {
+      fail("--spec-type: unknown type '", name,
+           "' (none, draft-simple, ngram-simple, ngram-map-k, ngram-map-k4v, ngram-mod, "
+           "ngram-cache)");
+    }
+  }
+  if (t.none && (t.model || t.lookup)) fail("--spec-type none cannot be combined with a drafter");
+  return t;
+}
+
+bool apply_spec_type(const SpecType& type, DraftModelOptions& options, std::string& draft_model,
+                     bool lookup_alone_runs, std::ostream& log) {
+  if (!type.given) return false;
+  if (type.none) {
+    if (!draft_model.empty()) {
+      log << "specdec: --spec-type none: no speculation; the draft model " << draft_model
+          << " is not loaded\n";
+    }
+    if (options.hybrid.given && options.hybrid.on) {
+      fail("--draft-hybrid drafts, and --spec-type none says not to: give one of them");
+    }
+    draft_model.clear();
+    options.hybrid.on = false;
+    return false;
+  }
+  if (type.model) {
+    if (draft_model.empty()) fail("--spec-type draft-simple needs a draft model (-md DRAFT)");
+    if (options.hybrid.given && options.hybrid.on != type.lookup) {
+      fail("--spec-type ", type.lookup ? "draft-simple with ngram-*" : "draft-simple alone",
+           " and --", options.hybrid.on ? "" : "no-", "draft-hybrid contradict each other");
+    }
+    options.hybrid.on = type.lookup;
+    return false;
+  }
+  // Prompt lookup alone.
+  if (!lookup_alone_runs) {
+    fail(
+        "this command drafts by prompt lookup only beside a draft model: --spec-type "
+        "draft-simple,ngram-mod with -md DRAFT");
+  }
+  if (options.hybrid.given && options.hybrid.on) {
+    fail("--draft-hybrid needs the draft model, which --spec-type without draft-simple leaves out");
+  }
+  if (!draft_model.empty()) {
+    log << "specdec: --spec-type without draft-simple: prompt lookup alone; the draft model "
+        << draft_model << " is not loaded\n";
+  }
+  draft_model.clear();
+  options.hybrid.on = false;
+  return true;
 }
 
 }  // namespace specdec::cli

@@ -123,10 +123,14 @@ void apply_chat_template_option(const ChatTemplateOption& option, LoadedModel& t
 // -fa/--flash-attn on|off|auto are accepted and change nothing (specdec runs every layer on the
 // CPU, with its own attention kernels; a note on stderr says so), and --mlock locks the process's
 // memory (the weights and their packed copies) so that they are never paged out.
+// The draft's and the batch's device and thread flags (-ngld, -devd, -dev, -td, -tbd, -tb and
+// their --spec-draft-* spellings) are accepted the same way: specdec has one device, the CPU,
+// and one thread pool (-t), on which the draft runs between the target's passes.
 struct DeviceOptions {
   std::string gpu_layers;  // as given ("" when not)
   std::string flash_attn;
   bool mlock = false;
+  std::vector<std::string> notes;  // what the accepted flags given do not change, for stderr
 };
 void add_device_options(ArgParser& p, DeviceOptions& options);
 // After the models are loaded and the engine built: the notes, and --mlock's mlockall(MCL_CURRENT)
@@ -175,7 +179,7 @@ std::shared_ptr<const Grammar> load_grammar(const GrammarOptions& options);
 
 struct HybridOption {
   bool on = kDefaultDraftHybrid;
-  bool given = false;  // --draft-hybrid was on the command line
+  bool given = false;  // --draft-hybrid or --no-draft-hybrid was on the command line
 };
 void add_hybrid_option(ArgParser& p, HybridOption& hybrid);
 // After parsing: an explicit --draft-hybrid needs a draft model; the default just does not apply
@@ -202,6 +206,20 @@ std::optional<GgmlType> parse_draft_type(const std::string& flag, const std::str
 
 // How a draft model drafts: --draft-vocab, --draft-type, --draft-policy/--draft-cost/
 // --draft-verify-cost and --draft-hybrid, the same flags on every command that takes -md.
+// llama.cpp's --spec-type LIST (recent llama-server speculates only when it is given): which
+// drafters run. none: no speculation. draft-simple: the -md draft model. ngram-simple,
+// ngram-map-k, ngram-map-k4v, ngram-mod, ngram-cache: prompt lookup, all served by specdec's
+// own lookup (speculative/ngram_drafter.h), whose drafts are exact like any other. Types that
+// need draft heads inside the target (draft-mtp, draft-eagle3, ...) are refused by name.
+struct SpecType {
+  bool given = false;
+  bool none = false;
+  bool model = false;   // draft-simple
+  bool lookup = false;  // any ngram-* type
+};
+SpecType parse_spec_type(const std::string& list);  // throws specdec::Error, naming the type
+void add_spec_type_option(ArgParser& p, SpecType& type);
+
 struct DraftModelOptions {
   int32_t vocab = kDefaultDraftVocab;
   std::string type{kDefaultDraftType};
@@ -209,11 +227,22 @@ struct DraftModelOptions {
   DraftLengthParams length = default_draft_length();
   HybridOption hybrid;
   int32_t context = kDefaultDraftContext;  // --draft-context
+  int32_t min_drafts = 0;                  // --draft-min (GenerationOptions::draft_min)
+  SpecType spec_type;                      // --spec-type
 };
 void add_draft_model_options(ArgParser& p, DraftModelOptions& options);
 // Only the flags that choose how the draft's weights are laid out and scored (--draft-vocab,
 // --draft-type, --draft-head-type), for commands that time a draft without generating.
 void add_draft_layout_options(ArgParser& p, DraftModelOptions& options);
+
+// After parsing, before anything loads: what --spec-type asks of the command's drafting. none
+// clears draft_model (a note on `log` when it named one); draft-simple needs draft_model and sets
+// options.hybrid to whether an ngram type came with it; ngram types alone clear draft_model and
+// return true (draft by prompt lookup alone), or fail where the command cannot
+// (!lookup_alone_runs). An explicit --draft-hybrid/--no-draft-hybrid that contradicts the list
+// fails. Without --spec-type: nothing changes, false.
+bool apply_spec_type(const SpecType& type, DraftModelOptions& options, std::string& draft_model,
+                     bool lookup_alone_runs, std::ostream& log);
 
 // Throws specdec::Error for a bad --draft-type or --draft-head-type, before anything loads.
 void check_draft_model_options(const DraftModelOptions& options);

@@ -23,7 +23,7 @@ int info_command(const std::vector<std::string>& args) {
   parser.add_int({"-c", "--ctx-size"}, "N", "context size used for the KV-cache estimate", n_ctx, 1,
                  1 << 20);
   std::string draft_path;
-  parser.add_string({"-md", "--model-draft"}, "FILE",
+  parser.add_string({"-md", "--model-draft", "--spec-draft-model"}, "FILE",
                     "also load this draft model and report what both hold in memory", draft_path);
   if (!parser.parse(args)) {
     std::cout << parser.help();

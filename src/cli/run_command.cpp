@@ -58,7 +58,7 @@ int run_command(const std::vector<std::string>& args) {
               "target-only decoding.");
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF)", o.model);
   add_lora_options(p, o.lora);
-  p.add_string({"-md", "--model-draft"}, "FILE",
+  p.add_string({"-md", "--model-draft", "--spec-draft-model"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", o.draft_model);
   p.add_flag({"--draft-ngram"},
              "draft by prompt lookup (no draft model): copy what followed the latest earlier "
@@ -140,6 +140,12 @@ int run_command(const std::vector<std::string>& args) {
     fail("--prompt-cache-all saves the file and --prompt-cache-ro does not: give one of them");
   }
   // Checked before any model is loaded, so that a bad combination fails at once.
+  if (o.drafting.spec_type.given && o.draft_ngram) {
+    fail("--spec-type and --draft-ngram both choose the drafter: give one of them");
+  }
+  if (apply_spec_type(o.drafting.spec_type, o.drafting, o.draft_model, true, std::cerr)) {
+    o.draft_ngram = true;
+  }
   if (o.draft_ngram && !o.draft_model.empty()) {
     fail("--draft-ngram and -md are mutually exclusive: draft with a model or by prompt lookup");
   }
@@ -194,6 +200,7 @@ int run_command(const std::vector<std::string>& args) {
   go.ignore_eos = o.ignore_eos;
   go.draft_max = draft_max_for(o.draft_max, go.sampling.greedy(), !o.draft_ngram);
   go.draft_length = o.drafting.length;
+  go.draft_min = o.drafting.min_drafts;
   go.draft_context = o.drafting.context;
   go.hybrid = hybrid;
   if (hybrid) go.ngram = o.ngram;

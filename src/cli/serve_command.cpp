@@ -126,7 +126,7 @@ int serve_command(const std::vector<std::string>& args) {
              "load the LoRA adapters at scale 0: requests name the ones they want (`lora`), or "
              "POST /lora-adapters sets the default",
              lora_without_apply);
-  p.add_string({"-md", "--model-draft"}, "FILE",
+  p.add_string({"-md", "--model-draft", "--spec-draft-model"}, "FILE",
                "draft model (GGUF) sharing the target's vocabulary", draft_model);
   add_draft_max_option(p, draft_max,
                        "tokens drafted per round (gamma) when a request does not send draft_max");
@@ -220,9 +220,11 @@ int serve_command(const std::vector<std::string>& args) {
   }
   if (model.empty()) fail("-m MODEL is required (see specdec serve --help)");
   check_draft_model_options(drafting);  // bad --draft-*type values fail before any model loads
+  apply_spec_type(drafting.spec_type, drafting, draft_model, false, std::cerr);
   config.hybrid = check_hybrid_option(drafting.hybrid, !draft_model.empty());
   draft_kv_types.check(!draft_model.empty());
   config.draft_length = drafting.length;
+  config.draft_min = drafting.min_drafts;
   config.draft_context = drafting.context;
   if (max_body == 0) fail("--max-body-bytes must be at least 1");
   check_request_default_options(config.request_defaults);  // before any model loads

@@ -83,6 +83,10 @@ std::string format_summary(const GenerationResult& r, double load_ms, uint64_t s
     }
     out << ", " << d.baseline_steps << " target-only steps";
     if (std::string_view(s.drafter) == "ngram") out << " (no match or no room to draft)";
+    if (d.dropped_rounds > 0) {
+      out << " (" << d.dropped_rounds << " of them after " << d.dropped_drafts
+          << " drafts dropped under --draft-min)";
+    }
     out << "; draft " << d.draft_seconds * 1000.0 << " ms, verify " << d.verify_seconds * 1000.0
         << " ms; accepted per round:";
     for (size_t a = 0; a < d.accepted_hist.size(); ++a)
@@ -131,6 +135,8 @@ nlohmann::json stats_to_json(const GenerationResult& r, const GenerationOptions&
     spec["gamma"] = s.draft_max;
     spec["rounds"] = d.rounds;
     spec["baseline_steps"] = d.baseline_steps;
+    spec["dropped_rounds"] = d.dropped_rounds;
+    spec["dropped_drafts"] = d.dropped_drafts;
     spec["drafted"] = d.drafted;
     spec["accepted"] = d.accepted;
     spec["emitted"] = d.emitted;

@@ -29,7 +29,8 @@ int verify_command(const std::vector<std::string>& args) {
               "sum_x min(p, q). Exits 0 when both checks pass, 1 otherwise.");
   p.add_string({"-m", "--model"}, "FILE", "target model (GGUF)", model);
   add_lora_options(p, lora);
-  p.add_string({"-md", "--model-draft"}, "FILE", "draft model (GGUF)", draft_model);
+  p.add_string({"-md", "--model-draft", "--spec-draft-model"}, "FILE", "draft model (GGUF)",
+               draft_model);
   p.add_strings({"-p", "--prompt"}, "TEXT", "prompt (repeatable; default: three built-in prompts)",
                 prompts);
   p.add_int({"--samples"}, "N", "continuations per prompt and mode", samples, 2, 1000000);

@@ -154,7 +154,7 @@ int verify_cost_command(const std::vector<std::string>& args) {
               "weight bandwidth a decode step achieves against the machine's streaming-read\n"
               "bandwidth measured with the same threads.");
   p.add_string({"-m", "--model"}, "FILE", "GGUF model file (the target)", model_path);
-  p.add_string({"-md", "--model-draft"}, "FILE",
+  p.add_string({"-md", "--model-draft", "--spec-draft-model"}, "FILE",
                "also time one decode step of this draft model against the target's, in each "
                "layout the draft flags below lead to (c, the cost of one drafted token)",
                draft_path);

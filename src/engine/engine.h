@@ -105,8 +105,11 @@ struct GenerationOptions {
   bool ignore_eos = false;
   bool speculative = true;  // when the chosen drafter is available
   DrafterKind drafter = DrafterKind::Model;
-  NgramParams ngram;               // for DrafterKind::Ngram
-  int32_t draft_max = 5;           // γ
+  NgramParams ngram;      // for DrafterKind::Ngram
+  int32_t draft_max = 5;  // γ
+  // llama.cpp's --draft-min: proposals shorter than this are dropped unverified, a plain target
+  // step instead (SpeculativeDecoder::set_min_drafts); 0: none dropped.
+  int32_t draft_min = 0;
   DraftLengthParams draft_length;  // draft model: fixed γ or the adaptive expected-gain rule
   // Draft model: the most text tokens a catch-up reads (ModelDrafter::set_context_window); a
   // draft that lags by more reads only the last ones. 0: whole text. Not applied where slots

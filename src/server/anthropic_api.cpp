@@ -267,7 +267,8 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only,
     for (const char* name :
          {"seed", "min_p", "typical_p", "top_n_sigma", "xtc_probability", "xtc_threshold",
           "dynatemp_range", "dynatemp_exponent", "mirostat", "mirostat_tau", "mirostat_eta",
-          "speculative", "draft_max", "ignore_eos", "grammar"}) {
+          "speculative", "draft_max", "speculative.n_max", "speculative.n_min", "speculative.p_min",
+          "ignore_eos", "grammar"}) {
       if (const ordered_json* v = field(j, name)) oai[name] = *v;
     }
   }

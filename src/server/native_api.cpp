@@ -249,6 +249,9 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
                            "dry_sequence_breakers",
                            "speculative",
                            "draft_max",
+                           "speculative.n_max",
+                           "speculative.n_min",
+                           "speculative.p_min",
                            "stop_token_ids",
                            "min_tokens",
                            "id_slot",
@@ -337,6 +340,8 @@ json options_settings_json(const GenerationOptions& o, int32_t n_ctx) {
               {"grammar", o.grammar != nullptr},
               {"speculative", o.speculative},
               {"speculative.n_max", o.draft_max},
+              {"speculative.n_min", o.draft_min},
+              {"speculative.p_min", o.draft_length.p_min},
               {"lora", std::move(lora)}};
 }
 

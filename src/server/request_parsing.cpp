@@ -704,6 +704,23 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body,
   }
   r.speculative = get_bool(j, "speculative", true);
   if (auto g = get_int(j, "draft_max", 1, kMaxDraftMax)) r.draft_max = static_cast<int32_t>(*g);
+  if (auto g = get_int(j, "speculative.n_max", 0, kMaxDraftMax)) {
+    if (r.draft_max && *r.draft_max != *g) {
+      throw invalid_request("'draft_max' and 'speculative.n_max' are one setting: give one of them",
+                            "speculative.n_max", "invalid_value");
+    }
+    if (*g == 0) {
+      r.speculative = false;
+    } else {
+      r.draft_max = static_cast<int32_t>(*g);
+    }
+  }
+  if (auto g = get_int(j, "speculative.n_min", 0, kMaxDraftMax)) {
+    r.draft_min = static_cast<int32_t>(*g);
+  }
+  if (field(j, "speculative.p_min") != nullptr) {
+    r.draft_p_min = static_cast<float>(get_number(j, "speculative.p_min", 0.0, 0.0, 1.0));
+  }
   r.ignore_eos = get_bool(j, "ignore_eos", false);
   if (const json* ids = field(j, "stop_token_ids")) {
     if (!ids->is_array()) wrong_type("stop_token_ids", "an array of token ids", *ids);

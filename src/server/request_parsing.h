@@ -91,6 +91,11 @@ struct CompletionRequest {
   // Extensions.
   bool speculative = true;           // use the draft model when one is loaded
   std::optional<int32_t> draft_max;  // γ; nullopt: the server's --draft-max
+  // llama-server's speculative.n_min and speculative.p_min (GenerationOptions::draft_min,
+  // DraftLengthParams::p_min); nullopt: the server's --draft-min and --draft-p-min.
+  // speculative.n_max is draft_max's other name (0: no speculation, as there).
+  std::optional<int32_t> draft_min;
+  std::optional<float> draft_p_min;
   bool ignore_eos = false;
   // llama-server's id_slot: run on this slot (waiting for it when busy), e.g. to save its cache
   // afterwards (POST /slots/{id}?action=save); -1: the free slot whose cache fits best.

@@ -674,3 +674,45 @@ TEST(RequestParsing, InvalidUtf8InAStringIsInvalidJson) {
 
 }  // namespace
 }  // namespace specdec::server
+
+namespace specdec::server {
+namespace {
+
+// llama-server's per-request speculative settings, on every completion endpoint it reads them.
+TEST(RequestParsing, LlamaServersSpeculativeFields) {
+  const CompletionRequest none =
+      parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}]})");
+  EXPECT_FALSE(none.draft_min.has_value());
+  EXPECT_FALSE(none.draft_p_min.has_value());
+  const CompletionRequest r = parse_request(
+      kCmpl,
+      R"({"prompt":"x","speculative.n_max":6,"speculative.n_min":2,"speculative.p_min":0.8})");
+  EXPECT_EQ(r.draft_max, 6);
+  EXPECT_EQ(r.draft_min, 2);
+  ASSERT_TRUE(r.draft_p_min.has_value());
+  EXPECT_FLOAT_EQ(*r.draft_p_min, 0.8f);
+  EXPECT_TRUE(r.speculative);
+  // n_max 0 is llama-server's "no drafts": no speculation.
+  const CompletionRequest off =
+      parse_request(kChat, R"({"messages":[{"role":"user","content":"x"}],"speculative.n_max":0})");
+  EXPECT_FALSE(off.speculative);
+  EXPECT_FALSE(off.draft_max.has_value());
+  // The same value under both names is fine; two values are not.
+  EXPECT_EQ(parse_request(kCmpl, R"({"prompt":"x","draft_max":3,"speculative.n_max":3})").draft_max,
+            3);
+  expect_400(kCmpl, R"({"prompt":"x","draft_max":3,"speculative.n_max":4})", "speculative.n_max",
+             "invalid_value");
+  expect_400(kCmpl, R"({"prompt":"x","speculative.n_max":65})", "speculative.n_max",
+             "invalid_value");
+  expect_400(kCmpl, R"({"prompt":"x","speculative.n_min":-1})", "speculative.n_min",
+             "invalid_value");
+  expect_400(kChat, R"({"messages":[{"role":"user","content":"x"}],"speculative.p_min":1.5})",
+             "speculative.p_min", "invalid_value");
+  expect_400(kChat, R"({"messages":[{"role":"user","content":"x"}],"speculative.p_min":"high"})",
+             "speculative.p_min", "invalid_type");
+  expect_400(kChat, R"({"messages":[{"role":"user","content":"x"}],"speculative.n_min":2.5})",
+             "speculative.n_min", "invalid_type");
+}
+
+}  // namespace
+}  // namespace specdec::server

@@ -27,6 +27,10 @@ struct DecodeStats {
   int64_t drafted = 0;         // draft tokens proposed: the sum of m over rounds
   int64_t accepted = 0;        // draft tokens accepted
   int64_t emitted = 0;         // tokens committed
+  // Proposals shorter than the decoder's minimum (set_min_drafts), dropped unverified: rounds
+  // and drafts, not counted in rounds or drafted (their target step is a baseline step).
+  int64_t dropped_rounds = 0;
+  int64_t dropped_drafts = 0;
   // Rounds whose target token was committed, by kind: a correction after a rejected draft, or a
   // bonus after all drafts were accepted (a stop token among the accepted drafts commits
   // neither). With baseline_steps and the committed accepted drafts they add up to emitted; the

@@ -147,3 +147,167 @@ TEST(DraftLength, VerifyRowsCostTheRiseOfThePassCostHull) {
 
 }  // namespace
 }  // namespace specdec
+
+namespace specdec {
+namespace {
+
+// llama.cpp's --draft-p-min: a round ends before a draft the draft gives less than p_min, under
+// any policy. Exact (decided from q_i before y_i is drawn), and it really cuts rounds.
+TEST(DraftPMin, KeepsTheTargetsDistributionAndCutsRounds) {
+  FakeLM target(5, 1, 2.0f);
+  FakeLM draft(5, 2, 0.0f, 1 << 20, &target, 1.5f);
+  int config = 0;
+  for (const SamplingParams& sp : {params(1.0f), params(0.7f, 0.9f)}) {
+    DraftLengthParams len;  // fixed: without p_min every round drafts gamma (or the budget)
+    len.p_min = 0.5f;
+    const std::vector<int32_t> prompt{config, 3};
+    AdaptiveRun r(target, draft, len, sp, 4, 700 + config);
+    int64_t drafted = 0, rounds = 0, baseline = 0;
+    const std::vector<int64_t> counts =
+        joint_counts(r.dec, 5, prompt, 3, 40000, [&](const DecodeStats& s) {
+          drafted += s.drafted;
+          rounds += s.rounds;
+          baseline += s.baseline_steps;
+        });
+    const ChiSquareResult c = chi_square_test(counts, exact_joint(target, sp, prompt, 3));
+    EXPECT_EQ(c.impossible, 0);
+    EXPECT_GT(c.p_value, 1e-4) << "config " << config << " stat " << c.stat << " dof " << c.dof;
+    EXPECT_GT(baseline, 0) << "config " << config;          // rounds whose first draft was unsure
+    EXPECT_LT(drafted, 2 * rounds) << "config " << config;  // a 3-token budget allows 2
+    ++config;
+  }
+}
+
+TEST(DraftPMin, GreedyRoundsStopAtTheFirstUnsureDraft) {
+  FakeLM target(7, 1, 2.0f);
+  target.set_rounding(true);
+  FakeLM draft(7, 2, 0.0f, 1 << 20, &target, 1.5f);
+  const std::vector<int32_t> prompt{2, 5};
+  const std::vector<int32_t> want = greedy_reference(target, prompt, 40);
+  int64_t drafted_all = 0;
+  for (float p_min : {0.0f, 0.4f, 0.7f, 1.0f}) {
+    DraftLengthParams len;
+    len.p_min = p_min;
+    AdaptiveRun r(target, draft, len, params(0.0f), 4, 1);
+    r.dec.start(prompt, 40);
+    r.dec.run();
+    EXPECT_EQ(std::vector<int32_t>(r.dec.generated().begin(), r.dec.generated().end()), want)
+        << "p_min " << p_min;
+    const int64_t drafted = r.dec.stats().drafted;
+    if (p_min == 0.0f) {
+      drafted_all = drafted;
+      EXPECT_LE(r.dec.stats().baseline_steps, 1);  // fixed γ 4: only the budget's last token
+    } else {
+      EXPECT_LT(drafted, drafted_all) << "p_min " << p_min;
+    }
+    // A greedy draft's confidence is a softmax probability: below 1 for these logits.
+    if (p_min == 1.0f) {
+      EXPECT_EQ(drafted, 0);
+    }
+  }
+}
+
+// llama.cpp's --draft-min, as the engine sets it: the model drafts at least that many a round
+// (DraftLengthParams::min_drafts), and the decoder makes a round with less room a plain step.
+TEST(DraftMin, TheModelDraftsAtLeastTheMinimumAndTheDistributionIsKept) {
+  FakeLM target(5, 1, 2.0f);
+  FakeLM draft(5, 2, 0.0f, 1 << 20, &target, 1.5f);
+  int config = 0;
+  for (const SamplingParams& sp : {params(1.0f), params(0.7f, 0.9f)}) {
+    const std::vector<int32_t> prompt{config + 1, 2};
+    DraftLengthParams len;  // p_min alone would cut rounds to every length up to γ
+    len.p_min = 0.4f;
+    len.min_drafts = 3;
+    AdaptiveRun r(target, draft, len, sp, 5, 300 + config);
+    r.dec.set_min_drafts(3);
+    int64_t rounds = 0;
+    bool short_round = false;
+    const std::vector<int64_t> counts =
+        joint_counts(r.dec, 5, prompt, 5, 40000, [&](const DecodeStats& s) {
+          rounds += s.rounds;
+          for (const RoundLog& l : s.log) short_round |= l.gamma > 0 && l.gamma < 3;
+        });
+    EXPECT_GT(rounds, 0) << "config " << config;
+    EXPECT_FALSE(short_round) << "config " << config;
+    const ChiSquareResult c = chi_square_test(counts, exact_joint(target, sp, prompt, 5));
+    EXPECT_EQ(c.impossible, 0);
+    EXPECT_GT(c.p_value, 1e-4) << "config " << config << " stat " << c.stat << " dof " << c.dof;
+    ++config;
+  }
+}
+
+// The decoder drops a short proposal only when its drafts are one-hot (a greedy draft, prompt
+// lookup): then the proposal, and whether to drop it, follow from the committed text. Dropping
+// short sampled proposals biased this very test's chi-square to p = 1e-26..1e-159 (when
+// written): the drafts verified were then draws conditioned on the round's length.
+TEST(DraftMin, OnlyOneHotProposalsAreDropped) {
+  FakeLM target(5, 1, 2.0f);
+  target.set_rounding(true);
+  FakeLM draft(5, 2, 0.0f, 1 << 20, &target, 1.5f);
+  DraftLengthParams len;  // no min_drafts: p_min leaves rounds of every length
+  len.p_min = 0.4f;
+  int64_t dropped = 0;
+  for (int32_t first = 0; first < 5; ++first) {
+    const std::vector<int32_t> prompt{first, 2};
+    AdaptiveRun r(target, draft, len, params(0.0f), 5, 1);
+    r.dec.set_min_drafts(3);
+    r.dec.start(prompt, 24);
+    r.dec.run();
+    EXPECT_EQ(std::vector<int32_t>(r.dec.generated().begin(), r.dec.generated().end()),
+              greedy_reference(target, prompt, 24));
+    dropped += r.dec.stats().dropped_rounds;
+    for (const RoundLog& l : r.dec.stats().log) EXPECT_FALSE(l.gamma > 0 && l.gamma < 3);
+  }
+  EXPECT_GT(dropped, 0);
+
+  const std::vector<int32_t> prompt{1, 2};
+  AdaptiveRun r(target, draft, len, params(1.0f), 5, 77);
+  r.dec.set_min_drafts(3);
+  int64_t sampled_dropped = 0;
+  bool short_round = false;
+  const std::vector<int64_t> counts =
+      joint_counts(r.dec, 5, prompt, 5, 40000, [&](const DecodeStats& s) {
+        sampled_dropped += s.dropped_rounds;
+        for (const RoundLog& l : s.log) short_round |= l.gamma > 0 && l.gamma < 3;
+      });
+  EXPECT_EQ(sampled_dropped, 0);
+  EXPECT_TRUE(short_round);  // verified, not dropped
+  const ChiSquareResult c = chi_square_test(counts, exact_joint(target, params(1.0f), prompt, 5));
+  EXPECT_EQ(c.impossible, 0);
+  EXPECT_GT(c.p_value, 1e-4) << "stat " << c.stat << " dof " << c.dof;
+}
+
+// A dropped round leaves the draft's cache at the committed text: the rows it ran for its
+// drafts go, so that the next round's catch-up writes at the right positions.
+TEST(DraftMin, DiscardedRoundTruncatesTheDraftsCache) {
+  FakeLM target(6, 1, 2.0f);
+  FakeLM draft(6, 2, 0.0f, 1 << 20, &target, 1.5f);
+  ModelDrafter drafter(draft);  // fixed γ
+  const std::vector<int32_t> text{1, 2, 3};
+  drafter.start(text, 0);
+  Rng rng(1);
+  std::vector<int32_t> drafts;
+  std::vector<Distribution> q;
+  ASSERT_EQ(drafter.propose(text, 4, params(0.0f), rng, drafts, q), 4);
+  EXPECT_EQ(draft.length(), 3 + 3);  // t[0..3) and y_1..y_3
+  drafter.discard_round(text, 3, 4);
+  EXPECT_EQ(draft.length(), 3);
+  EXPECT_EQ(drafter.committed(), 3);
+}
+
+// A γ below the minimum (the budget's end) is a plain step at once: the draft never runs.
+TEST(DraftMin, ABudgetBelowTheMinimumDraftsNothing) {
+  FakeLM target(6, 1, 2.0f);
+  FakeLM draft(6, 2, 0.0f, 1 << 20, &target, 1.5f);
+  AdaptiveRun r(target, draft, DraftLengthParams{}, params(0.0f), 4, 1);
+  r.dec.set_min_drafts(4);
+  r.dec.start(std::vector<int32_t>{1, 2}, 4);  // 4 tokens: γ at most 3
+  r.dec.run();
+  EXPECT_EQ(r.dec.generated().size(), 4u);
+  EXPECT_EQ(r.dec.stats().rounds, 0);
+  EXPECT_EQ(r.dec.stats().dropped_rounds, 0);
+  EXPECT_EQ(r.dec.stats().baseline_steps, 4);
+}
+
+}  // namespace
+}  // namespace specdec

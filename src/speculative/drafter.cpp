@@ -179,19 +179,23 @@ int32_t ModelDrafter::propose(std::span<const int32_t> committed, int32_t gamma,
       qi.n_vocab = v;
       restore_tie_order(qi);
     }
-    if (length_.adaptive) {
+    if (length_.adaptive || length_.p_min > 0) {
       // Decided from q_i before y_i is drawn (see DraftLengthParams).
       const double conf = confidence(li, qi, greedy, exp_scratch_);
-      confidence_[static_cast<size_t>(i)] = conf;
-      all_pass *= length_.calibrate ? calibration_.estimate(conf) : conf;
-      if (all_pass < row_cost(i)) return i;
+      const bool may_stop = i >= length_.min_drafts;
+      if (may_stop && conf < length_.p_min) return i;
+      if (length_.adaptive) {
+        confidence_[static_cast<size_t>(i)] = conf;
+        all_pass *= length_.calibrate ? calibration_.estimate(conf) : conf;
+        if (may_stop && all_pass < row_cost(i)) return i;
+      }
     }
     drafts[static_cast<size_t>(i)] = greedy ? qi.argmax() : sample(qi, rng);
     if (params.mirostat_active()) {
       row_params.mirostat_mu =
           mirostat_next_mu(row_params, qi.prob(drafts[static_cast<size_t>(i)]));
     }
-    if (length_.adaptive && i + 1 < gamma &&
+    if (length_.adaptive && i + 1 < gamma && i + 1 >= length_.min_drafts &&
         all_pass * accept_rate_ < length_.draft_cost + row_cost(i + 1)) {
       return i + 1;
     }
@@ -221,6 +225,13 @@ void ModelDrafter::finish_round(std::span<const int32_t> committed, int32_t n_be
     constexpr double kRate = 0.1;
     accept_rate_ += kRate * (static_cast<double>(accepted) / tested - accept_rate_);
   }
+  draft_.truncate(draft_len_ - base_);
+}
+
+void ModelDrafter::discard_round(std::span<const int32_t> /*committed*/, int32_t /*n_before*/,
+                                 int32_t /*m*/) {
+  // propose() read t[..n_before) (draft_len_ = n_before) and ran y_1..y_{m-1} after it: those
+  // rows go. The plain step then commits one token, so d = n_before keeps d <= n' - 1.
   draft_.truncate(draft_len_ - base_);
 }
 

@@ -51,6 +51,10 @@ class Drafter {
   // drop what it computed for rejected drafts.
   virtual void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
                             int32_t accepted) = 0;
+  // Instead of finish_round: the m >= 1 drafts proposed after t[0..n_before) were dropped
+  // unverified (SpeculativeDecoder::set_min_drafts), and the round was a plain target step.
+  // The drafter returns to a committed prefix of the text and learns nothing from the round.
+  virtual void discard_round(std::span<const int32_t> committed, int32_t n_before, int32_t m) = 0;
 
   // The request's penalties (sampling/penalties.h; nullptr: none), owned by the decoder, which
   // keeps their counts at the committed text. A drafter that builds q from logits applies them
@@ -82,6 +86,15 @@ struct DraftLengthParams {
   float draft_cost = 0.25f;   // one draft step, in target decode steps (bench column c)
   float verify_cost = 0.1f;   // one more verified row, in target decode steps
   float prior_accept = 0.7f;  // starting value of the running acceptance rate
+  // llama.cpp's --draft-p-min: whatever the policy, a round stops before a draft whose
+  // confidence (q's top probability; for a greedy draft the top probability of its softmax at
+  // T = 1) is below p_min. 0: off. Decided from q_i before y_i is drawn, so exact like the rest.
+  float p_min = 0.0f;
+  // llama.cpp's --draft-min: neither p_min nor the adaptive rule ends a round before this many
+  // drafts. (llama-server instead drops a shorter draft unverified; for sampled drafts that is
+  // not exact: the drafts verified would then be draws from q conditioned on the round going
+  // on, which depends on them, not draws from q. Forcing the length depends on nothing.)
+  int32_t min_drafts = 0;
   // When not empty: the cost of a target pass over 2, 3, ... tokens in decode steps (what
   // `specdec verify-cost` measures), which replaces verify_cost. The line need not be straight:
   // on the Qwen2.5-Coder 1.5B a 6th row costs several times a 5th (the K-quant kernels turn
@@ -111,6 +124,7 @@ class ModelDrafter : public Drafter {
                   Rng& rng, std::vector<int32_t>& drafts, std::vector<Distribution>& q) override;
   void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
                     int32_t accepted) override;
+  void discard_round(std::span<const int32_t> committed, int32_t n_before, int32_t m) override;
   void set_penalties(const TokenPenalties* penalties) override { penalties_ = penalties; }
   void set_constraint(TokenConstraint* constraint) override { constraint_ = constraint; }
 

@@ -50,4 +50,8 @@ void HybridDrafter::finish_round(std::span<const int32_t> committed, int32_t n_b
   if (last_ != nullptr) last_->finish_round(committed, n_before, m, accepted);
 }
 
+void HybridDrafter::discard_round(std::span<const int32_t> committed, int32_t n_before, int32_t m) {
+  if (last_ != nullptr) last_->discard_round(committed, n_before, m);
+}
+
 }  // namespace specdec

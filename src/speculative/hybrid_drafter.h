@@ -15,12 +15,15 @@
 
 namespace specdec {
 
+// The shortest lookup proposal a hybrid round takes by default.
+inline constexpr int32_t kHybridMinLookup = 2;
+
 class HybridDrafter : public Drafter {
  public:
   // A round takes the lookup's proposal when it has at least min_lookup tokens (its adaptive
   // policy already dropped the ones unlikely to pay); otherwise the model drafts. Both drafters
   // must outlive this one.
-  HybridDrafter(ModelDrafter& model, NgramDrafter& lookup, int32_t min_lookup = 2);
+  HybridDrafter(ModelDrafter& model, NgramDrafter& lookup, int32_t min_lookup = kHybridMinLookup);
 
   const char* kind() const override { return "hybrid"; }
   void start(std::span<const int32_t> prompt, int32_t n_cached) override;
@@ -29,6 +32,7 @@ class HybridDrafter : public Drafter {
                   Rng& rng, std::vector<int32_t>& drafts, std::vector<Distribution>& q) override;
   void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
                     int32_t accepted) override;
+  void discard_round(std::span<const int32_t> committed, int32_t n_before, int32_t m) override;
   void set_penalties(const TokenPenalties* penalties) override { model_.set_penalties(penalties); }
   // The lookup's one-hot drafts ignore it; the decoder cuts them at the first forbidden token.
   void set_constraint(TokenConstraint* constraint) override { model_.set_constraint(constraint); }

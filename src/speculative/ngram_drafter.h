@@ -67,6 +67,9 @@ class NgramDrafter : public Drafter {
   // Feeds the round's outcome to the adaptive acceptance estimate.
   void finish_round(std::span<const int32_t> committed, int32_t n_before, int32_t m,
                     int32_t accepted) override;
+  // Nothing to undo (the index holds committed text only), and no outcome to learn from.
+  void discard_round(std::span<const int32_t> /*committed*/, int32_t /*n_before*/,
+                     int32_t /*m*/) override {}
 
   // The lookup itself, without distributions: where the continuation starts in history (the
   // token after the most recent earlier occurrence of the longest matching suffix, n_max down to

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ranges>
 
 #include "common/error.h"
 #include "sampling/mirostat.h"
@@ -208,7 +209,8 @@ int32_t SpeculativeDecoder::step_baseline() {
 int32_t SpeculativeDecoder::step() {
   if (done() || target_full()) return 0;
   const int32_t g = effective_gamma();
-  if (g == 0) return step_baseline();
+  const int32_t min_drafts = std::min(min_drafts_, gamma_);
+  if (g == 0 || g < min_drafts) return step_baseline();
 
   const auto n = static_cast<int32_t>(tokens_.size());
   const bool greedy = params_.greedy();
@@ -236,6 +238,15 @@ int32_t SpeculativeDecoder::step() {
   // exactly like a round with zero drafts would (one draw for the "bonus"), and is counted as a
   // baseline step, so rounds/drafted/accepted describe real speculation only.
   if (m == 0) return step_baseline();
+  // Fewer one-hot drafts than --draft-min: dropped unverified, as llama-server drops a small
+  // draft (see set_min_drafts for why only one-hot ones).
+  const auto one_hot = [this](int32_t i) { return q_[static_cast<size_t>(i)].size() == 1; };
+  if (m < min_drafts && std::ranges::all_of(std::views::iota(0, m), one_hot)) {
+    drafter_->discard_round(tokens_, n, m);
+    ++stats_.dropped_rounds;
+    stats_.dropped_drafts += m;
+    return step_baseline();
+  }
 
   // 2. Verify all m drafts in one target call over m + 1 positions.
   t0 = Clock::now();

@@ -134,6 +134,15 @@ class SpeculativeDecoder {
   // target's passes); returns >= 0. Any γ is lossless, but with sampling the random stream's use
   // depends on it, so a caller that wants seeded runs reproducible must not vary it.
   void set_gamma_limit(std::function<int32_t()> limit) { gamma_limit_ = std::move(limit); }
+  // llama.cpp's --draft-min (speculative.n_min): a round whose γ (budget, context, cap) is below
+  // n is a plain target step, and so is one whose drafter proposes fewer than n one-hot drafts
+  // (prompt lookup, a greedy draft): they are dropped unverified (Drafter::discard_round), as
+  // llama-server drops a small draft. Exact, since such a proposal and so the decision are
+  // functions of the committed text. A shorter proposal of sampled drafts is verified: dropping
+  // it would verify draws from q conditioned on the round's length, which depends on them (a
+  // model drafter takes DraftLengthParams::min_drafts instead, which forces the length). n is
+  // clamped to γ, as llama-server clamps n_min to n_max; 0 (the default): nothing dropped.
+  void set_min_drafts(int32_t n) { min_drafts_ = std::max(0, n); }
 
   // Tests only: run a deliberately broken accept/reject rule (see rejection_rules.h).
   void set_verifier(VerifyFn verify) { verify_ = verify; }
@@ -167,6 +176,7 @@ class SpeculativeDecoder {
   ThreadPool* pool_ = nullptr;
   std::mutex* pool_guard_ = nullptr;
   std::function<int32_t()> gamma_limit_;
+  int32_t min_drafts_ = 0;
 
   std::vector<int32_t> tokens_;
   std::vector<TokenOrigin> origins_;  // one per generated token

@@ -186,3 +186,66 @@ def test_the_servers_limit_ends_at_the_context_where_the_clients_is_refused(cli,
         assert responses["status"] == "incomplete", responses
     finally:
         assert s.stop() == 0
+
+
+def test_llama_servers_speculative_command_line(cli, models):
+    """A llama-server speculative command line, recent spellings, runs unchanged: the draft
+    drafts (rounds > 0), greedy text is the target's own, and /completion reports the settings,
+    which a request's speculative.* fields override."""
+    s = Server(cli, ["-m", models["target"], "--spec-draft-model", models["draft"], "-t", "1",
+                     "-c", "256", "-np", "1", "--spec-type", "draft-simple",
+                     "--spec-draft-n-max", "6", "--spec-draft-n-min", "2",
+                     "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99", "-cd", "256",
+                     "-td", "1", "--spec-draft-type-k", "f16"])
+    try:
+        body = {"prompt": PROMPT, "max_tokens": 16, "temperature": 0, "ignore_eos": True}
+        spec = post(s, "/v1/completions", body)
+        plain = post(s, "/v1/completions", {**body, "speculative": False})
+        assert spec["choices"][0]["text"] == plain["choices"][0]["text"]
+        assert spec["specdec"]["speculative"] is True and spec["specdec"]["rounds"] > 0, spec
+        assert spec["specdec"]["draft_max"] == 6
+        assert plain["specdec"]["rounds"] == 0
+        native = post(s, "/completion", {"prompt": PROMPT, "n_predict": 4, "temperature": 0})
+        settings = native["generation_settings"]
+        assert settings["speculative.n_max"] == 6
+        assert settings["speculative.n_min"] == 2
+        assert settings["speculative.p_min"] == pytest.approx(0.5)
+        own = post(s, "/completion", {"prompt": PROMPT, "n_predict": 4, "temperature": 0,
+                                      "speculative.n_max": 3, "speculative.n_min": 1,
+                                      "speculative.p_min": 0.25})
+        assert own["content"] == native["content"]
+        settings = own["generation_settings"]
+        assert (settings["speculative.n_max"], settings["speculative.n_min"]) == (3, 1)
+        assert settings["speculative.p_min"] == pytest.approx(0.25)
+        log = "".join(s.log)
+        assert "-ngld 99 changes nothing" in log and "--threads-draft 1 changes nothing" in log
+    finally:
+        assert s.stop() == 0
+
+
+def test_spec_type_none_leaves_the_draft_out(cli, models):
+    s = Server(cli, ["-m", models["target"], "-md", models["draft"], "-t", "1", "-c", "256",
+                     "--spec-type", "none"])
+    try:
+        doc = post(s, "/v1/completions", {"prompt": PROMPT, "max_tokens": 8, "temperature": 0})
+        assert doc["specdec"]["rounds"] == 0
+        assert "is not loaded" in "".join(s.log)
+        native = post(s, "/completion", {"prompt": PROMPT, "n_predict": 2})
+        assert native["generation_settings"]["speculative"] is False
+    finally:
+        assert s.stop() == 0
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--spec-type", "draft-mtp"], "draft heads built into a model"),
+    (["--spec-type", "draft-simple"], "--spec-type draft-simple needs a draft model"),
+    (["-md", "DRAFT", "--spec-type", "ngram-mod"], "only beside a draft model"),
+    (["--spec-draft-p-min", "2"], "--spec-draft-p-min"),
+    (["--spec-draft-n-min", "99"], "--spec-draft-n-min"),
+])
+def test_bad_speculative_flags_stop_the_server_before_it_loads(cli, models, flags, message):
+    flags = [models["draft"] if f == "DRAFT" else f for f in flags]
+    done = subprocess.run([cli, "serve", "-m", models["target"], "--port", "0", *flags],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0 and message in done.stderr, done.stderr
+    assert "listening" not in done.stderr
