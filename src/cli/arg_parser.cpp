@@ -105,6 +105,14 @@ void ArgParser::add_float(std::vector<std::string> names, std::string value_name
   options_.back().default_text = def.str();
 }
 
+void ArgParser::also_when_given(std::function<void()> also) {
+  Option& o = options_.back();
+  o.apply = [apply = std::move(o.apply), also = std::move(also)](const std::string& v) {
+    apply(v);
+    also();
+  };
+}
+
 const ArgParser::Option* ArgParser::find(std::string_view name) const {
   for (const Option& o : options_) {
     for (const std::string& n : o.names) {

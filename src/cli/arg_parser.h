@@ -38,6 +38,10 @@ class ArgParser {
   void add_float(std::vector<std::string> names, std::string value_name, std::string help,
                  float& target, double min, double max);
 
+  // The option added last also runs `also` after it takes a value (e.g. to record that it was
+  // given, where its default cannot tell).
+  void also_when_given(std::function<void()> also);
+
   // Parses args (without the program and command names). Returns false if --help/-h was given
   // (the caller prints help()), true otherwise. Throws specdec::Error on any bad argument.
   bool parse(std::span<const std::string> args);

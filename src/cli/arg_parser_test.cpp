@@ -86,6 +86,17 @@ TEST(ArgParser, RejectsBadInput) {
   expect_error({"-s", "-3"}, "must be >= 0");
 }
 
+TEST(ArgParser, AlsoWhenGivenRunsAfterTheValueIsTaken) {
+  Opts o;
+  ArgParser p = make_parser(o);
+  int given = 0;
+  p.also_when_given([&] { given += o.seed == 16 ? 1 : 100; });  // the last option: --seed
+  EXPECT_TRUE(parse(p, {"-n", "3"}));
+  EXPECT_EQ(given, 0);
+  EXPECT_TRUE(parse(p, {"--seed", "16"}));
+  EXPECT_EQ(given, 1);
+}
+
 // An error names the flag as the command line spelled it, not by the option's first name.
 TEST(ArgParser, ErrorsNameTheSpellingGiven) {
   Opts o;

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/engine_setup.h"
 #include "cli/request_default_options.h"
+#include "cli/server_compat_options.h"
 #include "common/error.h"
 #include "engine/engine.h"
 #include "engine/model_ref.h"
@@ -96,6 +97,7 @@ int serve_command(const std::vector<std::string>& args) {
   bool no_prefix_sharing = false, embeddings_flag = false;
   std::string pooling;
   float request_timeout_s = 20, shutdown_grace_s = 30;
+  bool request_timeout_given = false;  // --request-timeout wins over llama-server's --timeout
   ArgParser p("specdec serve -m MODEL [-md DRAFT] [--host ADDR] [--port N] [options]",
               "Serves the model over an OpenAI-compatible HTTP API: POST /v1/completions and\n"
               "/v1/chat/completions (streaming or not), POST /tokenize, /detokenize, GET\n"
@@ -200,6 +202,7 @@ int serve_command(const std::vector<std::string>& args) {
   p.add_float({"--request-timeout"}, "S",
               "seconds a request's headers and body may take to arrive (408 after)",
               request_timeout_s, 0.1, 3600);
+  p.also_when_given([&request_timeout_given] { request_timeout_given = true; });
   p.add_float({"--shutdown-grace"}, "S",
               "on SIGTERM, seconds requests in progress may take to finish", shutdown_grace_s, 0,
               3600);
@@ -214,6 +217,8 @@ int serve_command(const std::vector<std::string>& args) {
               [](const std::string&) {});
   p.add_value({"--no-webui"}, "", "accepted for llama-server's command lines: there is no web UI",
               [](const std::string&) {});
+  ServerCompatOptions compat;
+  add_server_compat_options(p, compat);
   if (!p.parse(args)) {
     std::cout << p.help();
     return 0;
@@ -228,6 +233,8 @@ int serve_command(const std::vector<std::string>& args) {
   config.draft_context = drafting.context;
   if (max_body == 0) fail("--max-body-bytes must be at least 1");
   check_request_default_options(config.request_defaults);  // before any model loads
+  check_server_compat_options(compat, std::cerr);
+  if (compat.timeout_s && !request_timeout_given) request_timeout_s = *compat.timeout_s;
   if (!pooling.empty()) {
     config.pooling = parse_pooling(pooling);
     if (!config.pooling) {

@@ -249,3 +249,50 @@ def test_bad_speculative_flags_stop_the_server_before_it_loads(cli, models, flag
                           capture_output=True, text=True, timeout=30)
     assert done.returncode != 0 and message in done.stderr, done.stderr
     assert "listening" not in done.stderr
+
+
+def test_llama_servers_other_common_flags_are_taken(cli, models):
+    """The rest of a typical llama-server command line: -to sets how long a request may take to
+    arrive (a client that sends half its headers gets a 408 after it), the flags that cannot
+    change anything here are accepted with a note, and those for what specdec always does
+    silently."""
+    import socket
+    import time
+    s = Server(cli, ["-m", models["target"], "-t", "1", "-c", "256", "-b", "2048", "-ub", "512",
+                     "--keep", "0", "--no-context-shift", "--cache-reuse", "256", "--no-warmup",
+                     "--slots", "--props", "--threads-http", "4", "-sps", "0.5", "-to", "1",
+                     "--numa", "distribute"])
+    try:
+        doc = post(s, "/v1/completions", {"prompt": PROMPT, "max_tokens": 2})
+        assert doc["usage"]["completion_tokens"] <= 2
+        log = "".join(s.log)
+        for note in ("--batch-size 2048 changes nothing", "--ubatch-size 512 changes nothing",
+                     "--keep 0 changes nothing", "--cache-reuse 256 changes nothing",
+                     "--threads-http 4 changes nothing", "--slot-prompt-similarity 0.5",
+                     "--numa distribute changes nothing"):
+            assert note in log, (note, log)
+        assert "--no-warmup" not in log and "--slots" not in log
+        host, port = s.base.split("//")[1].split(":")
+        with socket.create_connection((host, int(port))) as c:
+            start = time.monotonic()
+            c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
+            c.settimeout(10)
+            answer = c.recv(4096)
+            waited = time.monotonic() - start
+        assert answer.startswith(b"HTTP/1.1 408 "), answer[:100]
+        assert 0.9 <= waited < 5, waited  # -to 1, not the default 20 s
+    finally:
+        assert s.stop() == 0
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--context-shift"], "--context-shift: specdec does not shift the context"),
+    (["-b", "0"], "--batch-size must be at least 1"),
+    (["--numa", "everywhere"], "--numa must be distribute, isolate or numactl"),
+    (["-to", "0"], "--timeout must be in [0.1, 3600]"),
+])
+def test_llama_server_flags_specdec_cannot_honour_stop_it(cli, models, flags, message):
+    done = subprocess.run([cli, "serve", "-m", models["target"], "--port", "0", *flags],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0 and message in done.stderr, done.stderr
+    assert "listening" not in done.stderr
