@@ -225,7 +225,7 @@ int serve_command(const std::vector<std::string>& args) {
   }
   if (model.empty()) fail("-m MODEL is required (see specdec serve --help)");
   check_draft_model_options(drafting);  // bad --draft-*type values fail before any model loads
-  apply_spec_type(drafting.spec_type, drafting, draft_model, false, std::cerr);
+  config.lookup_only = apply_spec_type(drafting.spec_type, drafting, draft_model, true, std::cerr);
   config.hybrid = check_hybrid_option(drafting.hybrid, !draft_model.empty());
   draft_kv_types.check(!draft_model.empty());
   config.draft_length = drafting.length;
@@ -255,8 +255,8 @@ int serve_command(const std::vector<std::string>& args) {
   config.max_connections = static_cast<size_t>(max_connections);
   config.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(request_timeout_s * 1e3));
   const auto grace = std::chrono::milliseconds(static_cast<int64_t>(shutdown_grace_s * 1e3));
-  config.draft_max = draft_max_for(draft_max, false, true);
-  config.greedy_draft_max = draft_max_for(draft_max, true, true);
+  config.draft_max = draft_max_for(draft_max, false, !config.lookup_only);
+  config.greedy_draft_max = draft_max_for(draft_max, true, !config.lookup_only);
   config.model_id = model_ref_name(model);
   if (!alias.empty()) {
     config.other_model_ids.push_back(config.model_id);

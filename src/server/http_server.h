@@ -52,6 +52,9 @@ struct ServerConfig {
   int32_t draft_min = 0;           // llama.cpp's --draft-min when a request does not say
   int32_t draft_context = 0;       // GenerationOptions::draft_context
   bool hybrid = false;             // prompt lookup first, the draft model otherwise (engine.h)
+  // Draft by prompt lookup alone, no draft model (llama-server's --spec-type ngram-*):
+  // GenerationOptions::drafter Ngram with the default lookup settings.
+  bool lookup_only = false;
   // How the embedding endpoints pool a text's token states (engine/embedding.h); nullopt: as the
   // model's file says (last when it says nothing).
   std::optional<Pooling> pooling;

@@ -156,6 +156,11 @@ struct HttpServer::Impl {
                      const NativeMeta& meta, const NativeRequest& r, HttpResponder& res);
   // The options a request's fields give, before the per-choice ones (max_tokens, seed).
   GenerationOptions request_options(const CompletionRequest& r, const Engine& e) const;
+  // Whether a request with these options speculates: it asks to, and its drafter is there (a
+  // draft model loaded, or prompt lookup, which needs none).
+  static bool drafts(const GenerationOptions& o, const Engine& e) {
+    return o.speculative && (o.drafter == DrafterKind::Ngram || e.has_draft());
+  }
   // Each prompt's n choices as jobs (choice i of prompt p at p * n + i); 503 when the queue is
   // full (what was submitted is cancelled).
   std::vector<std::shared_ptr<Job>> submit_jobs(const std::vector<std::vector<int32_t>>& prompts,

@@ -93,7 +93,7 @@ void HttpServer::Impl::native(NativeEndpoint endpoint, const HttpRequest& req, H
   meta.generation_settings = native_settings_json(r, o, n_ctx);
   meta.post_sampling_probs = r.post_sampling_probs;
   // Whether a draft will propose: asked for, and a draft model loaded.
-  meta.generation_settings["speculative"] = o.speculative && e.has_draft();
+  meta.generation_settings["speculative"] = drafts(o, e);
   const auto per_prompt = static_cast<size_t>(r.base.n);
   if (r.base.stream) return native_stream(jobs, prompts, per_prompt, meta, r, res);
   if (!wait_all(jobs, res)) return;
@@ -175,7 +175,7 @@ void HttpServer::Impl::props(const HttpRequest& req, HttpResponder& res) {
   p.settings = native_settings_json(none, o, e.n_ctx());
   const nlohmann::json* seed = config.request_defaults.find("seed");
   p.settings["seed"] = seed != nullptr ? *seed : nlohmann::json(4294967295u);
-  p.speculative = o.speculative && e.has_draft();
+  p.speculative = drafts(o, e);
   p.settings["speculative"] = p.speculative;
   p.n_slots = e.n_slots();
   const Tokenizer& tok = e.tokenizer();

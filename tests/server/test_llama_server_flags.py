@@ -236,10 +236,31 @@ def test_spec_type_none_leaves_the_draft_out(cli, models):
         assert s.stop() == 0
 
 
+def test_spec_type_ngram_alone_serves_prompt_lookup(cli, models):
+    """llama-server's --spec-type ngram-mod without a draft model: requests draft by prompt
+    lookup (the text is the target's own; rounds happen once the text repeats itself)."""
+    s = Server(cli, ["-m", models["target"], "-t", "1", "-c", "512", "-np", "2",
+                     "--spec-type", "ngram-mod"])
+    try:
+        prompt = "one two three four one two three four one two three four one two"
+        body = {"prompt": prompt, "max_tokens": 48, "temperature": 0, "ignore_eos": True}
+        spec = post(s, "/v1/completions", body)
+        plain = post(s, "/v1/completions", {**body, "speculative": False})
+        assert spec["choices"][0]["text"] == plain["choices"][0]["text"]
+        assert spec["specdec"]["speculative"] is True and spec["specdec"]["rounds"] > 0, spec
+        assert plain["specdec"]["rounds"] == 0
+        native = post(s, "/completion", {"prompt": prompt, "n_predict": 2})
+        assert native["generation_settings"]["speculative"] is True
+        assert json.loads(s.get("/props"))["default_generation_settings"]["speculative"] is True
+    finally:
+        assert s.stop() == 0
+
+
 @pytest.mark.parametrize("flags,message", [
     (["--spec-type", "draft-mtp"], "draft heads built into a model"),
     (["--spec-type", "draft-simple"], "--spec-type draft-simple needs a draft model"),
-    (["-md", "DRAFT", "--spec-type", "ngram-mod"], "only beside a draft model"),
+    (["--spec-type", "draft-simple,ngram-mod", "--no-draft-hybrid", "-md", "DRAFT"],
+     "contradict each other"),
     (["--spec-draft-p-min", "2"], "--spec-draft-p-min"),
     (["--spec-draft-n-min", "99"], "--spec-draft-n-min"),
 ])
