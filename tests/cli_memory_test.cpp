@@ -79,6 +79,20 @@ TEST_F(CliMemory, RunReportsMemoryAndReleasingChangesNothing) {
   const nlohmann::json k = nlohmann::json::parse(testing::read_file(json_path));
   EXPECT_EQ(k["memory"]["draft"]["released_bytes"], 0);
   EXPECT_EQ(k["token_ids"], j["token_ids"]);
+
+  // --no-mmap reads both files whole: the same text, and nothing to release (no file behind the
+  // pages to fault them back from).
+  std::vector<std::string> read = args;
+  read.push_back("--no-mmap");
+  const CliResult whole = run_cli(read);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_EQ(whole.out, released.out);
+  const nlohmann::json w = nlohmann::json::parse(testing::read_file(json_path));
+  EXPECT_EQ(w["token_ids"], j["token_ids"]);
+  for (const char* model : {"target", "draft"}) {
+    EXPECT_EQ(w["memory"][model]["released_bytes"], 0) << model;
+    EXPECT_EQ(w["memory"][model]["packed_bytes"], j["memory"][model]["packed_bytes"]) << model;
+  }
 }
 
 }  // namespace

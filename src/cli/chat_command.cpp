@@ -102,14 +102,16 @@ int chat_command(const std::vector<std::string>& args) {
   }
   if (model.empty()) fail("-m MODEL is required (see specdec chat --help)");
   check_draft_model_options(drafting);  // bad --draft-*type values fail before any model loads
-  apply_spec_type(drafting.spec_type, drafting, draft_model, false, std::cerr);
+  // --spec-type ngram-* alone: replies draft by prompt lookup (earlier turns are the prompt).
+  const bool lookup_only =
+      apply_spec_type(drafting.spec_type, drafting, draft_model, true, std::cerr);
   const bool hybrid = check_hybrid_option(drafting.hybrid, !draft_model.empty());
   draft_kv_types.check(!draft_model.empty());
 
-  LoadedModel target = LoadedModel::load(model);
+  LoadedModel target = LoadedModel::load(model, ModelLoadOptions{}, file_access(device));
   apply_lora_options(lora, target);
   apply_chat_template_option(chat_template, target);
-  std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting);
+  std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting, file_access(device));
   EngineOptions eo;
   eo.n_ctx = n_ctx;
   eo.kv_types = kv_types;
@@ -122,7 +124,9 @@ int chat_command(const std::vector<std::string>& args) {
   const bool interactive = isatty(STDIN_FILENO) != 0;
   if (interactive) {
     std::cerr << "specdec chat: " << engine.chat_template().name() << " template"
-              << (draft ? ", speculative with draft '" + draft_model + "'" : std::string())
+              << (draft         ? ", speculative with draft '" + draft_model + "'"
+                  : lookup_only ? ", speculative by prompt lookup"
+                                : std::string())
               << ". /reset, /stats, /exit; Ctrl-C stops a reply.\n";
   }
   std::vector<ChatMessage> history;
@@ -165,7 +169,8 @@ int chat_command(const std::vector<std::string>& args) {
     go.penalties = penalties;
     take_filters(filters, go.sampling, go.penalties);
     go.sampling.seed = seeds();  // a fresh stream per turn, reproducible from -s
-    go.draft_max = draft_max_for(draft_max, go.sampling.greedy(), true);
+    go.draft_max = draft_max_for(draft_max, go.sampling.greedy(), !lookup_only);
+    if (lookup_only) go.drafter = DrafterKind::Ngram;
     go.draft_length = drafting.length;
     go.draft_min = drafting.min_drafts;
     go.draft_context = drafting.context;

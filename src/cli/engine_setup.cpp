@@ -65,20 +65,23 @@ void check_draft_model_options(const DraftModelOptions& options) {
   parse_draft_type("--draft-head-type", options.head_type);
 }
 
-std::unique_ptr<LoadedModel> load_draft(const std::string& path, const DraftModelOptions& options) {
+std::unique_ptr<LoadedModel> load_draft(const std::string& path, const DraftModelOptions& options,
+                                        gguf::GgufFile::Access access) {
   ModelLoadOptions layout;
   layout.matrix_type = parse_draft_type("--draft-type", options.type);
   layout.matrix_type_only_where_smaller = is_auto_draft_type(options.type);
   layout.output_type = parse_draft_type("--draft-head-type", options.head_type);
   if (path.empty()) return nullptr;
-  return std::make_unique<LoadedModel>(
-      LoadedModel::load(path, [&](const Tokenizer& tok, const ModelConfig& config) {
+  return std::make_unique<LoadedModel>(LoadedModel::load(
+      path,
+      [&](const Tokenizer& tok, const ModelConfig& config) {
         ModelLoadOptions l = layout;
         // The head in frequency order, so that the engine's per-prompt subset (EngineOptions::
         // draft_vocab) is mostly one contiguous range of rows.
         if (options.vocab > 0) l.output_ids = draft_head_order(tok, config.n_vocab);
         return l;
-      }));
+      },
+      access));
 }
 
 void add_draft_max_option(ArgParser& p, int32_t& draft_max, const std::string& help) {
@@ -471,6 +474,12 @@ void add_device_options(ArgParser& p, DeviceOptions& options) {
               });
   p.add_flag({"--mlock"}, "keep the models in RAM: lock the process's memory (mlockall)",
              options.mlock);
+  p.add_value({"--no-mmap"}, "",
+              "read the model files whole into memory at load instead of mapping them (no page "
+              "faults on the files later; the raw weights that packing replaces stay in memory)",
+              [&options](const std::string&) { options.no_mmap = true; });
+  p.add_value({"--mmap"}, "", "map the model files (the default)",
+              [&options](const std::string&) { options.no_mmap = false; });
   p.add_value({"-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft", "--spec-draft-ngl"}, "N",
               "accepted for llama.cpp's command lines: the draft runs on the CPU too",
               [&options](const std::string& v) {

@@ -130,6 +130,7 @@ struct DeviceOptions {
   std::string gpu_layers;  // as given ("" when not)
   std::string flash_attn;
   bool mlock = false;
+  bool no_mmap = false;            // --no-mmap: read the model files whole instead of mapping them
   std::vector<std::string> notes;  // what the accepted flags given do not change, for stderr
 };
 void add_device_options(ArgParser& p, DeviceOptions& options);
@@ -250,8 +251,13 @@ void check_draft_model_options(const DraftModelOptions& options);
 // The -md model, or nullptr when no draft was given (empty path); its weights laid out as
 // options say (--draft-type, --draft-head-type, and --draft-vocab, which cuts the head to the
 // most frequent tokens at load).
-std::unique_ptr<LoadedModel> load_draft(const std::string& path,
-                                        const DraftModelOptions& options = {});
+std::unique_ptr<LoadedModel> load_draft(
+    const std::string& path, const DraftModelOptions& options = {},
+    gguf::GgufFile::Access access = gguf::GgufFile::Access::Map);
+// How --no-mmap / --mmap say the model files come in.
+inline gguf::GgufFile::Access file_access(const DeviceOptions& d) {
+  return d.no_mmap ? gguf::GgufFile::Access::Read : gguf::GgufFile::Access::Map;
+}
 
 // --ngram-max, --ngram-min, --ngram-policy, --ngram-verify-cost and --ngram-adapt-rate into
 // params; `given` is set when any of them appears (they only make sense with --draft-ngram).

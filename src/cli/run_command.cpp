@@ -156,10 +156,10 @@ int run_command(const std::vector<std::string>& args) {
   const std::shared_ptr<const Grammar> grammar = load_grammar(o.grammar);
 
   const auto load_start = std::chrono::steady_clock::now();
-  LoadedModel target = LoadedModel::load(o.model);
+  LoadedModel target = LoadedModel::load(o.model, ModelLoadOptions{}, file_access(o.device));
   apply_lora_options(o.lora, target);
   apply_chat_template_option(o.chat_template, target);
-  std::unique_ptr<LoadedModel> draft = load_draft(o.draft_model, o.drafting);
+  std::unique_ptr<LoadedModel> draft = load_draft(o.draft_model, o.drafting, file_access(o.device));
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
           .count();

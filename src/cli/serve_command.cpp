@@ -286,7 +286,7 @@ int serve_command(const std::vector<std::string>& args) {
     }
   } join_on_exit{server, listener};
 
-  LoadedModel target = LoadedModel::load(model);
+  LoadedModel target = LoadedModel::load(model, ModelLoadOptions{}, file_access(device));
   apply_lora_options(lora, target);
   apply_chat_template_option(chat_template, target);
   if (lora_without_apply) {
@@ -294,7 +294,7 @@ int serve_command(const std::vector<std::string>& args) {
     for (ActiveLora& a : off) a.scale = 0.0f;
     target.model->set_lora(off);
   }
-  std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting);
+  std::unique_ptr<LoadedModel> draft = load_draft(draft_model, drafting, file_access(device));
   EngineOptions eo;
   eo.n_ctx = n_ctx;
   eo.kv_types = kv_types;

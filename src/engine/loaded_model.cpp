@@ -11,13 +11,16 @@
 
 namespace specdec {
 
-LoadedModel LoadedModel::load(const std::string& ref, const ModelLoadOptions& options) {
-  return load(ref, [&options](const Tokenizer&, const ModelConfig&) { return options; });
+LoadedModel LoadedModel::load(const std::string& ref, const ModelLoadOptions& options,
+                              gguf::GgufFile::Access access) {
+  return load(
+      ref, [&options](const Tokenizer&, const ModelConfig&) { return options; }, access);
 }
 
 LoadedModel LoadedModel::load(
     const std::string& ref,
-    const std::function<ModelLoadOptions(const Tokenizer&, const ModelConfig&)>& layout) {
+    const std::function<ModelLoadOptions(const Tokenizer&, const ModelConfig&)>& layout,
+    gguf::GgufFile::Access access) {
   LoadedModel m;
   const ResolvedModel resolved = resolve_model(ref);
   const std::string& path = resolved.path;
@@ -27,7 +30,7 @@ LoadedModel LoadedModel::load(
     // "qwen2.5-coder:1.5b" reads like a model Ollama pulled, not like a file.
     fail(path, ": no such file; for a model Ollama pulled, write ollama:", path);
   }
-  m.file = gguf::GgufFile::open(path);
+  m.file = gguf::GgufFile::open(path, access);
   if (m.file->get_string_or("general.type", "") == "adapter") {
     fail(path, ": a ", m.file->get_string_or("adapter.type", "model"),
          " adapter, not a model; apply it to its model with --lora");

@@ -23,12 +23,15 @@ struct LoadedModel {
   // `ref` is a GGUF path or a reference to one another tool keeps (ollama:NAME[:TAG],
   // hf:ORG/REPO[:QUANT]; engine/model_ref.h). Throws specdec::Error (naming the file) on
   // anything wrong with it.
-  static LoadedModel load(const std::string& ref, const ModelLoadOptions& options = {});
+  // `access`: how the file comes in (mapped, or read whole: --no-mmap; gguf::GgufFile::Access).
+  static LoadedModel load(const std::string& ref, const ModelLoadOptions& options = {},
+                          gguf::GgufFile::Access access = gguf::GgufFile::Access::Map);
   // The same with the weight layout chosen once the vocabulary and the model's shape are known
   // (a draft's output head in frequency order, engine/draft_vocab.h).
   static LoadedModel load(
       const std::string& ref,
-      const std::function<ModelLoadOptions(const Tokenizer&, const ModelConfig&)>& layout);
+      const std::function<ModelLoadOptions(const Tokenizer&, const ModelConfig&)>& layout,
+      gguf::GgufFile::Access access = gguf::GgufFile::Access::Map);
 };
 
 }  // namespace specdec

@@ -83,7 +83,7 @@ struct Fd {
 
 }  // namespace
 
-std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
+std::unique_ptr<GgufFile> GgufFile::open(const std::string& path, Access access) {
   // Owned from the start, so ~GgufFile unmaps if parsing throws.
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->path_ = path;
@@ -100,10 +100,33 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string& path) {
     fail(path, ": file too large to map (", st.st_size, " bytes)");
   }
   const auto size = static_cast<size_t>(st.st_size);
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
-  if (map == MAP_FAILED) fail(path, ": cannot mmap ", size, " bytes: ", std::strerror(errno));
-  file->base_ = static_cast<const uint8_t*>(map);
+  if (access == Access::Map) {
+    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+    if (map == MAP_FAILED) fail(path, ": cannot mmap ", size, " bytes: ", std::strerror(errno));
+    file->base_ = static_cast<const uint8_t*>(map);
+  } else {
+    // Anonymous pages (munmap'd like the mapping), read-only once filled, so that a stray
+    // write faults as it would on the file mapping.
+    void* mem = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+      fail(path, ": cannot allocate ", size, " bytes to read it into: ", std::strerror(errno));
+    }
+    file->base_ = static_cast<const uint8_t*>(mem);  // owned from here: ~GgufFile unmaps
+    auto* out = static_cast<uint8_t*>(mem);
+    for (size_t done = 0; done < size;) {
+      const ssize_t n = ::pread(fd.fd, out + done, size - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        file->size_ = size;
+        fail(path, ": read failed after ", done, " of ", size,
+             " bytes: ", n < 0 ? std::strerror(errno) : "the file shrank");
+      }
+      done += static_cast<size_t>(n);
+    }
+    ::mprotect(mem, size, PROT_READ);
+  }
   file->size_ = size;
+  file->access_ = access;
   GgufParser::parse(*file);
   return file;
 }
@@ -113,7 +136,8 @@ size_t GgufFile::release_pages(const uint8_t* begin, size_t n) const {
   const uintptr_t map_hi = map_lo + size_;
   const auto lo = std::max(reinterpret_cast<uintptr_t>(begin), map_lo);
   const uintptr_t hi = std::min(reinterpret_cast<uintptr_t>(begin) + n, map_hi);
-  if (base_ == nullptr || lo >= hi) return 0;
+  // Read into anonymous memory: no file behind the pages, so dropping them would lose the bytes.
+  if (base_ == nullptr || lo >= hi || access_ == Access::Read) return 0;
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t first = (lo + page - 1) / page * page;  // the mapping starts on a page
   const uintptr_t last = hi / page * page;

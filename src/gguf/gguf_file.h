@@ -72,8 +72,13 @@ struct TensorInfo {
 
 class GgufFile {
  public:
-  // Maps and validates the file; throws specdec::Error on any problem.
-  static std::unique_ptr<GgufFile> open(const std::string& path);
+  // How open() brings the file in. Map: a read-only private file mapping, paged in as read
+  // (the default). Read: read whole into anonymous memory at open (llama.cpp's --no-mmap: no
+  // page faults on the file later, and nothing to fault back from a slow or network disk);
+  // release_pages then releases nothing, since there is no file behind the pages.
+  enum class Access { Map, Read };
+  // Maps (or reads) and validates the file; throws specdec::Error on any problem.
+  static std::unique_ptr<GgufFile> open(const std::string& path, Access access = Access::Map);
   ~GgufFile();
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
@@ -82,6 +87,7 @@ class GgufFile {
   uint32_t version() const { return version_; }
   size_t alignment() const { return alignment_; }
   size_t file_size() const { return size_; }
+  Access access() const { return access_; }
   // The whole file as mapped (read-only, private): every TensorInfo::data lies inside.
   std::span<const uint8_t> mapping() const { return {base_, size_}; }
 
@@ -121,6 +127,7 @@ class GgufFile {
   size_t alignment_ = 32;
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
+  Access access_ = Access::Map;
   std::map<std::string, MetadataEntry> metadata_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> tensor_index_;

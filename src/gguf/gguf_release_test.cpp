@@ -47,5 +47,30 @@ TEST(GgufRelease, DropsWholeInteriorPagesAndKeepsTheBytes) {
   EXPECT_EQ(std::memcmp(t.data, bytes.data(), bytes.size()), 0);
 }
 
+// Access::Read (--no-mmap): the same bytes, read whole at open, and nothing released, since
+// dropping anonymous pages would lose them.
+TEST(GgufRelease, AFileReadWholeHoldsTheSameBytesAndReleasesNothing) {
+  testing::TempDir dir;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<uint8_t> bytes(12 * page);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 13 + 1);
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.add_tensor("blob", {static_cast<int64_t>(bytes.size() / 4)}, GgmlType::F32, bytes);
+  w.write(dir.file("blob.gguf"));
+  const auto mapped = GgufFile::open(dir.file("blob.gguf"));
+  const auto read = GgufFile::open(dir.file("blob.gguf"), GgufFile::Access::Read);
+  EXPECT_EQ(mapped->access(), GgufFile::Access::Map);
+  EXPECT_EQ(read->access(), GgufFile::Access::Read);
+  ASSERT_EQ(read->mapping().size(), mapped->mapping().size());
+  EXPECT_EQ(std::memcmp(read->mapping().data(), mapped->mapping().data(), read->mapping().size()),
+            0);
+  EXPECT_EQ(read->get_string("general.architecture"), "llama");
+  const TensorInfo& t = read->tensor("blob");
+  EXPECT_EQ(std::memcmp(t.data, bytes.data(), bytes.size()), 0);
+  EXPECT_EQ(read->release_pages(t.data, t.n_bytes), 0u);
+  EXPECT_EQ(std::memcmp(t.data, bytes.data(), bytes.size()), 0);
+}
+
 }  // namespace
 }  // namespace specdec::gguf

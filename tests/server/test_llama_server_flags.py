@@ -317,3 +317,19 @@ def test_llama_server_flags_specdec_cannot_honour_stop_it(cli, models, flags, me
                           capture_output=True, text=True, timeout=30)
     assert done.returncode != 0 and message in done.stderr, done.stderr
     assert "listening" not in done.stderr
+
+
+def test_chat_with_spec_type_ngram_drafts_by_prompt_lookup(cli, models):
+    """`specdec chat --spec-type ngram-simple`: replies draft by prompt lookup, and say what the
+    target alone says."""
+    base = [cli, "chat", "-m", models["target"], "--temp", "0", "-n", "24", "-t", "1",
+            "-c", "512"]
+    script = "one two three one two three one two three\n/stats\n"
+    plain = subprocess.run(base, input=script, capture_output=True, text=True, timeout=120)
+    lookup = subprocess.run([*base, "--spec-type", "ngram-simple"], input=script,
+                            capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0 and lookup.returncode == 0, plain.stderr + lookup.stderr
+    reply = plain.stdout.split("last turn:")[0]
+    assert lookup.stdout.startswith(reply), (reply, lookup.stdout)
+    assert "speculative: gamma 8" in lookup.stdout, lookup.stdout  # lookup's default cap
+    assert "speculative: gamma" not in plain.stdout
