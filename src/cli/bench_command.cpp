@@ -206,8 +206,7 @@ int bench_command(const std::vector<std::string>& args) {
     if (o.draft_ngram) fail("--spec-type and --draft-ngram both choose the drafter: give one");
     if (o.drafting.spec_type.none)
       fail("--spec-type none: bench measures speculation; give a drafter");
-    o.draft_ngram =
-        apply_spec_type(o.drafting.spec_type, o.drafting, o.draft_model, true, std::cerr);
+    o.draft_ngram = apply_spec_type(o.drafting.spec_type, o.drafting, o.draft_model, std::cerr);
   }
   if (o.draft_ngram == !o.draft_model.empty()) {
     fail(o.draft_ngram ? "--draft-ngram and -md are mutually exclusive"

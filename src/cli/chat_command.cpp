@@ -103,8 +103,7 @@ int chat_command(const std::vector<std::string>& args) {
   if (model.empty()) fail("-m MODEL is required (see specdec chat --help)");
   check_draft_model_options(drafting);  // bad --draft-*type values fail before any model loads
   // --spec-type ngram-* alone: replies draft by prompt lookup (earlier turns are the prompt).
-  const bool lookup_only =
-      apply_spec_type(drafting.spec_type, drafting, draft_model, true, std::cerr);
+  const bool lookup_only = apply_spec_type(drafting.spec_type, drafting, draft_model, std::cerr);
   const bool hybrid = check_hybrid_option(drafting.hybrid, !draft_model.empty());
   draft_kv_types.check(!draft_model.empty());
 

@@ -761,9 +761,10 @@ void add_draft_model_options(ArgParser& p, DraftModelOptions& options) {
             "llama.cpp's draft context size, whose draft likewise reads only the prompt's end",
             options.context, 0, 1 << 20);
   p.add_int({"--draft-min", "--draft-n-min", "--spec-draft-n-min"}, "N",
-            "a round whose drafts number fewer than N verifies none of them: a plain target "
-            "step instead, as llama-server drops a small draft (at most --draft-max; 0: every "
-            "draft is verified)",
+            "the draft model drafts at least N tokens a round (neither --draft-p-min nor the "
+            "adaptive rule ends it sooner), a round with room for fewer is a plain target step, "
+            "and a shorter prompt-lookup proposal is dropped as llama-server drops a small "
+            "draft (at most --draft-max; 0: off)",
             options.min_drafts, 0, 64);
   add_spec_type_option(p, options.spec_type);
 }
@@ -804,7 +805,7 @@ SpecType parse_spec_type(const std::string& list) {
 }
 
 bool apply_spec_type(const SpecType& type, DraftModelOptions& options, std::string& draft_model,
-                     bool lookup_alone_runs, std::ostream& log) {
+                     std::ostream& log) {
   if (!type.given) return false;
   if (type.none) {
     if (!draft_model.empty()) {
@@ -828,11 +829,6 @@ bool apply_spec_type(const SpecType& type, DraftModelOptions& options, std::stri
     return false;
   }
   // Prompt lookup alone.
-  if (!lookup_alone_runs) {
-    fail(
-        "this command drafts by prompt lookup only beside a draft model: --spec-type "
-        "draft-simple,ngram-mod with -md DRAFT");
-  }
   if (options.hybrid.given && options.hybrid.on) {
     fail("--draft-hybrid needs the draft model, which --spec-type without draft-simple leaves out");
   }

@@ -239,11 +239,11 @@ void add_draft_layout_options(ArgParser& p, DraftModelOptions& options);
 // After parsing, before anything loads: what --spec-type asks of the command's drafting. none
 // clears draft_model (a note on `log` when it named one); draft-simple needs draft_model and sets
 // options.hybrid to whether an ngram type came with it; ngram types alone clear draft_model and
-// return true (draft by prompt lookup alone), or fail where the command cannot
-// (!lookup_alone_runs). An explicit --draft-hybrid/--no-draft-hybrid that contradicts the list
-// fails. Without --spec-type: nothing changes, false.
+// return true: the command drafts by prompt lookup alone (DrafterKind::Ngram). An explicit
+// --draft-hybrid/--no-draft-hybrid that contradicts the list fails. Without --spec-type:
+// nothing changes, false.
 bool apply_spec_type(const SpecType& type, DraftModelOptions& options, std::string& draft_model,
-                     bool lookup_alone_runs, std::ostream& log);
+                     std::ostream& log);
 
 // Throws specdec::Error for a bad --draft-type or --draft-head-type, before anything loads.
 void check_draft_model_options(const DraftModelOptions& options);

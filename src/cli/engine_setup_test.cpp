@@ -156,9 +156,8 @@ TEST(SpecType, ParsesLlamaCppsTypesAndRefusesTheOnesNeedingHeads) {
 
 TEST(SpecType, ChoosesTheDrafters) {
   std::ostringstream log;
-  const auto apply = [&log](const std::string& list, std::string& draft, DraftModelOptions& o,
-                            bool lookup_runs = true) {
-    return apply_spec_type(parse_spec_type(list), o, draft, lookup_runs, log);
+  const auto apply = [&log](const std::string& list, std::string& draft, DraftModelOptions& o) {
+    return apply_spec_type(parse_spec_type(list), o, draft, log);
   };
   {  // none: the draft is not loaded, and the log says so
     DraftModelOptions o;
@@ -181,13 +180,12 @@ TEST(SpecType, ChoosesTheDrafters) {
     std::string none;
     EXPECT_THROW(apply("draft-simple", none, o), Error);  // needs -md
   }
-  {  // ngram types alone: prompt lookup, where the command can; the draft is not loaded
+  {  // ngram types alone: prompt lookup; the draft is not loaded
     DraftModelOptions o;
     std::string draft = "d.gguf";
     EXPECT_TRUE(apply("ngram-mod", draft, o));
     EXPECT_TRUE(draft.empty());
-    std::string other = "d.gguf";
-    EXPECT_THROW(apply("ngram-mod", other, o, false), Error);
+    EXPECT_FALSE(o.hybrid.on);
   }
   {  // an explicit --draft-hybrid or --no-draft-hybrid must agree with the list
     DraftModelOptions o;
@@ -202,7 +200,7 @@ TEST(SpecType, ChoosesTheDrafters) {
   }
   DraftModelOptions untouched;
   std::string draft = "d.gguf";
-  EXPECT_FALSE(apply_spec_type(SpecType{}, untouched, draft, true, log));
+  EXPECT_FALSE(apply_spec_type(SpecType{}, untouched, draft, log));
   EXPECT_EQ(draft, "d.gguf");
   EXPECT_EQ(untouched.hybrid.on, kDefaultDraftHybrid);
 }

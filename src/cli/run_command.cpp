@@ -143,7 +143,7 @@ int run_command(const std::vector<std::string>& args) {
   if (o.drafting.spec_type.given && o.draft_ngram) {
     fail("--spec-type and --draft-ngram both choose the drafter: give one of them");
   }
-  if (apply_spec_type(o.drafting.spec_type, o.drafting, o.draft_model, true, std::cerr)) {
+  if (apply_spec_type(o.drafting.spec_type, o.drafting, o.draft_model, std::cerr)) {
     o.draft_ngram = true;
   }
   if (o.draft_ngram && !o.draft_model.empty()) {

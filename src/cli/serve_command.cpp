@@ -225,7 +225,7 @@ int serve_command(const std::vector<std::string>& args) {
   }
   if (model.empty()) fail("-m MODEL is required (see specdec serve --help)");
   check_draft_model_options(drafting);  // bad --draft-*type values fail before any model loads
-  config.lookup_only = apply_spec_type(drafting.spec_type, drafting, draft_model, true, std::cerr);
+  config.lookup_only = apply_spec_type(drafting.spec_type, drafting, draft_model, std::cerr);
   config.hybrid = check_hybrid_option(drafting.hybrid, !draft_model.empty());
   draft_kv_types.check(!draft_model.empty());
   config.draft_length = drafting.length;

@@ -107,8 +107,10 @@ struct GenerationOptions {
   DrafterKind drafter = DrafterKind::Model;
   NgramParams ngram;      // for DrafterKind::Ngram
   int32_t draft_max = 5;  // γ
-  // llama.cpp's --draft-min: proposals shorter than this are dropped unverified, a plain target
-  // step instead (SpeculativeDecoder::set_min_drafts); 0: none dropped.
+  // llama.cpp's --draft-min: the draft model drafts at least this many a round
+  // (DraftLengthParams::min_drafts), a round with room for fewer is a plain step, and a shorter
+  // one-hot proposal (prompt lookup) is dropped unverified (SpeculativeDecoder::set_min_drafts
+  // says why only one-hot ones); 0: none of that.
   int32_t draft_min = 0;
   DraftLengthParams draft_length;  // draft model: fixed γ or the adaptive expected-gain rule
   // Draft model: the most text tokens a catch-up reads (ModelDrafter::set_context_window); a
