@@ -32,6 +32,25 @@ def post(server, path, body):
     return doc
 
 
+def speculative_and_plain(server, body):
+    """The same greedy request with and without speculation: the text must match and the
+    speculative one must have drafted. Returns the speculative reply."""
+    spec = post(server, "/v1/completions", body)
+    plain = post(server, "/v1/completions", {**body, "speculative": False})
+    assert spec["choices"][0]["text"] == plain["choices"][0]["text"]
+    assert spec["specdec"]["speculative"] is True and spec["specdec"]["rounds"] > 0, spec
+    assert plain["specdec"]["rounds"] == 0
+    return spec
+
+
+def assert_refused_at_start(cli, models, flags, message):
+    """`serve` with these flags exits non-zero, saying `message`, before it listens."""
+    done = subprocess.run([cli, "serve", "-m", models["target"], "--port", "0", *flags],
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0 and message in done.stderr, done.stderr
+    assert "listening" not in done.stderr
+
+
 def test_a_request_that_sets_nothing_gets_the_servers_defaults(defaults_server):
     doc = post(defaults_server, "/v1/chat/completions", {"messages": CHAT})
     assert doc["usage"]["completion_tokens"] == 5  # -n 5, and --ignore-eos: always 5
@@ -104,11 +123,7 @@ def test_introspection_reports_the_defaults_and_the_alias(defaults_server):
     (["--top-p", "lots"], "--top-p expects a number"),
 ])
 def test_bad_defaults_stop_the_server_before_it_loads(cli, models, flags, message):
-    done = subprocess.run([cli, "serve", "-m", models["target"], "--port", "0", *flags],
-                          capture_output=True, text=True, timeout=30)
-    assert done.returncode != 0
-    assert message in done.stderr
-    assert "listening" not in done.stderr
+    assert_refused_at_start(cli, models, flags, message)
 
 
 def test_a_chat_template_in_place_of_the_files(cli, models, tmp_path):
@@ -137,10 +152,7 @@ def test_a_chat_template_in_place_of_the_files(cli, models, tmp_path):
     (["--chat-template-file", "/nonexistent.jinja"], "/nonexistent.jinja"),
 ])
 def test_a_chat_template_specdec_does_not_render_stops_the_server(cli, models, flags, message):
-    done = subprocess.run([cli, "serve", "-m", models["target"], "--port", "0", *flags],
-                          capture_output=True, text=True, timeout=30)
-    assert done.returncode != 0 and message in done.stderr, done.stderr
-    assert "listening" not in done.stderr
+    assert_refused_at_start(cli, models, flags, message)
 
 
 def test_llama_servers_device_and_switch_flags_are_accepted(cli, models):
@@ -198,13 +210,9 @@ def test_llama_servers_speculative_command_line(cli, models):
                      "--spec-draft-p-min", "0.5", "--spec-draft-ngl", "99", "-cd", "256",
                      "-td", "1", "--spec-draft-type-k", "f16"])
     try:
-        body = {"prompt": PROMPT, "max_tokens": 16, "temperature": 0, "ignore_eos": True}
-        spec = post(s, "/v1/completions", body)
-        plain = post(s, "/v1/completions", {**body, "speculative": False})
-        assert spec["choices"][0]["text"] == plain["choices"][0]["text"]
-        assert spec["specdec"]["speculative"] is True and spec["specdec"]["rounds"] > 0, spec
+        spec = speculative_and_plain(s, {"prompt": PROMPT, "max_tokens": 16, "temperature": 0,
+                                         "ignore_eos": True})
         assert spec["specdec"]["draft_max"] == 6
-        assert plain["specdec"]["rounds"] == 0
         native = post(s, "/completion", {"prompt": PROMPT, "n_predict": 4, "temperature": 0})
         settings = native["generation_settings"]
         assert settings["speculative.n_max"] == 6
@@ -243,12 +251,8 @@ def test_spec_type_ngram_alone_serves_prompt_lookup(cli, models):
                      "--spec-type", "ngram-mod"])
     try:
         prompt = "one two three four one two three four one two three four one two"
-        body = {"prompt": prompt, "max_tokens": 48, "temperature": 0, "ignore_eos": True}
-        spec = post(s, "/v1/completions", body)
-        plain = post(s, "/v1/completions", {**body, "speculative": False})
-        assert spec["choices"][0]["text"] == plain["choices"][0]["text"]
-        assert spec["specdec"]["speculative"] is True and spec["specdec"]["rounds"] > 0, spec
-        assert plain["specdec"]["rounds"] == 0
+        speculative_and_plain(s, {"prompt": prompt, "max_tokens": 48, "temperature": 0,
+                                  "ignore_eos": True})
         native = post(s, "/completion", {"prompt": prompt, "n_predict": 2})
         assert native["generation_settings"]["speculative"] is True
         assert json.loads(s.get("/props"))["default_generation_settings"]["speculative"] is True
@@ -266,10 +270,7 @@ def test_spec_type_ngram_alone_serves_prompt_lookup(cli, models):
 ])
 def test_bad_speculative_flags_stop_the_server_before_it_loads(cli, models, flags, message):
     flags = [models["draft"] if f == "DRAFT" else f for f in flags]
-    done = subprocess.run([cli, "serve", "-m", models["target"], "--port", "0", *flags],
-                          capture_output=True, text=True, timeout=30)
-    assert done.returncode != 0 and message in done.stderr, done.stderr
-    assert "listening" not in done.stderr
+    assert_refused_at_start(cli, models, flags, message)
 
 
 def test_llama_servers_other_common_flags_are_taken(cli, models):
@@ -313,10 +314,7 @@ def test_llama_servers_other_common_flags_are_taken(cli, models):
     (["-to", "0"], "--timeout must be in [0.1, 3600]"),
 ])
 def test_llama_server_flags_specdec_cannot_honour_stop_it(cli, models, flags, message):
-    done = subprocess.run([cli, "serve", "-m", models["target"], "--port", "0", *flags],
-                          capture_output=True, text=True, timeout=30)
-    assert done.returncode != 0 and message in done.stderr, done.stderr
-    assert "listening" not in done.stderr
+    assert_refused_at_start(cli, models, flags, message)
 
 
 def test_chat_with_spec_type_ngram_drafts_by_prompt_lookup(cli, models):
