@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <ranges>
 
 #include "common/error.h"
 #include "sampling/mirostat.h"
@@ -240,8 +239,8 @@ int32_t SpeculativeDecoder::step() {
   if (m == 0) return step_baseline();
   // Fewer one-hot drafts than --draft-min: dropped unverified, as llama-server drops a small
   // draft (see set_min_drafts for why only one-hot ones).
-  const auto one_hot = [this](int32_t i) { return q_[static_cast<size_t>(i)].size() == 1; };
-  if (m < min_drafts && std::ranges::all_of(std::views::iota(0, m), one_hot)) {
+  const auto one_hot = [](const Distribution& q) { return q.size() == 1; };
+  if (m < min_drafts && std::all_of(q_.begin(), q_.begin() + m, one_hot)) {
     drafter_->discard_round(tokens_, n, m);
     ++stats_.dropped_rounds;
     stats_.dropped_drafts += m;
