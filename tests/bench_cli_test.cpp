@@ -161,7 +161,7 @@ TEST_F(BenchCli, BadFlagsGiveOneLineErrors) {
   expect_error({"-md", *draft_, "-n", "200"}, "needs -c");
   expect_error({"-md", *draft_, "--bogus"}, "--bogus");
   expect_error({"-md", *draft_, "--no-draft-hybrid", "--ngram-policy", "fixed"},
-               "need --draft-ngram or --draft-hybrid");
+               "they need --draft-ngram, --draft-hybrid");
   expect_error({"--draft-ngram", "--draft-hybrid"}, "--draft-hybrid needs a draft model");
   expect_error({"--draft-ngram", "--ngram-adapt-rate", "2"}, "--ngram-adapt-rate");
   expect_error({"-md", "/nonexistent/draft.gguf"}, "draft.gguf");

@@ -721,7 +721,11 @@ void add_ngram_options(ArgParser& p, NgramParams& params, bool& given) {
 }
 
 void check_ngram_options(const NgramParams& params, bool given, bool draft_ngram) {
-  if (!draft_ngram && given) fail("the --ngram-* options need --draft-ngram or --draft-hybrid");
+  if (!draft_ngram && given) {
+    fail(
+        "the --ngram-* options tune prompt lookup: they need --draft-ngram, --draft-hybrid (the "
+        "default with -md) or --spec-type ngram-*");
+  }
   if (params.n_min > params.n_max) {
     fail("--ngram-min (", params.n_min, ") must not exceed --ngram-max (", params.n_max, ")");
   }

@@ -136,6 +136,8 @@ int serve_command(const std::vector<std::string>& args) {
   KvTypes kv_types;
   DraftKvTypeFlags draft_kv_types;
   add_draft_model_options(p, drafting);
+  bool ngram_given = false;  // any --ngram-* option: the lookup of --draft-hybrid or ngram-*
+  add_ngram_options(p, config.ngram, ngram_given);
   add_kv_type_options(p, kv_types);
   add_draft_kv_type_options(p, draft_kv_types);
   p.add_string({"--host"}, "ADDR", "address to listen on (0.0.0.0: every interface)", config.host);
@@ -227,6 +229,7 @@ int serve_command(const std::vector<std::string>& args) {
   check_draft_model_options(drafting);  // bad --draft-*type values fail before any model loads
   config.lookup_only = apply_spec_type(drafting.spec_type, drafting, draft_model, std::cerr);
   config.hybrid = check_hybrid_option(drafting.hybrid, !draft_model.empty());
+  check_ngram_options(config.ngram, ngram_given, config.hybrid || config.lookup_only);
   draft_kv_types.check(!draft_model.empty());
   config.draft_length = drafting.length;
   config.draft_min = drafting.min_drafts;

@@ -386,6 +386,7 @@ GenerationOptions HttpServer::Impl::request_options(const CompletionRequest& r,
   o.draft_min = r.draft_min.value_or(config.draft_min);
   o.draft_context = config.draft_context;
   o.hybrid = config.hybrid;
+  o.ngram = config.ngram;
   if (config.lookup_only) o.drafter = DrafterKind::Ngram;
   o.logprobs = r.logprobs;
   // echo with logprobs, or prompt_logprobs: the prompt's own tokens are scored too (with the

@@ -55,6 +55,7 @@ struct ServerConfig {
   // Draft by prompt lookup alone, no draft model (llama-server's --spec-type ngram-*):
   // GenerationOptions::drafter Ngram with the default lookup settings.
   bool lookup_only = false;
+  NgramParams ngram;  // the lookup's settings, hybrid or alone (--ngram-max, --ngram-policy, ...)
   // How the embedding endpoints pool a text's token states (engine/embedding.h); nullopt: as the
   // model's file says (last when it says nothing).
   std::optional<Pooling> pooling;

@@ -248,7 +248,7 @@ def test_spec_type_ngram_alone_serves_prompt_lookup(cli, models):
     """llama-server's --spec-type ngram-mod without a draft model: requests draft by prompt
     lookup (the text is the target's own; rounds happen once the text repeats itself)."""
     s = Server(cli, ["-m", models["target"], "-t", "1", "-c", "512", "-np", "2",
-                     "--spec-type", "ngram-mod"])
+                     "--spec-type", "ngram-mod", "--ngram-max", "4", "--ngram-policy", "fixed"])
     try:
         prompt = "one two three four one two three four one two three four one two"
         speculative_and_plain(s, {"prompt": prompt, "max_tokens": 48, "temperature": 0,
@@ -266,6 +266,7 @@ def test_spec_type_ngram_alone_serves_prompt_lookup(cli, models):
     (["--spec-type", "draft-simple,ngram-mod", "--no-draft-hybrid", "-md", "DRAFT"],
      "contradict each other"),
     (["--spec-draft-p-min", "2"], "--spec-draft-p-min"),
+    (["--ngram-max", "2"], "the --ngram-* options tune prompt lookup"),
     (["--spec-draft-n-min", "99"], "--spec-draft-n-min"),
 ])
 def test_bad_speculative_flags_stop_the_server_before_it_loads(cli, models, flags, message):
