@@ -259,7 +259,6 @@ int bench_command(const std::vector<std::string>& args) {
     go.speculative = gamma > 0;
     go.draft_max = gamma > 0 ? gamma : 1;
     go.draft_length = o.drafting.length;
-    go.draft_min = o.drafting.min_drafts;
     go.draft_context = o.drafting.context;
     go.hybrid = hybrid;
     go.drafter = o.draft_ngram ? DrafterKind::Ngram : DrafterKind::Model;

@@ -171,7 +171,6 @@ int chat_command(const std::vector<std::string>& args) {
     go.draft_max = draft_max_for(draft_max, go.sampling.greedy(), !lookup_only);
     if (lookup_only) go.drafter = DrafterKind::Ngram;
     go.draft_length = drafting.length;
-    go.draft_min = drafting.min_drafts;
     go.draft_context = drafting.context;
     go.hybrid = hybrid;
 

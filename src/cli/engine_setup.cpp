@@ -769,7 +769,7 @@ void add_draft_model_options(ArgParser& p, DraftModelOptions& options) {
             "adaptive rule ends it sooner), a round with room for fewer is a plain target step, "
             "and a shorter prompt-lookup proposal is dropped as llama-server drops a small "
             "draft (at most --draft-max; 0: off)",
-            options.min_drafts, 0, 64);
+            options.length.min_drafts, 0, 64);
   add_spec_type_option(p, options.spec_type);
 }
 

@@ -228,7 +228,6 @@ struct DraftModelOptions {
   DraftLengthParams length = default_draft_length();
   HybridOption hybrid;
   int32_t context = kDefaultDraftContext;  // --draft-context
-  int32_t min_drafts = 0;                  // --draft-min (GenerationOptions::draft_min)
   SpecType spec_type;                      // --spec-type
 };
 void add_draft_model_options(ArgParser& p, DraftModelOptions& options);

@@ -110,7 +110,7 @@ TEST(LlamaCppDraftFlags, BothSpellingsSetTheSameOptions) {
             "q8_0", "--cache-type-v-draft", "f16"}}) {
     const auto [o, draft_max, kv] = parse(args);
     EXPECT_EQ(draft_max, 8) << args[0];
-    EXPECT_EQ(o.min_drafts, 2) << args[0];
+    EXPECT_EQ(o.length.min_drafts, 2) << args[0];
     EXPECT_FLOAT_EQ(o.length.p_min, 0.75f) << args[0];
     ASSERT_TRUE(kv.has_value());
     EXPECT_EQ(kv->k, KvType::Q8_0);
@@ -118,7 +118,7 @@ TEST(LlamaCppDraftFlags, BothSpellingsSetTheSameOptions) {
   }
   EXPECT_EQ(std::get<0>(parse({"-cd", "512"})).context, 512);
   EXPECT_EQ(std::get<0>(parse({"--ctx-size-draft", "256"})).context, 256);
-  EXPECT_EQ(std::get<0>(parse({})).min_drafts, 0);
+  EXPECT_EQ(std::get<0>(parse({})).length.min_drafts, 0);
   EXPECT_EQ(std::get<0>(parse({})).length.p_min, 0.0f);
   for (const auto& bad : std::vector<std::vector<std::string>>{{"--draft-p-min", "1.5"},
                                                                {"--spec-draft-p-min", "-0.1"},

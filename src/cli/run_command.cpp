@@ -200,7 +200,6 @@ int run_command(const std::vector<std::string>& args) {
   go.ignore_eos = o.ignore_eos;
   go.draft_max = draft_max_for(o.draft_max, go.sampling.greedy(), !o.draft_ngram);
   go.draft_length = o.drafting.length;
-  go.draft_min = o.drafting.min_drafts;
   go.draft_context = o.drafting.context;
   go.hybrid = hybrid;
   if (hybrid) go.ngram = o.ngram;

@@ -232,7 +232,6 @@ int serve_command(const std::vector<std::string>& args) {
   check_ngram_options(config.ngram, ngram_given, config.hybrid || config.lookup_only);
   draft_kv_types.check(!draft_model.empty());
   config.draft_length = drafting.length;
-  config.draft_min = drafting.min_drafts;
   config.draft_context = drafting.context;
   if (max_body == 0) fail("--max-body-bytes must be at least 1");
   check_request_default_options(config.request_defaults);  // before any model loads

@@ -480,17 +480,17 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   std::unique_ptr<Drafter> drafter;
   std::unique_ptr<ModelDrafter> hybrid_model;  // the parts of a hybrid drafter
   std::unique_ptr<NgramDrafter> hybrid_lookup;
-  // --draft-min: the model drafts at least that many a round, and a hybrid's lookup proposal
-  // shorter than it goes to the model (SpeculativeDecoder::set_min_drafts says why).
-  DraftLengthParams length = opts.draft_length;
-  length.min_drafts = opts.draft_min;
+  // --draft-min (draft_length.min_drafts): the model drafts at least that many a round, and a
+  // hybrid's lookup proposal shorter than it goes to the model (SpeculativeDecoder::
+  // set_min_drafts says why).
+  const int32_t min_drafts = opts.draft_length.min_drafts;
   if (use_model && opts.hybrid) {
-    hybrid_model = std::make_unique<ModelDrafter>(*s.draft, length);
+    hybrid_model = std::make_unique<ModelDrafter>(*s.draft, opts.draft_length);
     hybrid_lookup = std::make_unique<NgramDrafter>(s.target.n_vocab(), opts.ngram);
     drafter = std::make_unique<HybridDrafter>(*hybrid_model, *hybrid_lookup,
-                                              std::max(kHybridMinLookup, opts.draft_min));
+                                              std::max(kHybridMinLookup, min_drafts));
   } else if (use_model) {
-    drafter = std::make_unique<ModelDrafter>(*s.draft, length);
+    drafter = std::make_unique<ModelDrafter>(*s.draft, opts.draft_length);
   } else if (use_ngram) {
     drafter = std::make_unique<NgramDrafter>(s.target.n_vocab(), opts.ngram);
   }
@@ -583,7 +583,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
       return batch_gamma_cap(lookup_cost, active, acceptance);
     });
   }
-  decoder.set_min_drafts(opts.draft_min);
+  decoder.set_min_drafts(min_drafts);
   decoder.set_logprobs(opts.logprobs, opts.post_sampling_probs);
   decoder.set_penalties(penalties);
   if (constraint) decoder.set_constraint(&*constraint);

@@ -107,12 +107,9 @@ struct GenerationOptions {
   DrafterKind drafter = DrafterKind::Model;
   NgramParams ngram;      // for DrafterKind::Ngram
   int32_t draft_max = 5;  // γ
-  // llama.cpp's --draft-min: the draft model drafts at least this many a round
-  // (DraftLengthParams::min_drafts), a round with room for fewer is a plain step, and a shorter
-  // one-hot proposal (prompt lookup) is dropped unverified (SpeculativeDecoder::set_min_drafts
-  // says why only one-hot ones); 0: none of that.
-  int32_t draft_min = 0;
-  DraftLengthParams draft_length;  // draft model: fixed γ or the adaptive expected-gain rule
+  // Draft model: fixed γ or the adaptive expected-gain rule, with llama.cpp's p_min and n_min
+  // (min_drafts, which also drops short lookup proposals: SpeculativeDecoder::set_min_drafts).
+  DraftLengthParams draft_length;
   // Draft model: the most text tokens a catch-up reads (ModelDrafter::set_context_window); a
   // draft that lags by more reads only the last ones. 0: whole text. Not applied where slots
   // share draft rows (batched serving with prefix sharing), whose rows must be a prefix.

@@ -264,13 +264,12 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only,
       oai["stop"] = *s;
     }
     // specdec's own extensions and llama-server's GBNF grammar, as the chat endpoint takes them.
-    for (const char* name :
-         {"seed", "min_p", "typical_p", "top_n_sigma", "xtc_probability", "xtc_threshold",
-          "dynatemp_range", "dynatemp_exponent", "mirostat", "mirostat_tau", "mirostat_eta",
-          "speculative", "draft_max", "speculative.n_max", "speculative.n_min", "speculative.p_min",
-          "ignore_eos", "grammar"}) {
+    for (const char* name : {"seed", "min_p", "typical_p", "top_n_sigma", "xtc_probability",
+                             "xtc_threshold", "dynatemp_range", "dynatemp_exponent", "mirostat",
+                             "mirostat_tau", "mirostat_eta", "ignore_eos", "grammar"}) {
       if (const ordered_json* v = field(j, name)) oai[name] = *v;
     }
+    copy_fields(j, oai, kSpeculativeFields);
   }
   if (const ordered_json* t = field(j, "tools")) oai["tools"] = translate_tools(*t);
   if (const ordered_json* c = field(j, "tool_choice")) translate_tool_choice(*c, oai);

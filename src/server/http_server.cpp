@@ -383,7 +383,7 @@ GenerationOptions HttpServer::Impl::request_options(const CompletionRequest& r,
       r.draft_max.value_or(o.sampling.greedy() ? config.greedy_draft_max : config.draft_max);
   o.draft_length = config.draft_length;
   if (r.draft_p_min) o.draft_length.p_min = *r.draft_p_min;
-  o.draft_min = r.draft_min.value_or(config.draft_min);
+  if (r.draft_min) o.draft_length.min_drafts = *r.draft_min;
   o.draft_context = config.draft_context;
   o.hybrid = config.hybrid;
   o.ngram = config.ngram;

@@ -49,7 +49,6 @@ struct ServerConfig {
   int32_t draft_max = 5;           // γ when a request does not say
   int32_t greedy_draft_max = 5;    // the same for a greedy request (temperature 0)
   DraftLengthParams draft_length;  // fixed γ or the adaptive rule (engine.h)
-  int32_t draft_min = 0;           // llama.cpp's --draft-min when a request does not say
   int32_t draft_context = 0;       // GenerationOptions::draft_context
   bool hybrid = false;             // prompt lookup first, the draft model otherwise (engine.h)
   // Draft by prompt lookup alone, no draft model (llama-server's --spec-type ngram-*):

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "common/error.h"
@@ -61,6 +62,15 @@ std::string required_string(const Json& object, const char* name, const std::str
     bad_field(str_cat(param, ".", name), "must be a string", "invalid_type");
   }
   return v->template get<std::string>();
+}
+
+// Copies each of `names` that `body` holds (and not as null) into `out` as it came: fields a
+// translated request passes on for the chat parser to check.
+template <class Json>
+void copy_fields(const Json& body, Json& out, std::span<const char* const> names) {
+  for (const char* name : names) {
+    if (const Json* v = field(body, name)) out[name] = *v;
+  }
 }
 
 template <class Json>

@@ -247,17 +247,13 @@ NativeRequest parse_native_request(NativeEndpoint endpoint, std::string_view bod
                            "dry_allowed_length",
                            "dry_penalty_last_n",
                            "dry_sequence_breakers",
-                           "speculative",
-                           "draft_max",
-                           "speculative.n_max",
-                           "speculative.n_min",
-                           "speculative.p_min",
                            "stop_token_ids",
                            "min_tokens",
                            "id_slot",
                            "lora"}) {
     if (const ordered_json* v = field(j, name)) o[name] = *v;
   }
+  copy_fields(j, o, kSpeculativeFields);
   // llama-server's samplers list, its default when none is given: the temperature last.
   o["samplers"] = defaults.value_or("samplers", default_sampler_sequence());
   if (const ordered_json* s = field(j, "samplers")) o["samplers"] = *s;
@@ -340,7 +336,7 @@ json options_settings_json(const GenerationOptions& o, int32_t n_ctx) {
               {"grammar", o.grammar != nullptr},
               {"speculative", o.speculative},
               {"speculative.n_max", o.draft_max},
-              {"speculative.n_min", o.draft_min},
+              {"speculative.n_min", o.draft_length.min_drafts},
               {"speculative.p_min", o.draft_length.p_min},
               {"lora", std::move(lora)}};
 }

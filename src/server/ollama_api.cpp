@@ -126,10 +126,8 @@ void translate_common(const ordered_json& body, const std::string& model, ordere
   // takes the alternatives' count as its logprobs (parse_ollama_generate).
   if (const ordered_json* v = field(body, "logprobs")) out["logprobs"] = *v;
   if (const ordered_json* v = field(body, "top_logprobs")) out["top_logprobs"] = *v;
-  for (const char* name : {"speculative", "draft_max", "speculative.n_max", "speculative.n_min",
-                           "speculative.p_min", "ignore_eos"}) {
-    if (const ordered_json* v = field(body, name)) out[name] = *v;
-  }
+  if (const ordered_json* v = field(body, "ignore_eos")) out["ignore_eos"] = *v;
+  copy_fields(body, out, kSpeculativeFields);
   translate_options(body, out, defaults);
   translate_format(body, out);
 }

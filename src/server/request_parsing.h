@@ -5,6 +5,7 @@
 // optional fields (user, penalties, ...) that do not change greedy or sampled output here.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -91,7 +92,7 @@ struct CompletionRequest {
   // Extensions.
   bool speculative = true;           // use the draft model when one is loaded
   std::optional<int32_t> draft_max;  // γ; nullopt: the server's --draft-max
-  // llama-server's speculative.n_min and speculative.p_min (GenerationOptions::draft_min,
+  // llama-server's speculative.n_min and speculative.p_min (DraftLengthParams::min_drafts,
   // DraftLengthParams::p_min); nullopt: the server's --draft-min and --draft-p-min.
   // speculative.n_max is draft_max's other name (0: no speculation, as there).
   std::optional<int32_t> draft_min;
@@ -130,6 +131,11 @@ inline constexpr int32_t kMaxChoices = 16;
 // Prompts times n: each choice is a job, and each job takes a place in the queue.
 inline constexpr int32_t kMaxChoicesPerRequest = 64;
 inline constexpr int32_t kMaxDraftMax = 64;
+// The speculative fields: specdec's (speculative, draft_max) and llama-server's
+// (speculative.n_max, .n_min, .p_min). Every translated endpoint (/completion, Ollama's,
+// Anthropic's, the Responses API) passes them on as they came (copy_fields).
+inline constexpr std::array<const char*, 5> kSpeculativeFields = {
+    "speculative", "draft_max", "speculative.n_max", "speculative.n_min", "speculative.p_min"};
 inline constexpr size_t kMaxJsonDepth = 64;
 
 // How deeply arrays and objects nest in JSON text (strings skipped), without parsing it.

@@ -219,31 +219,13 @@ ResponsesRequest parse_responses_request(std::string_view body, const RequestDef
   if (const ordered_json* m = field(j, "max_output_tokens")) chat["max_tokens"] = *m;
   // Sampling, and specdec's, vLLM's and llama-server's (grammar) extensions, as the chat
   // endpoint takes them.
-  for (const char* name : {"temperature",
-                           "top_p",
-                           "parallel_tool_calls",
-                           "stream",
-                           "seed",
-                           "top_k",
-                           "min_p",
-                           "typical_p",
-                           "top_n_sigma",
-                           "xtc_probability",
-                           "xtc_threshold",
-                           "dynatemp_range",
-                           "dynatemp_exponent",
-                           "mirostat",
-                           "mirostat_tau",
-                           "mirostat_eta",
-                           "speculative",
-                           "draft_max",
-                           "speculative.n_max",
-                           "speculative.n_min",
-                           "speculative.p_min",
-                           "ignore_eos",
-                           "grammar"}) {
+  for (const char* name :
+       {"temperature", "top_p", "parallel_tool_calls", "stream", "seed", "top_k", "min_p",
+        "typical_p", "top_n_sigma", "xtc_probability", "xtc_threshold", "dynatemp_range",
+        "dynatemp_exponent", "mirostat", "mirostat_tau", "mirostat_eta", "ignore_eos", "grammar"}) {
     if (const ordered_json* v = field(j, name)) chat[name] = *v;
   }
+  copy_fields(j, chat, kSpeculativeFields);
   if (const ordered_json* t = field(j, "tools")) chat["tools"] = translate_tools(*t);
   if (const ordered_json* c = field(j, "tool_choice")) {
     chat["tool_choice"] = translate_tool_choice(*c);

@@ -93,7 +93,8 @@ struct DraftLengthParams {
   // llama.cpp's --draft-min: neither p_min nor the adaptive rule ends a round before this many
   // drafts. (llama-server instead drops a shorter draft unverified; for sampled drafts that is
   // not exact: the drafts verified would then be draws from q conditioned on the round going
-  // on, which depends on them, not draws from q. Forcing the length depends on nothing.)
+  // on, which depends on them, not draws from q. Forcing the length depends on nothing.) The
+  // engine also hands it to SpeculativeDecoder::set_min_drafts, for the other proposals.
   int32_t min_drafts = 0;
   // When not empty: the cost of a target pass over 2, 3, ... tokens in decode steps (what
   // `specdec verify-cost` measures), which replaces verify_cost. The line need not be straight:
