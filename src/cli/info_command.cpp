@@ -90,6 +90,12 @@ int info_command(const std::vector<std::string>& args) {
     if (cpu_supports(isa)) std::cout << " " << isa_name(isa);
   }
   std::cout << "; SPECDEC_ISA caps the choice)\n";
+  std::cout << "AMX tiles:     "
+            << (amx_enabled() ? "yes (Q4_K/Q5_K passes of 16 or more rows; SPECDEC_AMX=0 turns "
+                                "them off)"
+                : cpu_has_amx_int8() ? "off (SPECDEC_AMX=0)"
+                                     : "no (this CPU or its kernel runs no AMX-INT8 tiles)")
+            << "\n";
   return 0;
 }
 

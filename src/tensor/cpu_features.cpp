@@ -1,13 +1,22 @@
 #include "tensor/cpu_features.h"
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__clang__) && (defined(__x86_64__) || defined(__i386__))
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#define SPECDEC_AMX_PROBE 1
+#endif
+
+#include "tensor/kernel_types.h"
 
 namespace specdec {
 
@@ -46,6 +55,83 @@ bool cpu_has_avx512_vnni() {
   return false;
 #endif
 }
+
+#if defined(SPECDEC_AMX_PROBE)
+namespace {
+
+// CPUID leaf 7 EDX: AMX-TILE bit 24, AMX-INT8 bit 25; CPUID leaf 1 ECX bit 27: OSXSAVE.
+bool cpuid_lists_amx_int8() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || (c & (1u << 27)) == 0) return false;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (d & (1u << 24)) != 0 && (d & (1u << 25)) != 0;
+}
+
+// XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA): the OS saves the tile state.
+bool os_enables_tiles() {
+  unsigned lo = 0, hi = 0;
+  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  constexpr unsigned kTiles = (1u << 17) | (1u << 18);
+  return (lo & kTiles) == kTiles;
+}
+
+// Linux hands out the tile data state per process on request (arch/x86/include/uapi/asm/prctl.h).
+bool kernel_grants_tiles() {
+  constexpr int kArchReqXcompPerm = 0x1023;
+  constexpr int kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
+// amx_tile_probe() in a child process, so that a tile instruction that faults (SIGILL) or
+// computes wrongly takes down only the child. The child runs nothing but the probe and _exit.
+bool probe_runs_in_child() {
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) _exit(amx_tile_probe() ? 0 : 1);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return false;
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+}  // namespace
+#endif
+
+bool cpu_has_amx_int8() {
+#if defined(SPECDEC_AMX_PROBE)
+  static const bool has = cpu_has_avx512_vnni() && cpuid_lists_amx_int8() && os_enables_tiles() &&
+                          kernel_grants_tiles() && probe_runs_in_child();
+  return has;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+std::atomic<int>& amx_override() {
+  static std::atomic<int> v{-1};  // -1: the environment's choice
+  return v;
+}
+
+bool amx_wanted_by_environment() {
+  static const bool wanted = [] {
+    const char* env = std::getenv("SPECDEC_AMX");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  return wanted;
+}
+
+}  // namespace
+
+bool amx_enabled() {
+  const int v = amx_override().load(std::memory_order_relaxed);
+  const bool want = v < 0 ? amx_wanted_by_environment() : v != 0;
+  return want && cpu_has_amx_int8();
+}
+
+void set_amx_enabled(bool on) { amx_override().store(on ? 1 : 0, std::memory_order_relaxed); }
 
 bool cpu_supports(Isa isa) {
   switch (isa) {

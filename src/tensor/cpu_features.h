@@ -18,6 +18,20 @@ bool cpu_has_avx2();
 // AVX2 as above plus AVX-512 F, BW, VL and VNNI (and the OS saves the zmm state).
 bool cpu_has_avx512_vnni();
 
+// AMX-INT8 tile multiplies can run here: AVX-512 VNNI as above, CPUID lists AMX-TILE and
+// AMX-INT8, the OS enables their register state (XCR0 bits 17 and 18), the Linux kernel grants
+// this process the tile data (arch_prctl ARCH_REQ_XCOMP_PERM) and a tile multiply run in a
+// child process gives the right answer. The last two matter: on one VM here the CPU listed AMX
+// while a tile instruction raised SIGILL. Checked once.
+bool cpu_has_amx_int8();
+
+// Whether matmul uses the AMX tile kernels (packed_dot_k_amx.cpp) for passes over many rows:
+// cpu_has_amx_int8(), unless SPECDEC_AMX=0 (read once) or set_amx_enabled(false) turned them
+// off. They give the same bits as the VNNI kernels, so only speed depends on this.
+bool amx_enabled();
+// Process-wide override for tests and benchmarks; true has no effect where the CPU cannot.
+void set_amx_enabled(bool on);
+
 // Whether code for `isa` can run here.
 bool cpu_supports(Isa isa);
 

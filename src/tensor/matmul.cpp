@@ -37,6 +37,10 @@ std::vector<uint8_t>& widened_scratch() {
   thread_local std::vector<uint8_t> buf;
   return buf;
 }
+std::vector<uint8_t>& tiled_scratch() {
+  thread_local std::vector<uint8_t> buf;
+  return buf;
+}
 
 void check_shape(const WeightMatrix& w) {
   const int64_t bs = traits(w.type).block_size;
@@ -52,13 +56,15 @@ struct Activations {
   // The same rows as PackedActBlocks, for packed matrices (nullptr when none takes part).
   const uint8_t* widened = nullptr;
   size_t widened_stride = 0;
+  // Their codes as AMX tiles (tile_activation_rows), where the tile kernels take part.
+  const uint8_t* tiled = nullptr;
 };
 
 // The k activation rows in the kernel's format: quantized into thread-local scratch, or the
 // floats themselves for F32 weights; with `widen`, also in the packed kernels' format. Rows are
 // quantized independently, so splitting them over threads changes nothing.
 Activations prepare_activations(const DotKernel& kern, int64_t cols, const float* x, int64_t k,
-                                bool widen, ThreadPool& pool) {
+                                bool widen, bool tile, ThreadPool& pool) {
   if (kern.quantize == nullptr) {
     return {reinterpret_cast<const uint8_t*>(x), static_cast<size_t>(cols) * sizeof(float)};
   }
@@ -89,7 +95,14 @@ Activations prepare_activations(const DotKernel& kern, int64_t cols, const float
   } else {
     quantize_rows(0, k);
   }
-  return {dst, stride, wdst, wstride};
+  const uint8_t* tiled = nullptr;
+  if (tile && wdst != nullptr) {
+    std::vector<uint8_t>& tbuf = tiled_scratch();
+    if (tbuf.size() < tiled_activation_bytes(k, cols)) tbuf.resize(tiled_activation_bytes(k, cols));
+    tile_activation_rows(wdst, wstride, k, cols, tbuf.data());
+    tiled = tbuf.data();
+  }
+  return {dst, stride, wdst, wstride, tiled};
 }
 
 // Rows [r0, r1) of w against all k activation rows, in tiles of `tile` activation rows. r0 is
@@ -106,8 +119,14 @@ void rows_times_tiles(const DotKernel& kern, const WeightMatrix& w, Activations 
       // kernels stream better (per type, from packed16_min_rows on: vec_dot.cpp).
       const bool pair = kern.packed16 != nullptr && k >= kern.packed16_min_rows &&
                         r0 + 2 * kPackRows <= packed_end;
-      const PackedDotFn fn = pair ? kern.packed16 : kern.packed;
       const uint8_t* wg = w.packed + static_cast<size_t>(r0 / kPackRows) * group_bytes;
+      if (pair && act.tiled != nullptr) {  // on AMX tiles (the same bits again)
+        kern.packed_tiles(w.cols, wg, act.widened, act.widened_stride, act.tiled, k, out + r0,
+                          w.rows);
+        r0 += 2 * kPackRows;
+        continue;
+      }
+      const PackedDotFn fn = pair ? kern.packed16 : kern.packed;
       for (int64_t t0 = 0; t0 < k; t0 += tile) {
         fn(w.cols, wg, act.widened + static_cast<size_t>(t0) * act.widened_stride,
            act.widened_stride, std::min(tile, k - t0), out + t0 * w.rows + r0, w.rows);
@@ -164,7 +183,11 @@ void matmul_group(std::span<const MatmulTarget> targets, const float* x, int64_t
   if (total_units == 0) return;
   const DotKernel& kern = dot_kernel(w0.type, active_isa());
   const bool widen = any_packed && kern.packed != nullptr;
-  const Activations act = prepare_activations(kern, w0.cols, x, k, widen, pool);
+  // The AMX tile kernels take all k rows in one call (their per-call work, folding the weights,
+  // is shared by all of them).
+  const bool tiles =
+      widen && kern.packed_tiles != nullptr && k >= kern.packed_tiles_min_rows && amx_enabled();
+  const Activations act = prepare_activations(kern, w0.cols, x, k, widen, tiles, pool);
   const int64_t tile = tile_rows(act, k);
 
   // Global unit u runs over the targets' units back to back; a chunk may straddle targets.

@@ -162,7 +162,7 @@ const bool kRegistered = [] {
           ->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark(
           (std::string("MatmulChain/") + std::string(type_name(t))).c_str(), BM_MatmulChain, t)
-          ->ArgsProduct({{6, 8, 9, 10}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 36}, {1, 2}})
+          ->ArgsProduct({{4, 5, 6, 8, 9, 10}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 36, 64, 256}, {1, 2}})
           ->ArgNames({"shape", "k", "threads"})
           ->Unit(benchmark::kMillisecond);
     }

@@ -37,4 +37,11 @@ size_t widened_row_bytes(GgmlType act_type, int64_t n);
 // cpu_has_avx2() is true.
 void widen_activation_row_avx2(bool q8_1, const uint8_t* src, uint8_t* dst, int64_t n);
 
+// The codes of k PackedActBlockK rows of n columns (row stride `stride`) as AMX tiles: for each
+// group of 16 rows, each super-block and each 64-column slice of it, 16 rows of 64 bytes
+// (1 KiB, contiguous), rows past k zero. A tile load then reads one contiguous KiB instead of 16
+// rows scattered a row stride apart, each across two cache lines.
+size_t tiled_activation_bytes(int64_t k, int64_t n);
+void tile_activation_rows(const uint8_t* rows, size_t stride, int64_t k, int64_t n, uint8_t* dst);
+
 }  // namespace specdec

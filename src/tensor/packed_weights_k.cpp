@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "tensor/packed_blocks.h"
+#include "tensor/packed_weights.h"
 
 namespace specdec {
 namespace {
@@ -130,6 +131,36 @@ void widen_q8_k_row(const uint8_t* src, uint8_t* dst, int64_t n) {
     }
     std::memcpy(out.qs, in.qs, sizeof out.qs);
     std::memcpy(dst + static_cast<size_t>(b) * sizeof out, &out, sizeof out);
+  }
+}
+
+size_t tiled_activation_bytes(int64_t k, int64_t n) {
+  constexpr int64_t kTileRows = 16;
+  const int64_t groups = (k + kTileRows - 1) / kTileRows;
+  return static_cast<size_t>(groups * kTileRows * n);
+}
+
+void tile_activation_rows(const uint8_t* rows, size_t stride, int64_t k, int64_t n, uint8_t* dst) {
+  constexpr int64_t kTileRows = 16, kSlice = 64;
+  const int64_t nb = n / kQK_K, groups = (k + kTileRows - 1) / kTileRows;
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t i = 0; i < nb; ++i) {
+      for (int64_t s = 0; s < kQK_K / kSlice; ++s) {
+        uint8_t* tile =
+            dst + static_cast<size_t>(((g * nb + i) * (kQK_K / kSlice) + s) * kTileRows * kSlice);
+        for (int64_t m = 0; m < kTileRows; ++m) {
+          uint8_t* row = tile + m * kSlice;
+          const int64_t t = g * kTileRows + m;
+          if (t >= k) {
+            std::memset(row, 0, kSlice);
+            continue;
+          }
+          const auto* blocks =
+              reinterpret_cast<const PackedActBlockK*>(rows + static_cast<size_t>(t) * stride);
+          std::memcpy(row, blocks[i].qs + s * kSlice, kSlice);
+        }
+      }
+    }
   }
 }
 

@@ -3,7 +3,9 @@
 // K-quants x Q8_K, F16 x F16, BF16 x BF16, F32 x F32.
 #include "tensor/vec_dot.h"
 
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <iterator>
 
 #include "common/error.h"
@@ -17,6 +19,15 @@ struct Tables {
   // Indexed by path (Isa), then by the raw GgmlType id; missing entries have dot == nullptr.
   std::array<std::array<DotKernel, 31>, std::size(kAllIsas)> by_type;
 };
+
+// From how many activation rows the AMX tile kernels run (SPECDEC_AMX_MIN_ROWS=N overrides
+// all three, for measuring).
+int64_t tile_min_rows(GgmlType t) {
+  if (const char* env = std::getenv("SPECDEC_AMX_MIN_ROWS"); env != nullptr && *env != '\0') {
+    return std::max(1L, std::strtol(env, nullptr, 10));
+  }
+  return t == GgmlType::Q6_K ? 1 << 30 : 16;
+}
 
 // The kernels of one path. Only called for paths this CPU supports: the tables of a path
 // are built in its own instruction-set file and may run its instructions.
@@ -109,6 +120,15 @@ void fill_path(Isa isa, std::array<DotKernel, 31>& by) {
     by[static_cast<size_t>(GgmlType::Q4_K)].packed16_min_rows = intel ? 3 : 4;
     by[static_cast<size_t>(GgmlType::Q5_K)].packed16_min_rows = 7;
     by[static_cast<size_t>(GgmlType::Q6_K)].packed16_min_rows = intel ? 6 : 10;
+    if (cpu_has_amx_int8()) {
+      const TileKKernelTable& tiles = packed_k_tile_kernels_amx();
+      by[static_cast<size_t>(GgmlType::Q4_K)].packed_tiles = tiles.q4_k;
+      by[static_cast<size_t>(GgmlType::Q5_K)].packed_tiles = tiles.q5_k;
+      by[static_cast<size_t>(GgmlType::Q6_K)].packed_tiles = tiles.q6_k;
+      for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+        by[static_cast<size_t>(t)].packed_tiles_min_rows = tile_min_rows(t);
+      }
+    }
   }
 }
 

@@ -25,6 +25,10 @@ struct DotKernel {
   // from packed16_min_rows activation rows on (below that `packed` streams the weights faster).
   PackedDotFn packed16 = nullptr;
   int64_t packed16_min_rows = 2;
+  // Optional: `packed16` on AMX tiles (the same bits), used from packed_tiles_min_rows
+  // activation rows on where amx_enabled().
+  TileDotFn packed_tiles = nullptr;
+  int64_t packed_tiles_min_rows = 16;
 };
 
 // The kernel pair for a weight type on one path. Throws for unsupported weight types; a path
