@@ -65,17 +65,20 @@ const PackedKKernelTable& packed_k_kernels_avx512vnni();
 // Two adjacent 8-row groups per call (w: both groups back to back; out rows r < 16), the same
 // bits per row as the 8-row kernels; packed_dot_k16_avx512.cpp, only if cpu_has_avx512_vnni().
 const PackedKKernelTable& packed_k16_kernels_avx512vnni();
-// The same on AMX-INT8 tiles, 16 activation rows at a time (packed_dot_k_amx.cpp), the same bits
+// The K-quant kernels on AMX-INT8 tiles (packed_dot_k_amx.cpp): four adjacent 8-row groups per
+// call (w: the four back to back; out rows r < 32), 16 activation rows at a time, the same bits
 // per row as the others; only if cpu_has_amx_int8(). Besides the PackedActBlockK rows (for
 // their scales and sums) a tile kernel reads their codes from `tiled`, the layout of
-// tile_activation_rows (packed_weights.h) from the call's first row on, which must be the first
-// row of a group of 16.
+// tile_activation_rows (packed_weights.h).
+inline constexpr int kTileWeightRows = 32;
 using TileDotFn = void (*)(int64_t n, const uint8_t* w, const uint8_t* x, size_t x_stride,
                            const uint8_t* tiled, int64_t nx, float* out, int64_t out_stride);
 struct TileKKernelTable {
   TileDotFn q4_k, q5_k, q6_k;
 };
 const TileKKernelTable& packed_k_tile_kernels_amx();
+// How many tile kernel calls this process has made (for tests: the path is taken where meant).
+uint64_t amx_tile_calls();
 // One tile multiply checked against plain arithmetic (packed_dot_k_amx.cpp): true if it ran and
 // gave the right sums. Runs tile instructions: call it only where a fault may happen (a child
 // process, cpu_features.cpp), after the CPUID, XCR0 and kernel-permission checks.

@@ -31,6 +31,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -77,7 +78,7 @@ void ensure_tiles_configured() {
 }
 
 // Per-thread buffers: the folded weights (B tiles) of two super-blocks, the stored tile sums of
-// one super-block for every group of activation rows, and the rows' accumulators.
+// two groups of activation rows, and the rows' accumulators.
 struct Scratch {
   std::vector<uint8_t> weights, sums;
   std::vector<float> acc;
@@ -112,42 +113,46 @@ inline const PackedActBlockK& act_block(const ActRows& r, int m, int64_t i) {
   return reinterpret_cast<const PackedActBlockK*>(r.base + static_cast<size_t>(m) * r.stride)[i];
 }
 
-// The tile sums of one super-block for 16 activation rows (a: their tiled codes), C[part] =
-// A x B[part] over its 4 slices, stored to sums (kParts tiles of 16 x 16 int32). Q4_K/Q5_K use
-// tiles 0..2 or 3..5 by group (`odd`), so that a group's multiplies need not wait for the stores
-// of the one before; Q6_K's five fill tiles 0..4.
+// The tile sums of one super-block for 16 activation rows (a: their tiled codes), C = A x B
+// over its 4 slices for every folded weight copy B, stored to sums (16 x 16 int32 each, in the
+// copies' order). Q4_K/Q5_K: two pairs of 8-row groups x three copies in tiles 0..5, so that
+// each activation tile loaded serves 32 weight rows (loading the activation tiles was the
+// largest cost with 16); Q6_K: one pair's five copies in tiles 0..4.
 template <int kParts>
-inline void tile_sums(const uint8_t* a, const uint8_t* folded, bool odd, int32_t* sums) {
+inline void tile_sums(const uint8_t* a, const uint8_t* folded, int32_t* sums) {
   constexpr long kStride = 64;
-  constexpr int kPart = kSlices * kTileBytes;
+  constexpr int kCopy = kSlices * kTileBytes;
   if constexpr (kParts == 3) {
-#define SPECDEC_Q45_TILES(C0, C1, C2)              \
-  _tile_zero(C0);                                  \
-  _tile_zero(C1);                                  \
-  _tile_zero(C2);                                  \
-  for (int s = 0; s < kSlices; ++s) {              \
-    _tile_loadd(6, a + s * kTileBytes, kStride);   \
-    const uint8_t* b = folded + s * kTileBytes;    \
-    _tile_loadd(7, b, kStride);                    \
-    _tile_dpbsud(C0, 6, 7);                        \
-    _tile_loadd(7, b + kPart, kStride);            \
-    _tile_dpbsud(C1, 6, 7);                        \
-    _tile_loadd(7, b + 2 * kPart, kStride);        \
-    _tile_dpbsud(C2, 6, 7);                        \
-  }                                                \
-  _tile_stored(C0, sums, kStride);                 \
-  _tile_stored(C1, sums + kTile * kTile, kStride); \
-  _tile_stored(C2, sums + 2 * kTile * kTile, kStride);
-    // Tile numbers must be immediates, hence the macro.
-    if (odd) {
-      SPECDEC_Q45_TILES(3, 4, 5)
-    } else {
-      SPECDEC_Q45_TILES(0, 1, 2)
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_zero(4);
+    _tile_zero(5);
+    for (int s = 0; s < kSlices; ++s) {
+      _tile_loadd(6, a + s * kTileBytes, kStride);
+      const uint8_t* b = folded + s * kTileBytes;
+      _tile_loadd(7, b, kStride);
+      _tile_dpbsud(0, 6, 7);
+      _tile_loadd(7, b + kCopy, kStride);
+      _tile_dpbsud(1, 6, 7);
+      _tile_loadd(7, b + 2 * kCopy, kStride);
+      _tile_dpbsud(2, 6, 7);
+      _tile_loadd(7, b + 3 * kCopy, kStride);
+      _tile_dpbsud(3, 6, 7);
+      _tile_loadd(7, b + 4 * kCopy, kStride);
+      _tile_dpbsud(4, 6, 7);
+      _tile_loadd(7, b + 5 * kCopy, kStride);
+      _tile_dpbsud(5, 6, 7);
     }
-#undef SPECDEC_Q45_TILES
+    _tile_stored(0, sums, kStride);
+    _tile_stored(1, sums + kTile * kTile, kStride);
+    _tile_stored(2, sums + 2 * kTile * kTile, kStride);
+    _tile_stored(3, sums + 3 * kTile * kTile, kStride);
+    _tile_stored(4, sums + 4 * kTile * kTile, kStride);
+    _tile_stored(5, sums + 5 * kTile * kTile, kStride);
   } else {
     static_assert(kParts == 5);
-    (void)odd;
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
@@ -158,13 +163,13 @@ inline void tile_sums(const uint8_t* a, const uint8_t* folded, bool odd, int32_t
       const uint8_t* b = folded + s * kTileBytes;
       _tile_loadd(6, b, kStride);
       _tile_dpbsud(0, 5, 6);
-      _tile_loadd(7, b + kPart, kStride);
+      _tile_loadd(7, b + kCopy, kStride);
       _tile_dpbsud(1, 5, 7);
-      _tile_loadd(6, b + 2 * kPart, kStride);
+      _tile_loadd(6, b + 2 * kCopy, kStride);
       _tile_dpbsud(2, 5, 6);
-      _tile_loadd(7, b + 3 * kPart, kStride);
+      _tile_loadd(7, b + 3 * kCopy, kStride);
       _tile_dpbsud(3, 5, 7);
-      _tile_loadd(6, b + 4 * kPart, kStride);
+      _tile_loadd(6, b + 4 * kCopy, kStride);
       _tile_dpbsud(4, 5, 6);
     }
     _tile_stored(0, sums, kStride);
@@ -187,7 +192,7 @@ inline uint8_t* folded_row(uint8_t* folded, int part, int u, int k) {
 
 template <typename P, bool kFive>
 struct TilesQ45 {
-  static constexpr int kParts = 3;
+  static constexpr int kParts = 3, kPairs = 2;
   static void fold(const P& a, const P& b, const KScalesPair& s, uint8_t* folded) {
     const __m512i low3 = _mm512_set1_epi32(7), every_byte = _mm512_set1_epi32(0x01010101);
     for (int j = 0; j < 8; ++j) {
@@ -210,7 +215,7 @@ struct TilesQ45 {
 };
 
 struct TilesQ6 {
-  static constexpr int kParts = 5;
+  static constexpr int kParts = 5, kPairs = 1;
   static void fold(const PackedQ6_Kx8& a, const PackedQ6_Kx8& b, uint8_t* folded) {
     const __m512i bias = _mm512_set1_epi16(128), low16 = _mm512_set1_epi32(0xffff);
     const __m512i two_bits = _mm512_set1_epi16(3);
@@ -264,11 +269,11 @@ inline void fold_block(const P& a, const P& b, uint8_t* folded, BlockScales& bs)
   }
 }
 
-// The float steps of PackedK16 for activation rows m < rows of one group and super-block i,
-// from its stored tile sums c, into acc (16 floats per row).
+// The float steps of PackedK16 for activation rows m < rows of one group, one pair and
+// super-block i, from its stored tile sums c, into acc (16 floats of each row, acc_stride apart).
 template <typename Kind>
 inline void add_block(const ActRows& r, int rows, int64_t i, const int32_t* c,
-                      const BlockScales& bs, float* acc) {
+                      const BlockScales& bs, float* acc, int64_t acc_stride) {
   constexpr bool kMin = Kind::kParts == 3;
   for (int m = 0; m < rows; ++m) {
     const PackedActBlockK& y = act_block(r, m, i);
@@ -286,61 +291,98 @@ inline void add_block(const ActRows& r, int rows, int64_t i, const int32_t* c,
       sumi = _mm512_sub_epi32(sumi, _mm512_slli_epi32(off, 5));
     }
     const __m512 yd = _mm512_set1_ps(y.d);
-    __m512 a = _mm512_loadu_ps(acc + kTile * m);
+    __m512 a = _mm512_loadu_ps(acc + acc_stride * m);
     a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(bs.dw, yd), a);
     if constexpr (kMin) {
       a = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(c_row(c, 2, m)), _mm512_mul_ps(bs.dm, yd), a);
     }
-    _mm512_storeu_ps(acc + kTile * m, a);
+    _mm512_storeu_ps(acc + acc_stride * m, a);
   }
 }
 
-// The 16-row driver shared by the kinds, a software pipeline over super-blocks: the tile sums
-// of super-block i for every group of 16 activation rows, then the folding of super-block i + 1
-// (which streams its weights from memory while the tile unit works), then the float steps of
-// super-block i. Each load thus reads data stored a whole step earlier: a tile load of weights
-// folded just before, or a vector load of a tile just stored, waits for the store, and on the
-// Intel Xeon VM the first version, folding each super-block just before its multiplies, ran
-// no faster than the VNNI kernel.
+// The driver shared by the kinds for Kind::kPairs pairs of 8-row groups at a time, a software
+// pipeline: per super-block i, each group of 16 activation rows has its tile sums issued, then
+// the float steps of the group before it run; the folding of super-block i + 1 (which streams
+// its weights from memory while the tile unit works) comes before the last group's float steps.
+// So every load reads data stored a whole step earlier: a tile load of weights folded just
+// before, or a vector load of a tile just stored, waits for the store, and on the Intel Xeon VM
+// the first version, folding each super-block just before its multiplies and reading each tile
+// right after storing it, ran no faster than the VNNI kernel.
 template <typename P, typename Kind>
-void tiles_run(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, const uint8_t* tiled,
-               int64_t nx, float* out, int64_t os) {
-  constexpr size_t kFoldedBlock = static_cast<size_t>(Kind::kParts) * kSlices * kTileBytes;
-  constexpr int64_t kSumsBlock = int64_t{Kind::kParts} * kTile * kTile;
+void tiles_pass(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, const uint8_t* tiled,
+                int64_t nx, float* out, int64_t os) {
+  constexpr int kPairs = Kind::kPairs, kWidth = kTile * kPairs;  // weight rows of the pass
+  constexpr size_t kFoldedPair = static_cast<size_t>(Kind::kParts) * kSlices * kTileBytes;
+  constexpr size_t kFoldedBlock = kFoldedPair * kPairs;
+  constexpr int64_t kSumsPair = int64_t{Kind::kParts} * kTile * kTile;
+  constexpr int64_t kSumsBlock = kSumsPair * kPairs;
   ensure_tiles_configured();
   Scratch& s = scratch();
   const int64_t nb = n / kQK_K;
-  const auto* wa = reinterpret_cast<const P*>(w);
-  const P* wb = wa + nb;
+  // Pair p's two groups start 2 p nb blocks in.
+  const P* pa[kPairs];
+  const P* pb[kPairs];
+  for (int p = 0; p < kPairs; ++p) {
+    pa[p] = reinterpret_cast<const P*>(w) + 2 * p * nb;
+    pb[p] = pa[p] + nb;
+  }
   const int64_t groups = (nx + kTile - 1) / kTile;
   uint8_t* folded = aligned_bytes(s.weights, 2 * kFoldedBlock);
   auto* sums = reinterpret_cast<int32_t*>(
-      aligned_bytes(s.sums, sizeof(int32_t) * static_cast<size_t>(kSumsBlock * groups)));
-  if (s.acc.size() < static_cast<size_t>(nx * kTile)) s.acc.resize(static_cast<size_t>(nx * kTile));
-  std::fill(s.acc.begin(), s.acc.begin() + nx * kTile, 0.0f);
-  BlockScales scales[2];
-  fold_block<P, Kind>(wa[0], wb[0], folded, scales[0]);
+      aligned_bytes(s.sums, sizeof(int32_t) * static_cast<size_t>(2 * kSumsBlock)));
+  if (s.acc.size() < static_cast<size_t>(nx * kWidth))
+    s.acc.resize(static_cast<size_t>(nx * kWidth));
+  std::fill(s.acc.begin(), s.acc.begin() + nx * kWidth, 0.0f);
+  BlockScales scales[2][kPairs];
+  auto fold = [&](int64_t i) {
+    uint8_t* f = folded + kFoldedBlock * static_cast<size_t>(i % 2);
+    for (int p = 0; p < kPairs; ++p) {
+      prefetch_pair(pa[p], pb[p], nb, i);
+      fold_block<P, Kind>(pa[p][i], pb[p][i], f + kFoldedPair * p, scales[i % 2][p]);
+    }
+  };
+  auto add_group = [&](int64_t i, int64_t g) {
+    const int rows = static_cast<int>(std::min<int64_t>(kTile, nx - g * kTile));
+    const ActRows r{x + static_cast<size_t>(g * kTile) * xs, xs};
+    const int32_t* c = sums + kSumsBlock * (g % 2);
+    for (int p = 0; p < kPairs; ++p) {
+      add_block<Kind>(r, rows, i, c + kSumsPair * p, scales[i % 2][p],
+                      s.acc.data() + g * kTile * kWidth + kTile * p, kWidth);
+    }
+  };
+  fold(0);
   for (int64_t i = 0; i < nb; ++i) {
     const uint8_t* f = folded + kFoldedBlock * static_cast<size_t>(i % 2);
+    // Group g's float steps run after group g + 1's tile sums are issued, so that they read
+    // tiles stored a whole group earlier; the last group's wait behind the next fold.
     for (int64_t g = 0; g < groups; ++g) {
       const uint8_t* a = tiled + static_cast<size_t>((g * nb + i) * kSlices * kTileBytes);
-      tile_sums<Kind::kParts>(a, f, g % 2 != 0, sums + kSumsBlock * g);
+      tile_sums<Kind::kParts>(a, f, sums + kSumsBlock * (g % 2));
+      if (g > 0) add_group(i, g - 1);
     }
-    if (i + 1 < nb) {
-      prefetch_pair(wa, wb, nb, i + 1);
-      fold_block<P, Kind>(wa[i + 1], wb[i + 1],
-                          folded + kFoldedBlock * static_cast<size_t>((i + 1) % 2),
-                          scales[(i + 1) % 2]);
-    }
-    for (int64_t g = 0; g < groups; ++g) {
-      const int rows = static_cast<int>(std::min<int64_t>(kTile, nx - g * kTile));
-      const ActRows r{x + static_cast<size_t>(g * kTile) * xs, xs};
-      add_block<Kind>(r, rows, i, sums + kSumsBlock * g, scales[i % 2],
-                      s.acc.data() + g * kTile * kTile);
-    }
+    if (i + 1 < nb) fold(i + 1);
+    add_group(i, groups - 1);
   }
   for (int64_t t = 0; t < nx; ++t) {
-    _mm512_storeu_ps(out + t * os, _mm512_loadu_ps(s.acc.data() + t * kTile));
+    for (int p = 0; p < kPairs; ++p) {
+      _mm512_storeu_ps(out + t * os + kTile * p,
+                       _mm512_loadu_ps(s.acc.data() + t * kWidth + kTile * p));
+    }
+  }
+}
+
+std::atomic<uint64_t> g_tile_calls{0};
+
+// A call covers 32 weight rows (four 8-row groups): one pass of two pairs, or two of one.
+template <typename P, typename Kind>
+void tiles_run(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, const uint8_t* tiled,
+               int64_t nx, float* out, int64_t os) {
+  g_tile_calls.fetch_add(1, std::memory_order_relaxed);
+  constexpr int kPasses = 2 / Kind::kPairs;
+  const size_t pass_bytes = static_cast<size_t>(2 * Kind::kPairs * (n / kQK_K)) * sizeof(P);
+  for (int q = 0; q < kPasses; ++q) {
+    tiles_pass<P, Kind>(n, w + q * pass_bytes, x, xs, tiled, nx, out + q * kTile * Kind::kPairs,
+                        os);
   }
 }
 
@@ -365,6 +407,8 @@ const TileKKernelTable& packed_k_tile_kernels_amx() {
   };
   return kTable;
 }
+
+uint64_t amx_tile_calls() { return g_tile_calls.load(std::memory_order_relaxed); }
 
 bool amx_tile_probe() {
   configure_tiles();

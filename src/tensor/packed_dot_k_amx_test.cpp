@@ -9,6 +9,7 @@
 
 #include "support/random_floats.h"
 #include "tensor/cpu_features.h"
+#include "tensor/kernel_types.h"
 #include "tensor/matmul.h"
 #include "tensor/packed_weights.h"
 #include "tensor/quant_blocks.h"
@@ -97,18 +98,28 @@ TEST(AmxTiles, OnlyWhereTheCpuRunsThem) {
   }
 }
 
-// 56 rows: three 16-row pairs' worth of packed groups (the last group of 8 runs the 8-row
-// kernel) and no plain rows; 768 columns: three super-blocks.
+// 93 rows: 11 packed groups (two 32-row tile calls, one 16-row VNNI pair, one 8-row group)
+// and 5 plain rows; 768 columns: three super-blocks; 64-96 activation rows (full and padded
+// groups of 16), from where matmul runs Q4_K/Q5_K on tiles (Q6_K stays on VNNI: see
+// KernelsBitwiseThePairKernels for its tile kernel).
 TEST(AmxTiles, BitwiseTheVnniKernels) {
   if (!cpu_has_amx_int8()) GTEST_SKIP() << "this CPU (or its kernel) runs no AMX-INT8 tiles";
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K}) {
+    ASSERT_LE(dot_kernel(t, Isa::kAvx512Vnni).packed_tiles_min_rows, 64) << type_name(t);
+  }
   ThreadPool one(1), two(2);
   for (GgmlType t : kKQuants) {
     for (bool extreme : {false, true}) {
-      const PackedMatrix m = make_packed(t, 56, 768, 5, extreme);
-      for (int64_t k : {16, 17, 31, 32, 45}) {
+      const PackedMatrix m = make_packed(t, 93, 768, 5, extreme);
+      for (int64_t k : {64, 65, 79, 96}) {
         const std::vector<float> x = activations(k, 768, 6, extreme);
+        const uint64_t calls = amx_tile_calls();
         const std::vector<float> vnni = run(m.w, x, k, false, one);
+        EXPECT_EQ(amx_tile_calls(), calls) << "tiles ran with AMX off";
         const std::vector<float> tiles = run(m.w, x, k, true, two);
+        // Two 32-row calls per pass (Q6_K stays on VNNI in matmul).
+        const uint64_t want = t == GgmlType::Q6_K ? calls : calls + 2;
+        EXPECT_EQ(amx_tile_calls(), want) << type_name(t) << " k " << k;
         ASSERT_EQ(std::memcmp(vnni.data(), tiles.data(), sizeof(float) * vnni.size()), 0)
             << type_name(t) << " k " << k << " extreme " << extreme;
       }
@@ -126,7 +137,7 @@ TEST(AmxTiles, KernelsBitwiseThePairKernels) {
     const DotKernel& kern = dot_kernel(t, Isa::kAvx512Vnni);
     ASSERT_NE(kern.packed_tiles, nullptr) << type_name(t);
     for (bool extreme : {false, true}) {
-      const PackedMatrix m = make_packed(t, 16, kCols, 21, extreme);
+      const PackedMatrix m = make_packed(t, kTileWeightRows, kCols, 21, extreme);
       for (int64_t k : {1, 9, 16, 21, 48}) {
         const std::vector<float> x = activations(k, kCols, 22, extreme);
         const size_t qstride = row_bytes(kern.act_type, kCols);
@@ -138,10 +149,15 @@ TEST(AmxTiles, KernelsBitwiseThePairKernels) {
         }
         std::vector<uint8_t> tiled(tiled_activation_bytes(k, kCols));
         tile_activation_rows(wide.data(), wstride, k, kCols, tiled.data());
-        std::vector<float> pair(static_cast<size_t>(16 * k)), tiles(pair.size(), -1.0f);
-        kern.packed16(kCols, m.packed.data(), wide.data(), wstride, k, pair.data(), 16);
+        std::vector<float> pair(static_cast<size_t>(kTileWeightRows * k));
+        std::vector<float> tiles(pair.size(), -1.0f);
+        const size_t pair_bytes = m.packed.size() / 2;  // two 16-row pairs
+        for (int p = 0; p < 2; ++p) {
+          kern.packed16(kCols, m.packed.data() + p * pair_bytes, wide.data(), wstride, k,
+                        pair.data() + 16 * p, kTileWeightRows);
+        }
         kern.packed_tiles(kCols, m.packed.data(), wide.data(), wstride, tiled.data(), k,
-                          tiles.data(), 16);
+                          tiles.data(), kTileWeightRows);
         ASSERT_EQ(std::memcmp(pair.data(), tiles.data(), sizeof(float) * pair.size()), 0)
             << type_name(t) << " k " << k << " extreme " << extreme;
       }
@@ -149,23 +165,24 @@ TEST(AmxTiles, KernelsBitwiseThePairKernels) {
   }
 }
 
-// A row's output does not depend on the other rows of its tile: row r of a 40-row pass equals
-// the same row in a 16-row pass (padded tiles included) and the one-row (VNNI) pass.
+// A row's output does not depend on the other rows of its tile: row r of a 70-row pass (tiles,
+// the last group padded) equals the same row in a 64-row pass (tiles) and in the one-row (VNNI)
+// pass.
 TEST(AmxTiles, RowsIndependentOfTheirTile) {
   if (!cpu_has_amx_int8()) GTEST_SKIP() << "this CPU (or its kernel) runs no AMX-INT8 tiles";
   ThreadPool pool(2);
   for (GgmlType t : kKQuants) {
     const PackedMatrix m = make_packed(t, 32, 512, 9, false);
-    const std::vector<float> x = activations(40, 512, 10, false);
-    const std::vector<float> all = run(m.w, x, 40, true, pool);
-    for (int64_t r : {0, 15, 16, 39}) {
+    const std::vector<float> x = activations(70, 512, 10, false);
+    const std::vector<float> all = run(m.w, x, 70, true, pool);
+    for (int64_t r : {0, 15, 16, 69}) {
       const std::vector<float> one(x.begin() + r * 512, x.begin() + (r + 1) * 512);
       const std::vector<float> alone = run(m.w, one, 1, true, pool);
       ASSERT_EQ(std::memcmp(alone.data(), all.data() + r * 32, sizeof(float) * 32), 0)
           << type_name(t) << " row " << r;
     }
-    const std::vector<float> first16(x.begin(), x.begin() + 16 * 512);
-    const std::vector<float> part = run(m.w, first16, 16, true, pool);
+    const std::vector<float> first64(x.begin(), x.begin() + 64 * 512);
+    const std::vector<float> part = run(m.w, first64, 64, true, pool);
     ASSERT_EQ(std::memcmp(part.data(), all.data(), sizeof(float) * part.size()), 0) << type_name(t);
   }
 }

@@ -26,7 +26,7 @@ int64_t tile_min_rows(GgmlType t) {
   if (const char* env = std::getenv("SPECDEC_AMX_MIN_ROWS"); env != nullptr && *env != '\0') {
     return std::max(1L, std::strtol(env, nullptr, 10));
   }
-  return t == GgmlType::Q6_K ? 1 << 30 : 16;
+  return t == GgmlType::Q6_K ? int64_t{1} << 30 : 64;
 }
 
 // The kernels of one path. Only called for paths this CPU supports: the tables of a path
