@@ -1,5 +1,5 @@
-// The packed K-quant kernels on AMX-INT8 tiles: two adjacent 8-row groups (16 weight rows) per
-// call against any number of activation rows, 16 at a time, for prefills and batched passes.
+// The packed K-quant kernels on AMX-INT8 tiles: four adjacent 8-row groups (32 weight rows) per
+// call against any number of activation rows, 16 at a time, for prefills and wide batched passes.
 //
 // Why: from a few activation rows on, a pass over the Q4_K/Q6_K matrices is bound by the VNNI
 // multiply-adds (one 512-bit vpdpbusd a cycle on port 0 of an Intel core), not by memory. One
@@ -11,11 +11,10 @@
 // columns at once, so a sub-block's 6-bit (Q4_K/Q5_K) or 8-bit (Q6_K) scale cannot be applied after
 // the sum the way the VNNI kernels apply it; it is folded into the weights instead, split into
 // digits small enough that digit x code fits the unsigned byte tdpbsud multiplies:
-//   Q4_K/Q5_K: sc = 8 hi + lo (lo, hi in [0, 8)): sumi = C(q lo) + 8 C(q hi), q < 32 so q x 7 <
-//   256,
-//         and the min term summ = C(m), m the sub-block's 6-bit min in every column;
-//   Q6_K: sc + 128 = sum_e 4^e d_e (d_e in [0, 4)): sum y q sc = sum_e 4^e C(q d_e) - 128 C(q),
-//         q < 64 so q x 3 < 256, and the -32 offset is the VNNI kernels' bsums term;
+//   Q4_K/Q5_K: sc = 8 hi + lo (lo, hi in [0, 8)): sumi = C(q lo) + 8 C(q hi) (q < 32, so
+//     q x 7 < 256), and the min term summ = C(m), m the sub-block's 6-bit min in every column;
+//   Q6_K: sc + 128 = sum_e 4^e d_e (d_e in [0, 4)): sum y q sc = sum_e 4^e C(q d_e) - 128 C(q)
+//     (q < 64, so q x 3 < 256), and the -32 offset is the VNNI kernels' bsums term;
 // where C(v) is the tile sum of activation x v over the super-block. All are exact int32 sums
 // (at most 256 x 217 x 128 in magnitude), equal to the VNNI kernels' sumi whatever the order;
 // the float steps after them are PackedK16's (packed_dot_k16_avx512.cpp) lane for lane, so a
@@ -50,8 +49,8 @@ constexpr int kTile = 16;            // rows of every tile: activation rows, or 
 constexpr int kTileBytes = 1024;     // 16 rows x 64 bytes
 constexpr int kSlices = kQK_K / 64;  // 64-column tile multiplies per super-block
 
-// Tiles 0..4 accumulate (C), 5 holds activation rows (A), 6 and 7 weights (B). Every tile is
-// 16 rows x 64 bytes, so one configuration serves all kernels and is loaded once per thread.
+// Every tile is 16 rows x 64 bytes, so one configuration serves all kernels and is loaded once
+// per thread (which tiles hold sums, activations and weights: tile_sums).
 struct TileConfig {
   uint8_t palette = 1;
   uint8_t start_row = 0;

@@ -3,8 +3,8 @@
 // K-quants x Q8_K, F16 x F16, BF16 x BF16, F32 x F32.
 #include "tensor/vec_dot.h"
 
-#include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <iterator>
 
@@ -20,12 +20,23 @@ struct Tables {
   std::array<std::array<DotKernel, 31>, std::size(kAllIsas)> by_type;
 };
 
-// From how many activation rows the AMX tile kernels run (SPECDEC_AMX_MIN_ROWS=N overrides
-// all three, for measuring).
+// From how many activation rows the AMX tile kernels run: Q4_K/Q5_K from 64 (at 36 the VNNI
+// kernels were faster: the weights' folding is paid once per call), Q6_K not at all (its five
+// weight copies made it slower on the 1.5B's FFN down projection; docs/benchmarks.md).
+// SPECDEC_AMX_MIN_ROWS=N (N >= 1) sets all three, for measuring; another value is ignored with a
+// warning.
 int64_t tile_min_rows(GgmlType t) {
-  if (const char* env = std::getenv("SPECDEC_AMX_MIN_ROWS"); env != nullptr && *env != '\0') {
-    return std::max(1L, std::strtol(env, nullptr, 10));
-  }
+  static const int64_t forced = [] {  // 0: none
+    const char* env = std::getenv("SPECDEC_AMX_MIN_ROWS");
+    if (env == nullptr || *env == '\0') return 0L;
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (*end == '\0' && v >= 1) return v;
+    std::fprintf(stderr, "specdec: ignoring SPECDEC_AMX_MIN_ROWS=%s (expected a row count >= 1)\n",
+                 env);
+    return 0L;
+  }();
+  if (forced > 0) return forced;
   return t == GgmlType::Q6_K ? int64_t{1} << 30 : 64;
 }
 
