@@ -29,6 +29,14 @@ struct AmxScope {
   ~AmxScope() { set_amx_enabled(true); }
 };
 
+// The tiles belong to the AVX-512 path: the tests run on it even where the suite is capped at
+// AVX2 or scalar (SPECDEC_ISA, scripts/test.sh), restoring the choice when they end.
+struct Avx512Scope {
+  Avx512Scope() : saved(active_isa()) { set_active_isa(Isa::kAvx512Vnni); }
+  ~Avx512Scope() { set_active_isa(saved); }
+  Isa saved;
+};
+
 struct PackedMatrix {
   std::vector<uint8_t> bytes, packed;
   WeightMatrix w;
@@ -104,6 +112,7 @@ TEST(AmxTiles, OnlyWhereTheCpuRunsThem) {
 // KernelsBitwiseThePairKernels for its tile kernel).
 TEST(AmxTiles, BitwiseTheVnniKernels) {
   if (!cpu_has_amx_int8()) GTEST_SKIP() << "this CPU (or its kernel) runs no AMX-INT8 tiles";
+  const Avx512Scope isa;
   for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K}) {
     ASSERT_LE(dot_kernel(t, Isa::kAvx512Vnni).packed_tiles_min_rows, 64) << type_name(t);
   }
@@ -170,6 +179,7 @@ TEST(AmxTiles, KernelsBitwiseThePairKernels) {
 // pass.
 TEST(AmxTiles, RowsIndependentOfTheirTile) {
   if (!cpu_has_amx_int8()) GTEST_SKIP() << "this CPU (or its kernel) runs no AMX-INT8 tiles";
+  const Avx512Scope isa;
   ThreadPool pool(2);
   for (GgmlType t : kKQuants) {
     const PackedMatrix m = make_packed(t, 32, 512, 9, false);
