@@ -113,10 +113,6 @@ void rows_times_tiles(const DotKernel& kern, const WeightMatrix& w, Activations 
     const int64_t packed_end = std::min(r1, w.rows / kPackRows * kPackRows);
     const size_t group_bytes = kPackRows * w.row_stride;
     while (r0 < packed_end) {
-      // Two groups at once where the kernel has that form, both are in this range, and there
-      // are enough activation rows: the 16-row kernels are faster where the multiply-adds
-      // bound the pass, but with few rows the pass is bound by memory, and there the 8-row
-      // kernels stream better (per type, from packed16_min_rows on: vec_dot.cpp).
       const uint8_t* wg = w.packed + static_cast<size_t>(r0 / kPackRows) * group_bytes;
       // On AMX tiles (the same bits again), 32 weight rows against all k activation rows per
       // call. (Blocking the activation rows so that a block stays in L2 while a thread's weight
@@ -128,6 +124,10 @@ void rows_times_tiles(const DotKernel& kern, const WeightMatrix& w, Activations 
         r0 += kTileWeightRows;
         continue;
       }
+      // Two groups at once where the kernel has that form, both are in this range, and there
+      // are enough activation rows: the 16-row kernels are faster where the multiply-adds
+      // bound the pass, but with few rows the pass is bound by memory, and there the 8-row
+      // kernels stream better (per type, from packed16_min_rows on: vec_dot.cpp).
       const bool pair = kern.packed16 != nullptr && k >= kern.packed16_min_rows &&
                         r0 + 2 * kPackRows <= packed_end;
       const PackedDotFn fn = pair ? kern.packed16 : kern.packed;

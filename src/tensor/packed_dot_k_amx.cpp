@@ -23,8 +23,12 @@
 // Compiled with AVX-512 F/BW/VL/VNNI plus AMX-TILE/AMX-INT8; only reached after
 // cpu_has_amx_int8() (cpu_features.h), which checks that the kernel granted this process the
 // tile state and that amx_tile_probe() below gives the right answer.
+// GCC 12's 512-bit intrinsics without a mask start from _mm512_undefined_*(), which it then
+// reports at inlined uses as maybe-uninitialized or, once the buffers below are plain pointers,
+// uninitialized (GCC bug 105593, fixed in GCC 13; see packed_dot_k16_avx512.cpp).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include <immintrin.h>
@@ -34,20 +38,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "tensor/kernel_types.h"
 #include "tensor/packed_blocks.h"
 #include "tensor/packed_dot_k_x86.h"
 #include "tensor/packed_k_pair_avx512.h"
 #include "tensor/packed_pair_avx512.h"
+#include "tensor/packed_weights.h"
 
 namespace specdec {
 namespace {
 
-constexpr int kTile = 16;            // rows of every tile: activation rows, or 4-column groups
-constexpr int kTileBytes = 1024;     // 16 rows x 64 bytes
-constexpr int kSlices = kQK_K / 64;  // 64-column tile multiplies per super-block
+// Rows of every tile (activation rows, or 4-column groups of weights) and its bytes: the tiled
+// activations' shape (packed_weights.h).
+constexpr int kTile = kActTileRows;
+constexpr int kTileBytes = kActTileRows * kActTileSliceBytes;
+constexpr int kSlices = kQK_K / kActTileSliceBytes;  // tile multiplies per super-block
 
 // Every tile is 16 rows x 64 bytes, so one configuration serves all kernels and is loaded once
 // per thread (which tiles hold sums, activations and weights: tile_sums).
@@ -76,22 +82,9 @@ void ensure_tiles_configured() {
   }
 }
 
-// Per-thread buffers: the folded weights (B tiles) of two super-blocks, the stored tile sums of
-// two groups of activation rows, and the rows' accumulators.
-struct Scratch {
-  std::vector<uint8_t> weights, sums;
-  std::vector<float> acc;
-};
-Scratch& scratch() {
-  thread_local Scratch s;
-  return s;
-}
-
-uint8_t* aligned_bytes(std::vector<uint8_t>& v, size_t bytes) {
-  if (v.size() < bytes + 64) v.resize(bytes + 64);
-  const auto p = reinterpret_cast<uintptr_t>(v.data());
-  return v.data() + ((64 - p % 64) % 64);
-}
+// Per-thread buffers (amx_scratch slots): the folded weights (B tiles) of two super-blocks, the
+// stored tile sums of two groups of activation rows, and the rows' accumulators.
+enum ScratchSlot { kFoldedSlot = 0, kSumsSlot = 1, kAccSlot = 2 };
 
 // Word-wise multiply of bytes by a per-lane digit: each 16-bit word holds two codes and each
 // product is below 256, so no carry crosses a byte and vpmullw gives the bytes' products.
@@ -316,7 +309,6 @@ void tiles_pass(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, const 
   constexpr int64_t kSumsPair = int64_t{Kind::kParts} * kTile * kTile;
   constexpr int64_t kSumsBlock = kSumsPair * kPairs;
   ensure_tiles_configured();
-  Scratch& s = scratch();
   const int64_t nb = n / kQK_K;
   // Pair p's two groups start 2 p nb blocks in.
   const P* pa[kPairs];
@@ -326,12 +318,12 @@ void tiles_pass(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, const 
     pb[p] = pa[p] + nb;
   }
   const int64_t groups = (nx + kTile - 1) / kTile;
-  uint8_t* folded = aligned_bytes(s.weights, 2 * kFoldedBlock);
+  uint8_t* folded = amx_scratch(kFoldedSlot, 2 * kFoldedBlock);
   auto* sums = reinterpret_cast<int32_t*>(
-      aligned_bytes(s.sums, sizeof(int32_t) * static_cast<size_t>(2 * kSumsBlock)));
-  if (s.acc.size() < static_cast<size_t>(nx * kWidth))
-    s.acc.resize(static_cast<size_t>(nx * kWidth));
-  std::fill(s.acc.begin(), s.acc.begin() + nx * kWidth, 0.0f);
+      amx_scratch(kSumsSlot, sizeof(int32_t) * static_cast<size_t>(2 * kSumsBlock)));
+  const size_t acc_bytes = sizeof(float) * static_cast<size_t>(nx * kWidth);
+  auto* acc = reinterpret_cast<float*>(amx_scratch(kAccSlot, acc_bytes));
+  std::memset(acc, 0, acc_bytes);  // 0.0f
   BlockScales scales[2][kPairs];
   auto fold = [&](int64_t i) {
     uint8_t* f = folded + kFoldedBlock * static_cast<size_t>(i % 2);
@@ -346,7 +338,7 @@ void tiles_pass(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, const 
     const int32_t* c = sums + kSumsBlock * (g % 2);
     for (int p = 0; p < kPairs; ++p) {
       add_block<Kind>(r, rows, i, c + kSumsPair * p, scales[i % 2][p],
-                      s.acc.data() + g * kTile * kWidth + kTile * p, kWidth);
+                      acc + g * kTile * kWidth + kTile * p, kWidth);
     }
   };
   fold(0);
@@ -364,8 +356,7 @@ void tiles_pass(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, const 
   }
   for (int64_t t = 0; t < nx; ++t) {
     for (int p = 0; p < kPairs; ++p) {
-      _mm512_storeu_ps(out + t * os + kTile * p,
-                       _mm512_loadu_ps(s.acc.data() + t * kWidth + kTile * p));
+      _mm512_storeu_ps(out + t * os + kTile * p, _mm512_loadu_ps(acc + t * kWidth + kTile * p));
     }
   }
 }

@@ -40,8 +40,16 @@ void widen_activation_row_avx2(bool q8_1, const uint8_t* src, uint8_t* dst, int6
 // The codes of k PackedActBlockK rows of n columns (row stride `stride`) as AMX tiles: for each
 // group of 16 rows, each super-block and each 64-column slice of it, 16 rows of 64 bytes
 // (1 KiB, contiguous), rows past k zero. A tile load then reads one contiguous KiB instead of 16
-// rows scattered a row stride apart, each across two cache lines.
+// rows scattered a row stride apart, each across two cache lines. The AMX kernels
+// (packed_dot_k_amx.cpp) read this layout.
+inline constexpr int kActTileRows = 16;        // activation rows per tile
+inline constexpr int kActTileSliceBytes = 64;  // columns (bytes) per tile row
 size_t tiled_activation_bytes(int64_t k, int64_t n);
+// Per-thread scratch for the AMX kernels: `bytes` bytes, 64-byte aligned, slot 0..2, grown and
+// kept. Here, in a translation unit compiled for the baseline, because a std::vector used in
+// packed_dot_k_amx.cpp would instantiate its inline members there, compiled with AVX-512, and
+// the linker may keep that copy for every caller (see quant_blocks.h).
+uint8_t* amx_scratch(int slot, size_t bytes);
 void tile_activation_rows(const uint8_t* rows, size_t stride, int64_t k, int64_t n, uint8_t* dst);
 
 }  // namespace specdec

@@ -1,6 +1,8 @@
 #include "tensor/packed_weights_k.h"
 
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "tensor/packed_blocks.h"
 #include "tensor/packed_weights.h"
@@ -135,13 +137,12 @@ void widen_q8_k_row(const uint8_t* src, uint8_t* dst, int64_t n) {
 }
 
 size_t tiled_activation_bytes(int64_t k, int64_t n) {
-  constexpr int64_t kTileRows = 16;
-  const int64_t groups = (k + kTileRows - 1) / kTileRows;
-  return static_cast<size_t>(groups * kTileRows * n);
+  const int64_t groups = (k + kActTileRows - 1) / kActTileRows;
+  return static_cast<size_t>(groups * kActTileRows * n);
 }
 
 void tile_activation_rows(const uint8_t* rows, size_t stride, int64_t k, int64_t n, uint8_t* dst) {
-  constexpr int64_t kTileRows = 16, kSlice = 64;
+  constexpr int64_t kTileRows = kActTileRows, kSlice = kActTileSliceBytes;
   const int64_t nb = n / kQK_K, groups = (k + kTileRows - 1) / kTileRows;
   for (int64_t g = 0; g < groups; ++g) {
     for (int64_t i = 0; i < nb; ++i) {
@@ -162,6 +163,14 @@ void tile_activation_rows(const uint8_t* rows, size_t stride, int64_t k, int64_t
       }
     }
   }
+}
+
+uint8_t* amx_scratch(int slot, size_t bytes) {
+  thread_local std::vector<uint8_t> buffers[3];
+  std::vector<uint8_t>& v = buffers[slot];
+  if (v.size() < bytes + 64) v.resize(bytes + 64);
+  const auto p = reinterpret_cast<uintptr_t>(v.data());
+  return v.data() + (64 - p % 64) % 64;
 }
 
 }  // namespace specdec
