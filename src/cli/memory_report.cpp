@@ -18,7 +18,8 @@ nlohmann::json model_json(const ModelMemory& m, int32_t n_ctx) {
                       {"kv_cache_tokens", n_ctx},
                       {"kv_cache_type_k", kv_type_name(m.kv_types.k)},
                       {"kv_cache_type_v", kv_type_name(m.kv_types.v)},
-                      {"scratch_bytes", m.scratch_bytes}};
+                      {"scratch_bytes", m.scratch_bytes},
+                      {"file_access", m.file_read ? "read" : "map"}};
   if (m.mapped_resident) j["mapped_resident_bytes"] = *m.mapped_resident;
   return j;
 }
@@ -29,6 +30,7 @@ ModelMemory model_memory(const LoadedModel& lm, int32_t n_ctx, KvTypes kv_types)
   ModelMemory m;
   m.file_bytes = lm.file->file_size();
   m.weight_bytes = lm.model->weight_bytes();
+  m.file_read = lm.file->access() == gguf::GgufFile::Access::Read;
   const std::span<const uint8_t> mapping = lm.file->mapping();
   m.mapped_resident = resident_bytes(mapping.data(), mapping.size());
   m.packed_bytes = lm.model->packed_weight_bytes();
@@ -41,11 +43,18 @@ ModelMemory model_memory(const LoadedModel& lm, int32_t n_ctx, KvTypes kv_types)
 
 std::string describe_memory(const ModelMemory& m, int32_t n_ctx) {
   std::ostringstream out;
-  out << "weights " << hb(m.weight_bytes) << " mapped";
-  if (m.mapped_resident) out << " (" << hb(*m.mapped_resident) << " of the file resident)";
-  out << ", packed copies " << hb(m.packed_bytes) << " (" << hb(m.released_bytes)
-      << " of the mapping released), KV cache " << hb(m.kv_cache_bytes) << " (" << n_ctx
-      << " tokens, " << kv_types_name(m.kv_types) << "), scratch " << hb(m.scratch_bytes);
+  if (m.file_read) {
+    // Anonymous memory: all of it resident, nothing to release after packing.
+    out << "weights " << hb(m.weight_bytes) << " read into memory (--no-mmap), packed copies "
+        << hb(m.packed_bytes);
+  } else {
+    out << "weights " << hb(m.weight_bytes) << " mapped";
+    if (m.mapped_resident) out << " (" << hb(*m.mapped_resident) << " of the file resident)";
+    out << ", packed copies " << hb(m.packed_bytes) << " (" << hb(m.released_bytes)
+        << " of the mapping released)";
+  }
+  out << ", KV cache " << hb(m.kv_cache_bytes) << " (" << n_ctx << " tokens, "
+      << kv_types_name(m.kv_types) << "), scratch " << hb(m.scratch_bytes);
   return out.str();
 }
 

@@ -17,7 +17,10 @@
 namespace specdec::cli {
 
 struct ModelMemory {
-  size_t file_bytes = 0;                  // the whole GGUF, mapped read-only
+  size_t file_bytes = 0;  // the whole GGUF, mapped read-only or read whole
+  // The file was read into anonymous memory at open (--no-mmap) instead of mapped: its bytes are
+  // all resident, and nothing of it can be released after packing (no file behind the pages).
+  bool file_read = false;
   size_t weight_bytes = 0;                // the tensors bound from it
   std::optional<size_t> mapped_resident;  // pages of the mapping in the process now
   size_t packed_bytes = 0;                // row-interleaved copies (heap)

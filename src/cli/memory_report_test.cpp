@@ -26,6 +26,12 @@ TEST(MemoryReport, DescribesEachPart) {
   EXPECT_NE(describe_memory(m, 128).find("(128 tokens, q8_0)"), std::string::npos);
   m.mapped_resident.reset();  // no pagemap: the residency is left out, not guessed
   EXPECT_EQ(describe_memory(m, 128).find("resident"), std::string::npos);
+  // --no-mmap: the file is in anonymous memory, so neither "mapped" nor a mapping released.
+  m.file_read = true;
+  m.released_bytes = 0;
+  EXPECT_EQ(describe_memory(m, 128),
+            "weights 3.0 MiB read into memory (--no-mmap), packed copies 2.0 MiB, KV cache 4.0 MiB "
+            "(128 tokens, q8_0), scratch 512 B");
 
   ProcessMemory p;
   EXPECT_NE(describe_process(p).find("unknown"), std::string::npos);
@@ -70,6 +76,7 @@ TEST(MemoryReport, ReportsBothModelsAndTheProcess) {
     }
   }
   EXPECT_EQ(j["draft"]["packed_bytes"], draft.model->packed_weight_bytes());
+  EXPECT_EQ(j["target"]["file_access"], "map");
   if (p.ok) {
     EXPECT_EQ(j["process"]["rss_bytes"], p.rss);
     EXPECT_GE(j["process"]["peak_rss_bytes"].get<size_t>(), p.rss);
@@ -80,6 +87,24 @@ TEST(MemoryReport, ReportsBothModelsAndTheProcess) {
   EXPECT_EQ(q8["draft"]["kv_cache_type_v"], "f16");
   EXPECT_EQ(q8["target"]["kv_cache_bytes"],
             KvCache(target.model->config(), 64, {KvType::Q8_0, KvType::F16}).bytes());
+}
+
+TEST(MemoryReport, SaysWhenTheFileWasReadNotMapped) {
+  testing::TinyModelSpec spec;
+  spec.weight_type = GgmlType::Q8_0;
+  spec.n_embd = 128;
+  const std::string path = testing::write_tiny_model(spec, testing::temp_path("mr_read.gguf"));
+  LoadedModel read = LoadedModel::load(path, ModelLoadOptions{}, gguf::GgufFile::Access::Read);
+  const ModelMemory m = model_memory(read, 64);
+  EXPECT_TRUE(m.file_read);
+  EXPECT_EQ(m.released_bytes, 0u);  // anonymous pages: nothing goes back to a file
+  const std::string text = describe_memory(m, 64);
+  EXPECT_NE(text.find("read into memory (--no-mmap)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("mapped"), std::string::npos) << text;
+  EXPECT_EQ(text.find("mapping"), std::string::npos) << text;
+  EXPECT_EQ(memory_to_json(read, nullptr, 64, read_process_memory())["target"]["file_access"],
+            "read");
+  EXPECT_FALSE(model_memory(LoadedModel::load(path), 64).file_read);
 }
 
 }  // namespace
