@@ -50,13 +50,15 @@ constexpr std::array<NumericFlag, 21> kNumericFlags = {{
 }};
 
 // The other flags' fields.
-constexpr std::array<std::pair<const char*, const char*>, 6> kOtherFlags = {{
+constexpr std::array<std::pair<const char*, const char*>, 8> kOtherFlags = {{
     {"--samplers", "samplers"},
     {"--logit-bias", "logit_bias"},
     {"--dry-sequence-breaker", "dry_sequence_breakers"},
     {"--seed", "seed"},
     {"--n-predict", "max_tokens"},
     {"--ignore-eos", "ignore_eos"},
+    {"--reasoning-format", "reasoning_format"},
+    {"--reasoning-budget", "chat_template_kwargs.enable_thinking"},
 }};
 
 constexpr const char* kRequestsThat = "requests' default ";
@@ -138,6 +140,27 @@ void add_request_default_options(ArgParser& p, server::RequestDefaults& defaults
   p.add_value({"--ignore-eos"}, "",
               "every request that does not say otherwise goes on past the end-of-text token",
               [&d](const std::string&) { d["ignore_eos"] = true; });
+  // llama-server's reasoning flags, for thinking templates (server/reasoning.h).
+  p.add_value({"--reasoning-format"}, "FORMAT",
+              "how a thinking model's reply comes back when a request does not say "
+              "(reasoning_format): auto or deepseek, its <think> block apart (reasoning_content, "
+              "Ollama's thinking, a thinking block); none, the reply whole in the content "
+              "(default: auto)",
+              [&d](const std::string& v) { d["reasoning_format"] = v; });
+  p.add_value({"--reasoning-budget"}, "N",
+              "-1: thinking models think (the default); 0: they do not, unless a request asks "
+              "(chat_template_kwargs.enable_thinking, Ollama's think, Anthropic's thinking), as "
+              "llama-server's; other budgets are refused",
+              [&d](const std::string& v) {
+                const int64_t n = parse_int(v, "--reasoning-budget");
+                if (n == -1) {
+                  d.erase("chat_template_kwargs");
+                } else if (n == 0) {
+                  d["chat_template_kwargs"] = {{"enable_thinking", false}};
+                } else {
+                  fail("--reasoning-budget must be -1 (unrestricted) or 0 (no thinking), got ", n);
+                }
+              });
 }
 
 void check_request_default_options(const server::RequestDefaults& defaults) {

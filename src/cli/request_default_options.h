@@ -17,7 +17,8 @@ namespace specdec::cli {
 // --dynatemp-range, --dynatemp-exp, --mirostat, --mirostat-ent, --mirostat-lr, --samplers,
 // --sampling-seq, --repeat-penalty, --presence-penalty, --frequency-penalty, --repeat-last-n,
 // -l/--logit-bias, the --dry-* flags, -s/--seed (-1: a random seed per request, as without it),
-// -n/--n-predict (-1: no limit, as without it), --ignore-eos.
+// -n/--n-predict (-1: no limit, as without it), --ignore-eos, --reasoning-format (auto, deepseek,
+// none) and --reasoning-budget (-1, or 0: chat_template_kwargs.enable_thinking false).
 void add_request_default_options(ArgParser& p, server::RequestDefaults& defaults);
 
 // Checks the values as a request that sent them would be checked (server/request_defaults.h);

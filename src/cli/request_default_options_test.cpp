@@ -85,6 +85,19 @@ TEST(RequestDefaultOptions, MinusOneMeansTheDefaultForSeedAndLength) {
   EXPECT_EQ(defaults_of({"-s", "5", "-s", "-1", "-n", "8", "-n", "-1"}), json::object());
 }
 
+TEST(RequestDefaultOptions, ReasoningFlagsAsLlamaServersSetTheRequestFields) {
+  EXPECT_EQ(
+      defaults_of({"--reasoning-format", "none", "--reasoning-budget", "0"}),
+      json({{"reasoning_format", "none"}, {"chat_template_kwargs", {{"enable_thinking", false}}}}));
+  EXPECT_EQ(defaults_of({"--reasoning-budget", "0", "--reasoning-budget", "-1"}), json::object());
+  EXPECT_EQ(error_of({"--reasoning-budget", "512"}),
+            "--reasoning-budget must be -1 (unrestricted) or 0 (no thinking), got 512");
+  EXPECT_EQ(error_of({"--reasoning-format", "raw"}),
+            "--reasoning-format: reasoning_format must be auto, deepseek or none, got 'raw'");
+  EXPECT_NE(error_of({"--reasoning-format", "deepseek-legacy"}).find("not supported"),
+            std::string::npos);
+}
+
 TEST(RequestDefaultOptions, BadValuesNameTheFlag) {
   EXPECT_EQ(error_of({"--temp", "3"}), "--temp: 'temperature' must be between 0 and 2, got 3");
   EXPECT_EQ(error_of({"-n", "0"}),

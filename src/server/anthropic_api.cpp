@@ -305,7 +305,8 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only,
   CompletionRequest out =
       parse_translated_chat(oai, anthropic_param, count_only ? RequestDefaults{} : defaults);
   out.prefill = std::move(turns.prefill);
-  out.enable_thinking = thinking;
+  // Unsaid, the server's default (--reasoning-budget) stays.
+  if (thinking) out.enable_thinking = thinking;
   return out;
 }
 

@@ -75,8 +75,8 @@ std::optional<ApiError> job_error(const Job& job);
 // tools or tool turns meet a template without a tool-calling convention.
 std::string chat_prompt_text(const CompletionRequest& r, const Engine& e);
 // How a request's replies split into reasoning and content: a chat request's do when the
-// model's template thinks (ChatTemplate::thinking()), starting inside the block when the prefill
-// leaves a <think> block open.
+// model's template thinks (ChatTemplate::thinking()) and its reasoning_format is not none,
+// starting inside the block when the prefill leaves a <think> block open.
 ReasoningMode reasoning_mode(const CompletionRequest& r, const Engine& e);
 
 struct HttpServer::Impl {

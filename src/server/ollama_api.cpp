@@ -294,7 +294,7 @@ OllamaRequest parse_ollama_chat(std::string_view body, const RequestDefaults& de
   if (const ordered_json* choice = field(j, "tool_choice")) chat["tool_choice"] = *choice;
   out.request = parse_translated_chat(chat, client_name, t.defaults);
   out.request.model = ollama_model_name(out.model);
-  out.request.enable_thinking = out.think;
+  if (out.think) out.request.enable_thinking = out.think;  // else the server's default
   return out;
 }
 
@@ -346,7 +346,7 @@ OllamaRequest parse_ollama_generate(std::string_view body, const RequestDefaults
     messages.push_back({{"role", "user"}, {"content", prompt}});
     req["messages"] = std::move(messages);
     out.request = parse_translated_chat(req, client_name, t.defaults);
-    out.request.enable_thinking = out.think;
+    if (out.think) out.request.enable_thinking = out.think;  // else the server's default
   }
   out.request.model = ollama_model_name(out.model);
   return out;

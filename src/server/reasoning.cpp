@@ -21,6 +21,13 @@ void drop_leading_newlines(std::string& s) {
 
 }  // namespace
 
+std::optional<ReasoningFormat> reasoning_format_named(std::string_view name) {
+  if (name == "auto") return ReasoningFormat::Auto;
+  if (name == "deepseek") return ReasoningFormat::Deepseek;
+  if (name == "none") return ReasoningFormat::None;
+  return std::nullopt;
+}
+
 ReasoningStream::ReasoningStream(bool opened) : state_(opened ? State::Reasoning : State::Start) {}
 
 ReasoningSplit ReasoningStream::push(std::string_view text) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,6 +27,16 @@ struct ReasoningSplit {
 // reasoning: the reply ended inside it); a reply that does not open with the tag is all content.
 // `opened`: the prompt itself ended with "<think>", so the reply starts inside the block.
 ReasoningSplit split_reasoning(std::string_view reply, bool opened = false);
+
+// llama-server's reasoning_format (its --reasoning-format flag and the request field): `auto`
+// and `deepseek` split a thinking template's reply as above (the tags are DeepSeek-R1's and
+// Qwen3's, the only convention here, so the two are one); `none` leaves the reply whole in the
+// content, tags and all, as a model without the tags gives it. (llama-server's deepseek-legacy,
+// the block kept in the content and given as reasoning too, is refused by name.)
+enum class ReasoningFormat { Auto, Deepseek, None };
+// The format a name gives; nullopt for any other name ("deepseek-legacy" included).
+std::optional<ReasoningFormat> reasoning_format_named(std::string_view name);
+inline constexpr std::string_view kReasoningFormatNames = "auto, deepseek or none";
 
 // How a request's replies split (each API's response metadata holds one): `split` when the
 // model's template thinks (ChatTemplate::thinking()), `opened` when the prompt's prefill left a

@@ -28,7 +28,15 @@ void fill_defaults(json& body, const RequestDefaults& defaults) {
   if (!body.is_object()) return;  // the parser refuses it next
   for (const auto& [name, value] : defaults.fields.items()) {
     const auto it = body.find(name);
-    if (it == body.end() || it->is_null()) body[name] = value;
+    if (it == body.end() || it->is_null()) {
+      body[name] = value;
+    } else if (name == "chat_template_kwargs" && it->is_object() && value.is_object()) {
+      // The template's variables one by one (--reasoning-budget 0's enable_thinking stays
+      // unless the request sets that one): a request naming another keeps the server's.
+      for (const auto& [key, v] : value.items()) {
+        if (!it->contains(key)) (*it)[key] = v;
+      }
+    }
   }
 }
 

@@ -160,6 +160,51 @@ TEST(RequestDefaults, AnthropicAndResponsesRequestsTakeThemToo) {
   EXPECT_EQ(r.echo["max_output_tokens"], 33);
 }
 
+TEST(RequestDefaults, TheServersThinkingSwitchStaysUnlessTheRequestSetsIt) {
+  // --reasoning-budget 0 --reasoning-format none.
+  const RequestDefaults d = defaults(
+      {{"chat_template_kwargs", {{"enable_thinking", false}}}, {"reasoning_format", "none"}});
+  const std::string user = R"("messages": [{"role": "user", "content": "hi"}])";
+  CompletionRequest r = parse_request(Endpoint::ChatCompletions, "{" + user + "}", d);
+  EXPECT_EQ(r.enable_thinking, false);
+  EXPECT_EQ(r.reasoning_format, ReasoningFormat::None);
+  // Variables merge one by one: an empty set keeps the server's, a request's own value wins.
+  r = parse_request(Endpoint::ChatCompletions, "{" + user + R"(, "chat_template_kwargs": {}})", d);
+  EXPECT_EQ(r.enable_thinking, false);
+  r = parse_request(Endpoint::ChatCompletions,
+                    "{" + user +
+                        R"(, "chat_template_kwargs": {"enable_thinking": true},
+                        "reasoning_format": "deepseek"})",
+                    d);
+  EXPECT_EQ(r.enable_thinking, true);
+  EXPECT_EQ(r.reasoning_format, ReasoningFormat::Deepseek);
+  // The other APIs' own switches win where they are sent and leave the server's where not.
+  EXPECT_EQ(
+      parse_ollama_chat(R"({"model": "m", "messages": [{"role": "user", "content": "hi"}]})", d)
+          .request.enable_thinking,
+      false);
+  EXPECT_EQ(
+      parse_ollama_chat(
+          R"({"model": "m", "think": true, "messages": [{"role": "user", "content": "hi"}]})", d)
+          .request.enable_thinking,
+      true);
+  EXPECT_EQ(
+      parse_messages_request(
+          R"({"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]})",
+          /*count_only=*/false, d)
+          .enable_thinking,
+      false);
+  EXPECT_EQ(parse_messages_request(R"({"model": "m", "max_tokens": 8, "thinking": {"type":
+                "enabled", "budget_tokens": 1024}, "messages": [{"role": "user", "content": "hi"}]})",
+                                   /*count_only=*/false, d)
+                .enable_thinking,
+            true);
+  EXPECT_EQ(parse_responses_request(R"({"input": "hi"})", d).chat.enable_thinking, false);
+  EXPECT_EQ(parse_responses_request(R"({"input": "hi", "reasoning": {"effort": "low"}})", d)
+                .chat.enable_thinking,
+            true);
+}
+
 TEST(RequestDefaults, CheckedAsARequestThatSentThemWouldBe) {
   EXPECT_NO_THROW(check_request_defaults(defaults({{"temperature", 2.0}, {"max_tokens", 1}})));
   const auto param_of = [](json fields) {

@@ -484,6 +484,27 @@ void get_template_kwargs(const json& j, CompletionRequest& r) {
   }
 }
 
+// llama-server's reasoning_format (server/reasoning.h).
+void get_reasoning_format(const json& j, CompletionRequest& r) {
+  const json* f = field(j, "reasoning_format");
+  if (f == nullptr) return;
+  if (!f->is_string()) wrong_type("reasoning_format", "a string", *f);
+  const std::string name = f->get<std::string>();
+  if (name == "deepseek-legacy") {
+    throw invalid_request(
+        "reasoning_format 'deepseek-legacy' (the reasoning kept in the content as well) is not "
+        "supported; use deepseek (the reasoning apart) or none (the reply whole in the content)",
+        "reasoning_format", "unsupported_value");
+  }
+  const std::optional<ReasoningFormat> format = reasoning_format_named(name);
+  if (!format) {
+    throw invalid_request(
+        str_cat("reasoning_format must be ", kReasoningFormatNames, ", got '", name, "'"),
+        "reasoning_format", "invalid_value");
+  }
+  r.reasoning_format = *format;
+}
+
 }  // namespace
 
 size_t json_nesting_depth(std::string_view text) {
@@ -530,6 +551,7 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body,
     r.messages = get_messages(j);
     get_continuation(j, r);
     get_template_kwargs(j, r);
+    get_reasoning_format(j, r);
   }
   constexpr int64_t kMaxTokens = 1 << 24;
   // echo with max_tokens 0 scores a prompt without generating (completions only).

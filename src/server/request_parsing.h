@@ -20,6 +20,7 @@
 #include "sampling/penalties.h"
 #include "server/api_error.h"
 #include "server/lora_api.h"
+#include "server/reasoning.h"
 #include "server/request_defaults.h"
 #include "server/tool_calls.h"
 #include "tokenizer/chat_template.h"
@@ -64,6 +65,10 @@ struct CompletionRequest {
   // A thinking template's switch (chat_template_kwargs.enable_thinking, Ollama's think,
   // Anthropic's thinking.type); nullopt: the template's default, which is to think.
   std::optional<bool> enable_thinking;
+  // llama-server's reasoning_format (server/reasoning.h): whether a thinking template's reply is
+  // split into reasoning and content (chat requests; the server's --reasoning-format when the
+  // request leaves it out).
+  ReasoningFormat reasoning_format = ReasoningFormat::Auto;
   std::optional<int32_t> max_tokens;  // nullopt: the endpoint's default (see resolve_max_tokens)
   // max_tokens is the server's default (`serve -n`), not the client's: a limit past the context
   // then ends at the context's end, as llama-server's -n does, instead of a 400.

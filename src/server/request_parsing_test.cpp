@@ -205,6 +205,24 @@ TEST(RequestParsing, ChatTemplateKwargsSwitchThinkingOnly) {
              "invalid_type");
 }
 
+TEST(RequestParsing, ReasoningFormatAsLlamaServerNamesIt) {
+  const std::string user = R"("messages":[{"role":"user","content":"x"}])";
+  EXPECT_EQ(parse_request(kChat, "{" + user + "}").reasoning_format, ReasoningFormat::Auto);
+  EXPECT_EQ(parse_request(kChat, "{" + user + R"(,"reasoning_format":"none"})").reasoning_format,
+            ReasoningFormat::None);
+  EXPECT_EQ(
+      parse_request(kChat, "{" + user + R"(,"reasoning_format":"deepseek"})").reasoning_format,
+      ReasoningFormat::Deepseek);
+  EXPECT_EQ(parse_request(kChat, "{" + user + R"(,"reasoning_format":"auto"})").reasoning_format,
+            ReasoningFormat::Auto);
+  expect_400(kChat, "{" + user + R"(,"reasoning_format":"deepseek-legacy"})", "reasoning_format",
+             "unsupported_value");
+  expect_400(kChat, "{" + user + R"(,"reasoning_format":"raw"})", "reasoning_format",
+             "invalid_value");
+  expect_400(kChat, "{" + user + R"(,"reasoning_format":0})", "reasoning_format", "invalid_type");
+  EXPECT_EQ(reasoning_format_named("None"), std::nullopt);  // llama.cpp's names are lower case
+}
+
 TEST(RequestParsing, MalformedBodies) {
   for (const char* body :
        {"", "{", "not json", "{\"prompt\":\"x\",}", "\xff\xfe", "{\"prompt\":\"\xc3\x28\"}"}) {

@@ -232,8 +232,9 @@ ResponsesRequest parse_responses_request(std::string_view body, const RequestDef
   }
   if (const ordered_json* t = field(j, "text")) translate_text(*t, chat);
   // reasoning.effort "none" switches a thinking model's thinking off (the empty block, as
-  // enable_thinking false writes it); other efforts leave it to think, since its template has
-  // no budget to set. summary: the reasoning item carries the whole text, never a summary.
+  // enable_thinking false writes it); other efforts switch it on (over a server's
+  // --reasoning-budget 0), with no budget, since its template has none to set. summary: the
+  // reasoning item carries the whole text, never a summary.
   if (const ordered_json* r = field(j, "reasoning"); r != nullptr && !r->is_null()) {
     require_object(*r, "reasoning");
     if (const ordered_json* effort = field(*r, "effort"); effort != nullptr && !effort->is_null()) {
@@ -243,7 +244,7 @@ ResponsesRequest parse_responses_request(std::string_view body, const RequestDef
                                             effort->get<std::string>()) == kEfforts.end()) {
         bad_field("reasoning.effort", "must be one of none, minimal, low, medium, high or xhigh");
       }
-      if (*effort == "none") chat["chat_template_kwargs"] = {{"enable_thinking", false}};
+      chat["chat_template_kwargs"] = {{"enable_thinking", *effort != "none"}};
     }
   }
   ResponsesRequest out;

@@ -220,12 +220,14 @@ TEST(ResponsesApi, AThinkingModelsReasoningIsAReasoningItem) {
   EXPECT_EQ(opening["content"], json::array());
 }
 
-TEST(ResponsesApi, EffortNoneSwitchesThinkingOff) {
+TEST(ResponsesApi, EffortNoneSwitchesThinkingOffAndTheOthersOn) {
   EXPECT_FALSE(parse({{"input", "x"}}).chat.enable_thinking.has_value());
   EXPECT_EQ(parse({{"input", "x"}, {"reasoning", {{"effort", "none"}}}}).chat.enable_thinking,
             false);
-  EXPECT_FALSE(parse({{"input", "x"}, {"reasoning", {{"effort", "high"}, {"summary", "auto"}}}})
-                   .chat.enable_thinking.has_value());
+  // On: over a server's --reasoning-budget 0 too.
+  EXPECT_EQ(parse({{"input", "x"}, {"reasoning", {{"effort", "high"}, {"summary", "auto"}}}})
+                .chat.enable_thinking,
+            true);
   EXPECT_FALSE(parse({{"input", "x"}, {"reasoning", nullptr}}).chat.enable_thinking.has_value());
   EXPECT_EQ(refused({{"input", "x"}, {"reasoning", {{"effort", "extreme"}}}}), "reasoning.effort");
   EXPECT_EQ(refused({{"input", "x"}, {"reasoning", {{"effort", 3}}}}), "reasoning.effort");

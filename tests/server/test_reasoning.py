@@ -213,3 +213,53 @@ def test_responses_returns_the_reasoning_as_a_reasoning_item(thinker):
         assert status == 200, doc
         return doc["usage"]["input_tokens"]
     assert input_tokens(reasoning={"effort": "none"}) > input_tokens(reasoning={"effort": "low"})
+
+
+def test_reasoning_format_none_leaves_the_reply_whole(thinker):
+    whole = "<think>\nadd them\n</think>\n\nThe answer is 5."
+    msg = chat(thinker, grammar=THINK_GBNF, reasoning_format="none")["choices"][0]["message"]
+    assert msg["content"] == whole and msg.get("reasoning_content") is None
+    raw = sse(thinker.port, "/v1/chat/completions",
+              {"messages": USER, "max_tokens": 40, "temperature": 0, "grammar": THINK_GBNF,
+               "stream": True, "reasoning_format": "none"})
+    deltas = [json.loads(line[6:])["choices"][0]["delta"] for line in raw.split("\n\n")
+              if line.startswith("data: {") and json.loads(line[6:])["choices"]]
+    assert "".join(d.get("content") or "" for d in deltas) == whole
+    assert not any(d.get("reasoning_content") for d in deltas)
+    msg = chat(thinker, grammar=THINK_GBNF, reasoning_format="deepseek")["choices"][0]["message"]
+    assert msg["reasoning_content"] == "add them"
+    doc = chat(thinker, status=400, reasoning_format="deepseek-legacy")
+    assert doc["error"]["param"] == "reasoning_format"
+    assert chat(thinker, status=400, reasoning_format="raw")["error"]["code"] == "invalid_value"
+
+
+@pytest.fixture(scope="module")
+def plain_thinker(cli, models):
+    """llama-server's --reasoning-format none --reasoning-budget 0: replies whole, no thinking
+    unless a request asks for it."""
+    s = Server(cli, ["-m", models["thinking"], "-t", "2", "-c", "2048",
+                     "--reasoning-format", "none", "--reasoning-budget", "0"])
+    yield s
+    assert s.stop() == 0, "".join(s.log[-30:])
+
+
+def test_the_servers_reasoning_flags_are_request_defaults(thinker, plain_thinker):
+    msg = chat(plain_thinker, grammar=THINK_GBNF)["choices"][0]["message"]
+    assert msg["content"].startswith("<think>") and msg.get("reasoning_content") is None
+    msg = chat(plain_thinker, grammar=THINK_GBNF,
+               reasoning_format="auto")["choices"][0]["message"]
+    assert msg["reasoning_content"] == "add them"
+    # Thinking off unless asked: the prompt holds the empty block, as enable_thinking false
+    # writes it on a server without the flag.
+    off = prompt_tokens(thinker, chat_template_kwargs={"enable_thinking": False})
+    on = prompt_tokens(thinker)
+    assert prompt_tokens(plain_thinker) == off
+    assert prompt_tokens(plain_thinker, chat_template_kwargs={}) == off
+    assert prompt_tokens(plain_thinker, chat_template_kwargs={"enable_thinking": True}) == on
+    status, doc = post_json(plain_thinker.base, "/api/chat", {
+        "model": "specdec", "messages": USER, "stream": False, "options": {"num_predict": 1}})
+    assert status == 200 and doc["prompt_eval_count"] == off
+    status, doc = post_json(plain_thinker.base, "/api/chat", {
+        "model": "specdec", "messages": USER, "think": True, "stream": False,
+        "options": {"num_predict": 1}})
+    assert status == 200 and doc["prompt_eval_count"] == on
