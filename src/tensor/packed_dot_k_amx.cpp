@@ -110,6 +110,9 @@ inline const PackedActBlockK& act_block(const ActRows& r, int m, int64_t i) {
 // copies' order). Q4_K/Q5_K: two pairs of 8-row groups x three copies in tiles 0..5, so that
 // each activation tile loaded serves 32 weight rows (loading the activation tiles was the
 // largest cost with 16); Q6_K: one pair's five copies in tiles 0..4.
+// The two branches are written out: GCC's AMX intrinsics paste the tile number into the asm text
+// (amxtileintrin.h: "%%tmm"#dst), so it must be a literal token, not a template argument, loop
+// index or expression that one shared body could compute.
 template <int kParts>
 inline void tile_sums(const uint8_t* a, const uint8_t* folded, int32_t* sums) {
   constexpr long kStride = 64;
