@@ -2,6 +2,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <string>
 
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
@@ -10,6 +11,7 @@
 #include "common/error.h"
 #include "engine/loaded_model.h"
 #include "tensor/cpu_features.h"
+#include "tensor/vec_dot.h"
 
 namespace specdec::cli {
 
@@ -91,10 +93,14 @@ int info_command(const std::vector<std::string>& args) {
   }
   std::cout << "; SPECDEC_ISA caps the choice)\n";
   std::cout << "AMX tiles:     "
-            << (amx_enabled() ? "yes (Q4_K/Q5_K passes of 16 or more rows; SPECDEC_AMX=0 turns "
-                                "them off)"
-                : cpu_has_amx_int8() ? "off (SPECDEC_AMX=0)"
-                                     : "no (this CPU or its kernel runs no AMX-INT8 tiles)")
+            << (amx_enabled()
+                    ? "yes (Q4_K/Q5_K passes of " +
+                          std::to_string(
+                              dot_kernel(GgmlType::Q4_K, Isa::kAvx512Vnni).packed_tiles_min_rows) +
+                          " or more rows; SPECDEC_AMX=0 turns them off)"
+                : cpu_has_amx_int8() ? std::string("off (SPECDEC_AMX=0)")
+                                     : std::string("no (this CPU or its kernel runs no AMX-INT8 "
+                                                   "tiles)"))
             << "\n";
   return 0;
 }

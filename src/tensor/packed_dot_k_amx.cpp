@@ -12,7 +12,9 @@
 // the sum the way the VNNI kernels apply it; it is folded into the weights instead, split into
 // digits small enough that digit x code fits the unsigned byte tdpbsud multiplies:
 //   Q4_K/Q5_K: sc = 8 hi + lo (lo, hi in [0, 8)): sumi = C(q lo) + 8 C(q hi) (q < 32, so
-//     q x 7 < 256), and the min term summ = C(m), m the sub-block's 6-bit min in every column;
+//     q x 7 < 256); the min term summ is the VNNI kernels' (mins times the activations'
+//     bsums32, four vpdpwssd a row), which costs the vector ports less than a third tile
+//     product (a folded copy of the mins) cost the tile unit and the stores;
 //   Q6_K: sc + 128 = sum_e 4^e d_e (d_e in [0, 4)): sum y q sc = sum_e 4^e C(q d_e) - 128 C(q)
 //     (q < 64, so q x 3 < 256), and the -32 offset is the VNNI kernels' bsums term;
 // where C(v) is the tile sum of activation x v over the super-block. All are exact int32 sums
@@ -107,7 +109,7 @@ inline const PackedActBlockK& act_block(const ActRows& r, int m, int64_t i) {
 
 // The tile sums of one super-block for 16 activation rows (a: their tiled codes), C = A x B
 // over its 4 slices for every folded weight copy B, stored to sums (16 x 16 int32 each, in the
-// copies' order). Q4_K/Q5_K: two pairs of 8-row groups x three copies in tiles 0..5, so that
+// copies' order). Q4_K/Q5_K: two pairs of 8-row groups x two copies in tiles 0..3, so that
 // each activation tile loaded serves 32 weight rows (loading the activation tiles was the
 // largest cost with 16); Q6_K: one pair's five copies in tiles 0..4.
 // The two branches are written out: GCC's AMX intrinsics paste the tile number into the asm text
@@ -117,35 +119,27 @@ template <int kParts>
 inline void tile_sums(const uint8_t* a, const uint8_t* folded, int32_t* sums) {
   constexpr long kStride = 64;
   constexpr int kCopy = kSlices * kTileBytes;
-  if constexpr (kParts == 3) {
+  if constexpr (kParts == 2) {
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
-    _tile_zero(4);
-    _tile_zero(5);
     for (int s = 0; s < kSlices; ++s) {
-      _tile_loadd(6, a + s * kTileBytes, kStride);
+      _tile_loadd(4, a + s * kTileBytes, kStride);
       const uint8_t* b = folded + s * kTileBytes;
-      _tile_loadd(7, b, kStride);
-      _tile_dpbsud(0, 6, 7);
-      _tile_loadd(7, b + kCopy, kStride);
-      _tile_dpbsud(1, 6, 7);
-      _tile_loadd(7, b + 2 * kCopy, kStride);
-      _tile_dpbsud(2, 6, 7);
-      _tile_loadd(7, b + 3 * kCopy, kStride);
-      _tile_dpbsud(3, 6, 7);
-      _tile_loadd(7, b + 4 * kCopy, kStride);
-      _tile_dpbsud(4, 6, 7);
-      _tile_loadd(7, b + 5 * kCopy, kStride);
-      _tile_dpbsud(5, 6, 7);
+      _tile_loadd(5, b, kStride);
+      _tile_dpbsud(0, 4, 5);
+      _tile_loadd(6, b + kCopy, kStride);
+      _tile_dpbsud(1, 4, 6);
+      _tile_loadd(5, b + 2 * kCopy, kStride);
+      _tile_dpbsud(2, 4, 5);
+      _tile_loadd(6, b + 3 * kCopy, kStride);
+      _tile_dpbsud(3, 4, 6);
     }
     _tile_stored(0, sums, kStride);
     _tile_stored(1, sums + kTile * kTile, kStride);
     _tile_stored(2, sums + 2 * kTile * kTile, kStride);
     _tile_stored(3, sums + 3 * kTile * kTile, kStride);
-    _tile_stored(4, sums + 4 * kTile * kTile, kStride);
-    _tile_stored(5, sums + 5 * kTile * kTile, kStride);
   } else {
     static_assert(kParts == 5);
     _tile_zero(0);
@@ -187,23 +181,19 @@ inline uint8_t* folded_row(uint8_t* folded, int part, int u, int k) {
 
 template <typename P, bool kFive>
 struct TilesQ45 {
-  static constexpr int kParts = 3, kPairs = 2;
+  static constexpr int kParts = 2, kPairs = 2;
   static void fold(const P& a, const P& b, const KScalesPair& s, uint8_t* folded) {
-    const __m512i low3 = _mm512_set1_epi32(7), every_byte = _mm512_set1_epi32(0x01010101);
+    const __m512i low3 = _mm512_set1_epi32(7);
     for (int j = 0; j < 8; ++j) {
       __m512i q[8];
       unpack_sub_block<P, kFive>(a, b, j, q);
       const __m512i sc = byte_to_dword(j < 4 ? s.sc_lo : s.sc_hi, j % 4);
       const __m512i lo = in_both_words(_mm512_and_si512(sc, low3));
       const __m512i hi = in_both_words(_mm512_srli_epi32(sc, 3));
-      // The sub-block's min in all 4 bytes of its row's lane: C(min) is the min term's sum.
-      const __m512i mins =
-          _mm512_mullo_epi32(byte_to_dword(j < 4 ? s.m_lo : s.m_hi, j % 4), every_byte);
 #pragma GCC unroll 8
       for (int k = 0; k < 8; ++k) {
         _mm512_store_si512(folded_row(folded, 0, j, k), times_digit(q[k], lo));
         _mm512_store_si512(folded_row(folded, 1, j, k), times_digit(q[k], hi));
-        _mm512_store_si512(folded_row(folded, 2, j, k), mins);
       }
     }
   }
@@ -245,17 +235,21 @@ struct TilesQ6 {
 // as floats, and the Q6_K scales as int16 pairs (for the -32 offset's bsums term).
 struct BlockScales {
   __m512 dw, dm;
-  __m512i pairs[8];  // Q6_K: q6_scale_pairs 0..7 (unused for Q4_K/Q5_K)
+  // Q6_K: q6_scale_pairs 0..7; Q4_K/Q5_K: min_pair_words 0..3, the sub-blocks' mins in pairs
+  // for the min term (the VNNI kernels' summ, from the activations' bsums32).
+  __m512i pairs[8];
 };
 
 // One super-block's folded weights and scales.
 template <typename P, typename Kind>
 inline void fold_block(const P& a, const P& b, uint8_t* folded, BlockScales& bs) {
   bs.dw = halfs_pair(a.d, b.d);
-  if constexpr (Kind::kParts == 3) {
+  if constexpr (Kind::kParts == 2) {
     const KScalesPair sc(a.scales, b.scales);
     Kind::fold(a, b, sc, folded);
     bs.dm = halfs_pair(a.dmin, b.dmin);
+#pragma GCC unroll 4
+    for (int qq = 0; qq < 4; ++qq) bs.pairs[qq] = min_pair_words(sc, qq);
   } else {
     Kind::fold(a, b, folded);
     bs.dm = _mm512_setzero_ps();
@@ -269,12 +263,14 @@ inline void fold_block(const P& a, const P& b, uint8_t* folded, BlockScales& bs)
 template <typename Kind>
 inline void add_block(const ActRows& r, int rows, int64_t i, const int32_t* c,
                       const BlockScales& bs, float* acc, int64_t acc_stride) {
-  constexpr bool kMin = Kind::kParts == 3;
+  constexpr bool kMin = Kind::kParts == 2;
   for (int m = 0; m < rows; ++m) {
     const PackedActBlockK& y = act_block(r, m, i);
-    __m512i sumi;
+    __m512i sumi, summ = _mm512_setzero_si512();
     if constexpr (kMin) {
       sumi = _mm512_add_epi32(c_row(c, 0, m), _mm512_slli_epi32(c_row(c, 1, m), 3));
+#pragma GCC unroll 4
+      for (int qq = 0; qq < 4; ++qq) summ = dpwssd_bcast(summ, bs.pairs[qq], y.bsums32 + 2 * qq);
     } else {
       __m512i off = _mm512_setzero_si512();
 #pragma GCC unroll 8
@@ -289,7 +285,7 @@ inline void add_block(const ActRows& r, int rows, int64_t i, const int32_t* c,
     __m512 a = _mm512_loadu_ps(acc + acc_stride * m);
     a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(bs.dw, yd), a);
     if constexpr (kMin) {
-      a = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(c_row(c, 2, m)), _mm512_mul_ps(bs.dm, yd), a);
+      a = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(bs.dm, yd), a);
     }
     _mm512_storeu_ps(acc + acc_stride * m, a);
   }

@@ -107,20 +107,20 @@ TEST(AmxTiles, OnlyWhereTheCpuRunsThem) {
 }
 
 // 93 rows: 11 packed groups (two 32-row tile calls, one 16-row VNNI pair, one 8-row group)
-// and 5 plain rows; 768 columns: three super-blocks; 64-96 activation rows (full and padded
+// and 5 plain rows; 768 columns: three super-blocks; 32-96 activation rows (full and padded
 // groups of 16), from where matmul runs Q4_K/Q5_K on tiles (Q6_K stays on VNNI: see
 // KernelsBitwiseThePairKernels for its tile kernel).
 TEST(AmxTiles, BitwiseTheVnniKernels) {
   if (!cpu_has_amx_int8()) GTEST_SKIP() << "this CPU (or its kernel) runs no AMX-INT8 tiles";
   const Avx512Scope isa;
   for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K}) {
-    ASSERT_LE(dot_kernel(t, Isa::kAvx512Vnni).packed_tiles_min_rows, 64) << type_name(t);
+    ASSERT_LE(dot_kernel(t, Isa::kAvx512Vnni).packed_tiles_min_rows, 32) << type_name(t);
   }
   ThreadPool one(1), two(2);
   for (GgmlType t : kKQuants) {
     for (bool extreme : {false, true}) {
       const PackedMatrix m = make_packed(t, 93, 768, 5, extreme);
-      for (int64_t k : {64, 65, 79, 96}) {
+      for (int64_t k : {32, 47, 64, 65, 79, 96}) {
         const std::vector<float> x = activations(k, 768, 6, extreme);
         const uint64_t calls = amx_tile_calls();
         const std::vector<float> vnni = run(m.w, x, k, false, one);

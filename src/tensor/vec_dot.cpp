@@ -20,24 +20,28 @@ struct Tables {
   std::array<std::array<DotKernel, 31>, std::size(kAllIsas)> by_type;
 };
 
-// From how many activation rows the AMX tile kernels run: Q4_K/Q5_K from 64 (at 36 the VNNI
-// kernels were faster: the weights' folding is paid once per call), Q6_K not at all (its five
-// weight copies made it slower on the 1.5B's FFN down projection; docs/benchmarks.md).
-// SPECDEC_AMX_MIN_ROWS=N (N >= 1) sets all three, for measuring; another value is ignored with a
-// warning.
+// A row count from the environment variable `name` (N >= 1), or 0 when it is unset; another
+// value is ignored with a warning.
+int64_t rows_from_env(const char* name) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return 0;
+  char* end = nullptr;
+  const long v = std::strtol(env, &end, 10);
+  if (*end == '\0' && v >= 1) return v;
+  std::fprintf(stderr, "specdec: ignoring %s=%s (expected a row count >= 1)\n", name, env);
+  return 0;
+}
+
+// From how many activation rows the AMX tile kernels run: Q4_K/Q5_K from 32 (the weights'
+// folding is paid once per call: on the 1.5B a pass of 24-28 rows cost the same on tiles as on
+// VNNI, from 40 rows the tiles were 8-15 % faster), Q6_K not at all (its five weight copies made
+// it slower on the 1.5B's FFN down projection; docs/benchmarks.md).
+// SPECDEC_AMX_MIN_ROWS=N sets Q4_K's and Q5_K's, SPECDEC_AMX_MIN_ROWS_Q6=N Q6_K's, for measuring.
 int64_t tile_min_rows(GgmlType t) {
-  static const int64_t forced = [] {  // 0: none
-    const char* env = std::getenv("SPECDEC_AMX_MIN_ROWS");
-    if (env == nullptr || *env == '\0') return 0L;
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    if (*end == '\0' && v >= 1) return v;
-    std::fprintf(stderr, "specdec: ignoring SPECDEC_AMX_MIN_ROWS=%s (expected a row count >= 1)\n",
-                 env);
-    return 0L;
-  }();
-  if (forced > 0) return forced;
-  return t == GgmlType::Q6_K ? int64_t{1} << 30 : 64;
+  static const int64_t forced45 = rows_from_env("SPECDEC_AMX_MIN_ROWS");
+  static const int64_t forced6 = rows_from_env("SPECDEC_AMX_MIN_ROWS_Q6");
+  if (t == GgmlType::Q6_K) return forced6 > 0 ? forced6 : int64_t{1} << 30;
+  return forced45 > 0 ? forced45 : 32;
 }
 
 // The kernels of one path. Only called for paths this CPU supports: the tables of a path
