@@ -476,7 +476,8 @@ void add_device_options(ArgParser& p, DeviceOptions& options) {
              options.mlock);
   p.add_value({"--no-mmap"}, "",
               "read the model files whole into memory at load instead of mapping them (no page "
-              "faults on the files later; the raw weights that packing replaces stay in memory)",
+              "faults on the files later; the raw weights that packing replaces are freed, as "
+              "with a mapping)",
               [&options](const std::string&) { options.no_mmap = true; });
   p.add_value({"--mmap"}, "", "map the model files (the default)",
               [&options](const std::string&) { options.no_mmap = false; });

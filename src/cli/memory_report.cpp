@@ -44,9 +44,9 @@ ModelMemory model_memory(const LoadedModel& lm, int32_t n_ctx, KvTypes kv_types)
 std::string describe_memory(const ModelMemory& m, int32_t n_ctx) {
   std::ostringstream out;
   if (m.file_read) {
-    // Anonymous memory: all of it resident, nothing to release after packing.
+    // Anonymous memory: resident but what packing freed (those bytes are gone for good).
     out << "weights " << hb(m.weight_bytes) << " read into memory (--no-mmap), packed copies "
-        << hb(m.packed_bytes);
+        << hb(m.packed_bytes) << " (" << hb(m.released_bytes) << " of the read copy freed)";
   } else {
     out << "weights " << hb(m.weight_bytes) << " mapped";
     if (m.mapped_resident) out << " (" << hb(*m.mapped_resident) << " of the file resident)";

@@ -136,15 +136,22 @@ size_t GgufFile::release_pages(const uint8_t* begin, size_t n) const {
   const uintptr_t map_hi = map_lo + size_;
   const auto lo = std::max(reinterpret_cast<uintptr_t>(begin), map_lo);
   const uintptr_t hi = std::min(reinterpret_cast<uintptr_t>(begin) + n, map_hi);
-  // Read into anonymous memory: no file behind the pages, so dropping them would lose the bytes.
-  if (base_ == nullptr || lo >= hi || access_ == Access::Read) return 0;
+  if (base_ == nullptr || lo >= hi) return 0;
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t first = (lo + page - 1) / page * page;  // the mapping starts on a page
   const uintptr_t last = hi / page * page;
   if (first >= last) return 0;
+  void* const range = reinterpret_cast<void*>(first);
+  if (access_ == Access::Read) {
+    // Anonymous memory: the bytes are gone once the pages are, and a later read would see zeros.
+    // The pages become inaccessible first, so that such a read faults at once instead of
+    // computing with zeros (the callers release only what nobody reads again).
+    if (::mprotect(range, last - first, PROT_NONE) != 0) return 0;
+  }
   // MADV_DONTNEED on a private file mapping that was never written drops the process's page
-  // table entries; nothing is lost, since there is no private copy to discard.
-  if (::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0) return 0;
+  // table entries; nothing is lost, since there is no private copy to discard. On anonymous
+  // memory it frees the pages.
+  if (::madvise(range, last - first, MADV_DONTNEED) != 0) return 0;
   return last - first;
 }
 

@@ -75,7 +75,7 @@ class GgufFile {
   // How open() brings the file in. Map: a read-only private file mapping, paged in as read
   // (the default). Read: read whole into anonymous memory at open (llama.cpp's --no-mmap: no
   // page faults on the file later, and nothing to fault back from a slow or network disk);
-  // release_pages then releases nothing, since there is no file behind the pages.
+  // release_pages then frees the pages for good.
   enum class Access { Map, Read };
   // Maps (or reads) and validates the file; throws specdec::Error on any problem.
   static std::unique_ptr<GgufFile> open(const std::string& path, Access access = Access::Map);
@@ -93,11 +93,12 @@ class GgufFile {
 
   // Lets the process drop its pages of [begin, begin + n), clipped to the mapping: only the
   // whole pages inside that range (its page-aligned interior), so a page that also holds bytes
-  // outside it (a neighbouring tensor) stays. The mapping is a clean, read-only file mapping,
-  // so a later read is still correct: the page faults back in from the file (or the page
-  // cache, which keeps it until the kernel needs the memory). Meant for data nobody reads any
-  // more, such as matrices whose packed copies replaced them. Returns the bytes released (0 if
-  // the range holds no whole page or madvise refuses).
+  // outside it (a neighbouring tensor) stays. Meant for data nobody reads any more, such as
+  // matrices whose packed copies replaced them. Map: the mapping is a clean, read-only file
+  // mapping, so a later read is still correct: the page faults back in from the file (or the
+  // page cache, which keeps it until the kernel needs the memory). Read: the pages are freed and
+  // made inaccessible, so that a later read faults (SIGSEGV) rather than sees zeros. Returns the
+  // bytes released (0 if the range holds no whole page or the kernel refuses).
   size_t release_pages(const uint8_t* begin, size_t n) const;
 
   const std::map<std::string, MetadataEntry>& metadata() const { return metadata_; }

@@ -47,9 +47,10 @@ TEST(GgufRelease, DropsWholeInteriorPagesAndKeepsTheBytes) {
   EXPECT_EQ(std::memcmp(t.data, bytes.data(), bytes.size()), 0);
 }
 
-// Access::Read (--no-mmap): the same bytes, read whole at open, and nothing released, since
-// dropping anonymous pages would lose them.
-TEST(GgufRelease, AFileReadWholeHoldsTheSameBytesAndReleasesNothing) {
+// Access::Read (--no-mmap): the same bytes, read whole at open. Released pages are freed for
+// good and made inaccessible, so a read of one faults instead of seeing zeros; the bytes around
+// them stay.
+TEST(GgufRelease, AFileReadWholeHoldsTheSameBytesAndFreesWhatItReleases) {
   testing::TempDir dir;
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   std::vector<uint8_t> bytes(12 * page);
@@ -68,8 +69,29 @@ TEST(GgufRelease, AFileReadWholeHoldsTheSameBytesAndReleasesNothing) {
   EXPECT_EQ(read->get_string("general.architecture"), "llama");
   const TensorInfo& t = read->tensor("blob");
   EXPECT_EQ(std::memcmp(t.data, bytes.data(), bytes.size()), 0);
-  EXPECT_EQ(read->release_pages(t.data, t.n_bytes), 0u);
-  EXPECT_EQ(std::memcmp(t.data, bytes.data(), bytes.size()), 0);
+
+  // Pages 2..5 of the tensor's data (from its first page boundary on) go; the rest stays.
+  const auto first = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
+  const size_t skip = first - reinterpret_cast<uintptr_t>(t.data);
+  const uint8_t* lo = t.data + skip + 2 * page;
+  EXPECT_EQ(read->release_pages(lo, 4 * page), 4 * page);
+  if (const auto r = resident_bytes(lo, 4 * page)) {
+    EXPECT_EQ(*r, 0u);
+  }
+  const size_t cut = skip + 2 * page;
+  EXPECT_EQ(std::memcmp(t.data, bytes.data(), cut), 0);
+  EXPECT_EQ(std::memcmp(t.data + cut + 4 * page, bytes.data() + cut + 4 * page,
+                        bytes.size() - cut - 4 * page),
+            0);
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        volatile uint8_t v = lo[page];
+        (void)v;
+      },
+      "");
+  // Less than a page releases nothing.
+  EXPECT_EQ(read->release_pages(t.data + cut + 4 * page + 1, page / 2), 0u);
 }
 
 }  // namespace

@@ -5,8 +5,11 @@
 // embedding (looked up row by row; with a tied output it is also the output matrix, so that
 // matrix is kept whole) and each packed matrix's rows past its last full group of 8, and any
 // page shared with such bytes or with a neighbouring tensor (only a range's whole interior
-// pages go). Reading a released page again is still correct (it faults back in from the file),
-// so a mistake here could only cost memory, never change a result. (A fault on a kept page also
+// pages go). With the file mapped, reading a released page again is still correct (it faults
+// back in from the file), so a mistake here could only cost memory, never change a result. With
+// the file read into memory (--no-mmap) the released pages are freed and made inaccessible, so
+// a mistake would fault at once, never compute with lost bytes (the --no-mmap tests give the
+// mapped run's text). (A fault on a kept page also
 // maps the cached pages around it, the kernel's fault-around and, on 6.x kernels, the rest of a
 // large page-cache folio: so released pages within a folio (up to 2 MiB) of kept ones can come
 // back.)
