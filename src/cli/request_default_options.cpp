@@ -144,8 +144,8 @@ void add_request_default_options(ArgParser& p, server::RequestDefaults& defaults
   p.add_value({"--reasoning-format"}, "FORMAT",
               "how a thinking model's reply comes back when a request does not say "
               "(reasoning_format): auto or deepseek, its <think> block apart (reasoning_content, "
-              "Ollama's thinking, a thinking block); none, the reply whole in the content "
-              "(default: auto)",
+              "Ollama's thinking, a thinking block); none, the reply whole in the content; "
+              "deepseek-legacy, both in chat completions (default: auto)",
               [&d](const std::string& v) { d["reasoning_format"] = v; });
   p.add_value({"--reasoning-budget"}, "N",
               "-1: thinking models think (the default); 0: they do not, unless a request asks "

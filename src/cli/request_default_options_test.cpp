@@ -93,9 +93,10 @@ TEST(RequestDefaultOptions, ReasoningFlagsAsLlamaServersSetTheRequestFields) {
   EXPECT_EQ(error_of({"--reasoning-budget", "512"}),
             "--reasoning-budget must be -1 (unrestricted) or 0 (no thinking), got 512");
   EXPECT_EQ(error_of({"--reasoning-format", "raw"}),
-            "--reasoning-format: reasoning_format must be auto, deepseek or none, got 'raw'");
-  EXPECT_NE(error_of({"--reasoning-format", "deepseek-legacy"}).find("not supported"),
-            std::string::npos);
+            "--reasoning-format: reasoning_format must be auto, deepseek, deepseek-legacy or none, "
+            "got 'raw'");
+  EXPECT_EQ(defaults_of({"--reasoning-format", "deepseek-legacy"}),
+            json({{"reasoning_format", "deepseek-legacy"}}));
 }
 
 TEST(RequestDefaultOptions, BadValuesNameTheFlag) {

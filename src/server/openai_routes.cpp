@@ -208,7 +208,21 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
           c.held.clear();
         }
       }
-      if (c.thinking) {
+      if (c.thinking && meta.reasoning.whole_content) {
+        // deepseek-legacy: the reasoning goes out as it comes, and the text, all of it, goes on
+        // as the reply's (with the entries of its tokens, as without reasoning).
+        ReasoningSplit piece = c.thinking->push(text);
+        if (done) piece.reasoning += c.thinking->finish().reasoning;
+        if (!piece.reasoning.empty()) {
+          any_text = true;
+          if (!write(sse_event(
+                  reasoning_chunk_json(meta, piece.reasoning, c.first, nlohmann::json(), index)))) {
+            cancel_jobs(jobs);
+            return;
+          }
+          c.first = false;
+        }
+      } else if (c.thinking) {
         // Reasoning goes out as it comes (with the entries of its tokens); what follows the
         // block goes on as the reply's text.
         ReasoningSplit piece = c.thinking->push(text);

@@ -24,6 +24,7 @@ void drop_leading_newlines(std::string& s) {
 std::optional<ReasoningFormat> reasoning_format_named(std::string_view name) {
   if (name == "auto") return ReasoningFormat::Auto;
   if (name == "deepseek") return ReasoningFormat::Deepseek;
+  if (name == "deepseek-legacy") return ReasoningFormat::DeepseekLegacy;
   if (name == "none") return ReasoningFormat::None;
   return std::nullopt;
 }
@@ -96,7 +97,10 @@ ReasoningSplit split_reasoning(std::string_view reply, bool opened) {
 }
 
 ReasoningSplit ReasoningMode::of(std::string_view reply) const {
-  return split ? split_reasoning(reply, opened) : ReasoningSplit{"", std::string(reply)};
+  if (!split) return ReasoningSplit{"", std::string(reply)};
+  ReasoningSplit s = split_reasoning(reply, opened);
+  if (whole_content) s.content = std::string(reply);
+  return s;
 }
 
 int64_t count_reasoning_tokens(const Tokenizer& tokenizer, std::span<const int32_t> tokens,

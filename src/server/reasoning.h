@@ -31,12 +31,13 @@ ReasoningSplit split_reasoning(std::string_view reply, bool opened = false);
 // llama-server's reasoning_format (its --reasoning-format flag and the request field): `auto`
 // and `deepseek` split a thinking template's reply as above (the tags are DeepSeek-R1's and
 // Qwen3's, the only convention here, so the two are one); `none` leaves the reply whole in the
-// content, tags and all, as a model without the tags gives it. (llama-server's deepseek-legacy,
-// the block kept in the content and given as reasoning too, is refused by name.)
-enum class ReasoningFormat { Auto, Deepseek, None };
-// The format a name gives; nullopt for any other name ("deepseek-legacy" included).
+// content, tags and all, as a model without the tags gives it; `deepseek-legacy` does both for
+// OpenAI's chat completions: the reasoning apart, and the reply whole in the content (the other
+// APIs, which have a field of their own for the reasoning, split it as `deepseek` does).
+enum class ReasoningFormat { Auto, Deepseek, DeepseekLegacy, None };
+// The format a name gives; nullopt for any other name.
 std::optional<ReasoningFormat> reasoning_format_named(std::string_view name);
-inline constexpr std::string_view kReasoningFormatNames = "auto, deepseek or none";
+inline constexpr std::string_view kReasoningFormatNames = "auto, deepseek, deepseek-legacy or none";
 
 // How a request's replies split (each API's response metadata holds one): `split` when the
 // model's template thinks (ChatTemplate::thinking()), `opened` when the prompt's prefill left a
@@ -44,7 +45,11 @@ inline constexpr std::string_view kReasoningFormatNames = "auto, deepseek or non
 struct ReasoningMode {
   bool split = false;
   bool opened = false;
-  // The reply's reasoning and content: split_reasoning, or all content when not split.
+  // deepseek-legacy on OpenAI's chat completions: the content is the whole reply, tags and all,
+  // and the reasoning goes out besides (only with `split`).
+  bool whole_content = false;
+  // The reply's reasoning and content: split_reasoning (with whole_content, the reply itself as
+  // the content), or all content when not split.
   ReasoningSplit of(std::string_view reply) const;
 };
 

@@ -102,5 +102,25 @@ TEST(Reasoning, ReasoningTokensRunToTheOneThatClosesTheBlock) {
   EXPECT_EQ(count_reasoning_tokens(tok, open, true), 3);
 }
 
+// What each reasoning_format makes of one reply (ReasoningMode as reasoning_mode builds it).
+TEST(Reasoning, EachFormatSplitsOrKeepsTheReply) {
+  const std::string reply = "<think>\nadd them\n</think>\n\nThe answer is 5.";
+  const ReasoningSplit split = ReasoningMode{true, false, false}.of(reply);
+  EXPECT_EQ(split.reasoning, "add them");
+  EXPECT_EQ(split.content, "The answer is 5.");
+  const ReasoningSplit legacy = ReasoningMode{true, false, true}.of(reply);
+  EXPECT_EQ(legacy.reasoning, "add them");
+  EXPECT_EQ(legacy.content, reply);
+  const ReasoningSplit none = ReasoningMode{false, false, false}.of(reply);
+  EXPECT_EQ(none.reasoning, "");
+  EXPECT_EQ(none.content, reply);
+  // A prefill that opened the block: the reply starts inside it.
+  const ReasoningSplit opened = ReasoningMode{true, true, true}.of("sum\n</think>\n\n5");
+  EXPECT_EQ(opened.reasoning, "sum");
+  EXPECT_EQ(opened.content, "sum\n</think>\n\n5");
+  EXPECT_EQ(reasoning_format_named("deepseek-legacy"), ReasoningFormat::DeepseekLegacy);
+  EXPECT_EQ(reasoning_format_named("deepseek_legacy"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace specdec::server

@@ -490,12 +490,6 @@ void get_reasoning_format(const json& j, CompletionRequest& r) {
   if (f == nullptr) return;
   if (!f->is_string()) wrong_type("reasoning_format", "a string", *f);
   const std::string name = f->get<std::string>();
-  if (name == "deepseek-legacy") {
-    throw invalid_request(
-        "reasoning_format 'deepseek-legacy' (the reasoning kept in the content as well) is not "
-        "supported; use deepseek (the reasoning apart) or none (the reply whole in the content)",
-        "reasoning_format", "unsupported_value");
-  }
   const std::optional<ReasoningFormat> format = reasoning_format_named(name);
   if (!format) {
     throw invalid_request(

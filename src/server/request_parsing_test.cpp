@@ -215,8 +215,9 @@ TEST(RequestParsing, ReasoningFormatAsLlamaServerNamesIt) {
       ReasoningFormat::Deepseek);
   EXPECT_EQ(parse_request(kChat, "{" + user + R"(,"reasoning_format":"auto"})").reasoning_format,
             ReasoningFormat::Auto);
-  expect_400(kChat, "{" + user + R"(,"reasoning_format":"deepseek-legacy"})", "reasoning_format",
-             "unsupported_value");
+  EXPECT_EQ(parse_request(kChat, "{" + user + R"(,"reasoning_format":"deepseek-legacy"})")
+                .reasoning_format,
+            ReasoningFormat::DeepseekLegacy);
   expect_400(kChat, "{" + user + R"(,"reasoning_format":"raw"})", "reasoning_format",
              "invalid_value");
   expect_400(kChat, "{" + user + R"(,"reasoning_format":0})", "reasoning_format", "invalid_type");

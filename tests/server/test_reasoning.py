@@ -228,8 +228,6 @@ def test_reasoning_format_none_leaves_the_reply_whole(thinker):
     assert not any(d.get("reasoning_content") for d in deltas)
     msg = chat(thinker, grammar=THINK_GBNF, reasoning_format="deepseek")["choices"][0]["message"]
     assert msg["reasoning_content"] == "add them"
-    doc = chat(thinker, status=400, reasoning_format="deepseek-legacy")
-    assert doc["error"]["param"] == "reasoning_format"
     assert chat(thinker, status=400, reasoning_format="raw")["error"]["code"] == "invalid_value"
 
 
@@ -263,3 +261,52 @@ def test_the_servers_reasoning_flags_are_request_defaults(thinker, plain_thinker
         "model": "specdec", "messages": USER, "think": True, "stream": False,
         "options": {"num_predict": 1}})
     assert status == 200 and doc["prompt_eval_count"] == on
+
+
+def test_reasoning_format_deepseek_legacy_gives_both(thinker):
+    """llama-server's deepseek-legacy: reasoning_content apart, and the whole reply, tags and
+    all, as the content; streamed the same way; the other APIs split as deepseek does."""
+    whole = "<think>\nadd them\n</think>\n\nThe answer is 5."
+    msg = chat(thinker, grammar=THINK_GBNF,
+               reasoning_format="deepseek-legacy")["choices"][0]["message"]
+    assert msg["content"] == whole and msg["reasoning_content"] == "add them"
+    raw = sse(thinker.port, "/v1/chat/completions",
+              {"messages": USER, "max_tokens": 40, "temperature": 0, "grammar": THINK_GBNF,
+               "stream": True, "reasoning_format": "deepseek-legacy", "logprobs": True})
+    chunks = [json.loads(line[6:]) for line in raw.split("\n\n")
+              if line.startswith("data: {") and json.loads(line[6:])["choices"]]
+    deltas = [c["choices"][0]["delta"] for c in chunks]
+    assert "".join(d.get("content") or "" for d in deltas) == whole
+    assert "".join(d.get("reasoning_content") or "" for d in deltas) == "add them"
+    # The logprobs go with the content, which is the whole reply: one entry per token of it.
+    entries = [e for c in chunks if (c["choices"][0].get("logprobs") or {}).get("content")
+               for e in c["choices"][0]["logprobs"]["content"]]
+    assert "".join(e["token"] for e in entries) == whole
+
+
+@pytest.fixture(scope="module")
+def legacy_thinker(cli, models):
+    """llama-server's --reasoning-format deepseek-legacy as the server's default."""
+    s = Server(cli, ["-m", models["thinking"], "-t", "2", "-c", "2048",
+                     "--reasoning-format", "deepseek-legacy"])
+    yield s
+    assert s.stop() == 0, "".join(s.log[-30:])
+
+
+def test_deepseek_legacy_as_the_servers_default(legacy_thinker):
+    whole = "<think>\nadd them\n</think>\n\nThe answer is 5."
+    msg = chat(legacy_thinker, grammar=THINK_GBNF)["choices"][0]["message"]
+    assert msg["content"] == whole and msg["reasoning_content"] == "add them"
+    # Ollama's chat has its own field for the reasoning: split as deepseek does, the content
+    # without it. (A prefill opens the block, which the random-weight model never closes: all
+    # of the reply is reasoning.)
+    turns = USER + [{"role": "assistant", "content": "<think>\nLet me"}]
+    body = {"model": "specdec", "messages": turns, "stream": False, "think": True,
+            "options": {"temperature": 0, "num_predict": 12}}
+    status, doc = post_json(legacy_thinker.base, "/api/chat", body)
+    assert status == 200, doc
+    assert doc["message"]["content"] == "" and doc["message"]["thinking"], doc
+    raw = sse(legacy_thinker.port, "/api/chat", {**body, "stream": True})
+    docs = [json.loads(line) for line in raw.split("\n") if line]
+    assert "".join(d["message"]["content"] for d in docs) == ""
+    assert "".join(d["message"].get("thinking", "") for d in docs) == doc["message"]["thinking"]
