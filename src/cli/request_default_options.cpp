@@ -50,7 +50,7 @@ constexpr std::array<NumericFlag, 21> kNumericFlags = {{
 }};
 
 // The other flags' fields.
-constexpr std::array<std::pair<const char*, const char*>, 8> kOtherFlags = {{
+constexpr std::array<std::pair<const char*, const char*>, 10> kOtherFlags = {{
     {"--samplers", "samplers"},
     {"--logit-bias", "logit_bias"},
     {"--dry-sequence-breaker", "dry_sequence_breakers"},
@@ -59,6 +59,8 @@ constexpr std::array<std::pair<const char*, const char*>, 8> kOtherFlags = {{
     {"--ignore-eos", "ignore_eos"},
     {"--reasoning-format", "reasoning_format"},
     {"--reasoning-budget", "chat_template_kwargs.enable_thinking"},
+    {"--reasoning-budget", "reasoning_budget_tokens"},
+    {"--reasoning-budget-message", "reasoning_budget_message"},
 }};
 
 constexpr const char* kRequestsThat = "requests' default ";
@@ -148,19 +150,31 @@ void add_request_default_options(ArgParser& p, server::RequestDefaults& defaults
               "deepseek-legacy, both in chat completions (default: auto)",
               [&d](const std::string& v) { d["reasoning_format"] = v; });
   p.add_value({"--reasoning-budget"}, "N",
-              "-1: thinking models think (the default); 0: they do not, unless a request asks "
-              "(chat_template_kwargs.enable_thinking, Ollama's think, Anthropic's thinking), as "
-              "llama-server's; other budgets are refused",
+              "-1: thinking models think as long as they like (the default); 0: they do not, "
+              "unless a request asks (chat_template_kwargs.enable_thinking, Ollama's think, "
+              "Anthropic's thinking); N > 0: at most N tokens inside a <think> block, after which "
+              "--reasoning-budget-message and the closing tag are forced and the answer follows "
+              "(requests' reasoning_budget_tokens, Anthropic's thinking.budget_tokens), as "
+              "llama-server's",
               [&d](const std::string& v) {
                 const int64_t n = parse_int(v, "--reasoning-budget");
-                if (n == -1) {
-                  d.erase("chat_template_kwargs");
-                } else if (n == 0) {
+                d.erase("chat_template_kwargs");
+                d.erase("reasoning_budget_tokens");
+                if (n == 0) {
                   d["chat_template_kwargs"] = {{"enable_thinking", false}};
-                } else {
-                  fail("--reasoning-budget must be -1 (unrestricted) or 0 (no thinking), got ", n);
+                } else if (n > 0) {
+                  d["reasoning_budget_tokens"] = n;
+                } else if (n != -1) {
+                  fail(
+                      "--reasoning-budget must be -1 (unrestricted), 0 (no thinking) or a "
+                      "number of tokens, got ",
+                      n);
                 }
               });
+  p.add_value({"--reasoning-budget-message"}, "TEXT",
+              "what the reasoning says before its block is closed for it when the budget is "
+              "spent (requests' reasoning_budget_message; default: nothing)",
+              [&d](const std::string& v) { d["reasoning_budget_message"] = v; });
 }
 
 void check_request_default_options(const server::RequestDefaults& defaults) {

@@ -90,8 +90,16 @@ TEST(RequestDefaultOptions, ReasoningFlagsAsLlamaServersSetTheRequestFields) {
       defaults_of({"--reasoning-format", "none", "--reasoning-budget", "0"}),
       json({{"reasoning_format", "none"}, {"chat_template_kwargs", {{"enable_thinking", false}}}}));
   EXPECT_EQ(defaults_of({"--reasoning-budget", "0", "--reasoning-budget", "-1"}), json::object());
-  EXPECT_EQ(error_of({"--reasoning-budget", "512"}),
-            "--reasoning-budget must be -1 (unrestricted) or 0 (no thinking), got 512");
+  EXPECT_EQ(defaults_of({"--reasoning-budget", "512", "--reasoning-budget-message", "Done."}),
+            json({{"reasoning_budget_tokens", 512}, {"reasoning_budget_message", "Done."}}));
+  EXPECT_EQ(defaults_of({"--reasoning-budget", "0", "--reasoning-budget", "64"}),
+            json({{"reasoning_budget_tokens", 64}}));
+  EXPECT_EQ(defaults_of({"--reasoning-budget", "64", "--reasoning-budget", "-1"}), json::object());
+  EXPECT_EQ(error_of({"--reasoning-budget", "-2"}),
+            "--reasoning-budget must be -1 (unrestricted), 0 (no thinking) or a number of "
+            "tokens, got -2");
+  EXPECT_NE(error_of({"--reasoning-budget", "4294967296"}).find("--reasoning-budget"),
+            std::string::npos);
   EXPECT_EQ(error_of({"--reasoning-format", "raw"}),
             "--reasoning-format: reasoning_format must be auto, deepseek, deepseek-legacy or none, "
             "got 'raw'");

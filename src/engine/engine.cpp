@@ -7,11 +7,13 @@
 #include "common/error.h"
 #include "engine/batch_coordinator.h"
 #include "engine/batch_gamma.h"
+#include "engine/constraint_chain.h"
 #include "engine/draft_vocab.h"
 #include "engine/grammar_constraint.h"
 #include "engine/indent_limit.h"
 #include "engine/model_lm.h"
 #include "engine/prompt_scoring.h"
+#include "engine/reasoning_budget.h"
 #include "engine/stop_matcher.h"
 #include "engine/text_origins.h"
 #include "engine/vocab_compat.h"
@@ -494,8 +496,25 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   } else if (use_ngram) {
     drafter = std::make_unique<NgramDrafter>(s.target.n_vocab(), opts.ngram);
   }
-  std::optional<GrammarConstraint> constraint;
-  if (opts.grammar) constraint.emplace(opts.grammar, grammar_vocab(), opts.grammar_trigger);
+  std::optional<GrammarConstraint> grammar;
+  if (opts.grammar) grammar.emplace(opts.grammar, grammar_vocab(), opts.grammar_trigger);
+  std::optional<ReasoningBudgetConstraint> reasoning_budget;
+  if (opts.reasoning_budget >= 0 && chat_template().thinking()) {
+    reasoning_budget.emplace(reasoning_budget_spec(tokenizer(), prompt, opts.reasoning_budget,
+                                                   opts.reasoning_budget_message),
+                             [&tok = tokenizer()](int32_t id) { return tok.token_bytes(id); });
+  }
+  std::optional<ConstraintChain> chain;
+  TokenConstraint* constraint = grammar ? static_cast<TokenConstraint*>(&*grammar) : nullptr;
+  if (reasoning_budget) {
+    // The budget first: its forced token must come out, and a grammar then sees that.
+    if (grammar) {
+      chain.emplace(std::vector<TokenConstraint*>{&*reasoning_budget, &*grammar});
+      constraint = &*chain;
+    } else {
+      constraint = &*reasoning_budget;
+    }
+  }
   Rng rng(opts.sampling.seed);
   SpeculativeDecoder decoder =
       drafter ? SpeculativeDecoder(s.target, *drafter, opts.sampling, opts.draft_max, rng)
@@ -586,7 +605,7 @@ GenerationResult Engine::run(std::span<const int32_t> prompt, const GenerationOp
   decoder.set_min_drafts(min_drafts);
   decoder.set_logprobs(opts.logprobs, opts.post_sampling_probs);
   decoder.set_penalties(penalties);
-  if (constraint) decoder.set_constraint(&*constraint);
+  if (constraint != nullptr) decoder.set_constraint(constraint);
   const Tokenizer& tok = tokenizer();
   auto is_end = [&tok, &opts, eos_ends](int32_t id) {
     return (eos_ends && tok.is_eog(id)) ||

@@ -142,6 +142,12 @@ struct GenerationOptions {
   // first byte on (engine/grammar_constraint.h; tool calls under tool_choice auto). Empty: the
   // grammar holds from the start.
   std::string grammar_trigger;
+  // llama-server's reasoning budget (engine/reasoning_budget.h): with a model whose chat template
+  // thinks (ChatTemplate::thinking()), at most this many tokens inside a <think> block, after
+  // which reasoning_budget_message and "</think>" are forced and the answer follows. Applied to
+  // both models' distributions as a grammar is, so speculation stays exact. -1: no budget.
+  int32_t reasoning_budget = -1;
+  std::string reasoning_budget_message;
   // Code completion (llama-server's n_indent; engine/indent_limit.h): from the text's second
   // line on, a line indented by fewer than this many spaces or tabs ends the text before its
   // first other character (finish: Stop). 0: off.

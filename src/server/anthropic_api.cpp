@@ -1,6 +1,7 @@
 #include "server/anthropic_api.h"
 
 #include <array>
+#include <limits>
 #include <utility>
 
 #include "common/error.h"
@@ -300,6 +301,15 @@ CompletionRequest parse_messages_request(std::string_view body, bool count_only,
                 str_cat("must be enabled, disabled or adaptive, got '", type, "'"));
     }
     if (type != "adaptive") thinking = type == "enabled";
+    // budget_tokens: how many tokens the reasoning may take, llama-server's reasoning budget
+    // (engine/reasoning_budget.h: then the block is closed for it and the answer follows).
+    if (const ordered_json* b = field(*t, "budget_tokens"); b != nullptr && type == "enabled") {
+      if (!b->is_number_integer() || b->get<int64_t>() < 0 ||
+          b->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+        bad_field("thinking.budget_tokens", "must be a non-negative integer", "invalid_type");
+      }
+      oai["reasoning_budget_tokens"] = b->get<int64_t>();
+    }
   }
 
   CompletionRequest out =

@@ -365,6 +365,8 @@ GenerationOptions HttpServer::Impl::request_options(const CompletionRequest& r,
       r.lora.empty() ? e.lora_scales() : lora_scales_of(r.lora, e.target_lora().size(), "lora");
   o.grammar = r.grammar;
   o.grammar_trigger = r.grammar_trigger;
+  o.reasoning_budget = r.reasoning_budget;
+  o.reasoning_budget_message = r.reasoning_budget_message;
   try {
     check_penalty_params(o.penalties, e.tokenizer().n_vocab());
   } catch (const Error& err) {

@@ -546,6 +546,13 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body,
     get_continuation(j, r);
     get_template_kwargs(j, r);
     get_reasoning_format(j, r);
+    r.reasoning_budget = static_cast<int32_t>(
+        get_int(j, "reasoning_budget_tokens", -1, std::numeric_limits<int32_t>::max())
+            .value_or(-1));
+    if (const json* m = field(j, "reasoning_budget_message")) {
+      if (!m->is_string()) wrong_type("reasoning_budget_message", "a string", *m);
+      r.reasoning_budget_message = m->get<std::string>();
+    }
   }
   constexpr int64_t kMaxTokens = 1 << 24;
   // echo with max_tokens 0 scores a prompt without generating (completions only).

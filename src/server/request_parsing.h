@@ -69,6 +69,11 @@ struct CompletionRequest {
   // split into reasoning and content (chat requests; the server's --reasoning-format when the
   // request leaves it out).
   ReasoningFormat reasoning_format = ReasoningFormat::Auto;
+  // llama-server's reasoning_budget_tokens and reasoning_budget_message (GenerationOptions::
+  // reasoning_budget; the server's --reasoning-budget N and --reasoning-budget-message when the
+  // request leaves them out); -1: no budget.
+  int32_t reasoning_budget = -1;
+  std::string reasoning_budget_message;
   std::optional<int32_t> max_tokens;  // nullopt: the endpoint's default (see resolve_max_tokens)
   // max_tokens is the server's default (`serve -n`), not the client's: a limit past the context
   // then ends at the context's end, as llama-server's -n does, instead of a 400.

@@ -222,6 +222,16 @@ TEST(RequestParsing, ReasoningFormatAsLlamaServerNamesIt) {
              "invalid_value");
   expect_400(kChat, "{" + user + R"(,"reasoning_format":0})", "reasoning_format", "invalid_type");
   EXPECT_EQ(reasoning_format_named("None"), std::nullopt);  // llama.cpp's names are lower case
+  // llama-server's reasoning budget: -1 (none) unless given.
+  EXPECT_EQ(parse_request(kChat, "{" + user + "}").reasoning_budget, -1);
+  const CompletionRequest b = parse_request(
+      kChat, "{" + user + R"(,"reasoning_budget_tokens":64,"reasoning_budget_message":"Done."})");
+  EXPECT_EQ(b.reasoning_budget, 64);
+  EXPECT_EQ(b.reasoning_budget_message, "Done.");
+  expect_400(kChat, "{" + user + R"(,"reasoning_budget_tokens":-2})", "reasoning_budget_tokens",
+             "invalid_value");
+  expect_400(kChat, "{" + user + R"(,"reasoning_budget_message":[]})", "reasoning_budget_message",
+             "invalid_type");
 }
 
 TEST(RequestParsing, MalformedBodies) {

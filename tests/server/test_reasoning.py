@@ -310,3 +310,68 @@ def test_deepseek_legacy_as_the_servers_default(legacy_thinker):
     docs = [json.loads(line) for line in raw.split("\n") if line]
     assert "".join(d["message"]["content"] for d in docs) == ""
     assert "".join(d["message"].get("thinking", "") for d in docs) == doc["message"]["thinking"]
+
+
+def test_reasoning_budget_closes_the_block_and_the_answer_follows(thinker):
+    """llama-server's reasoning_budget_tokens: after N tokens inside the block, the message and
+    </think> are forced; the reply goes on as the answer. The same text with and without
+    speculation (the budget masks both models' distributions, as a grammar does)."""
+    # The prefill opens the block, which the random-weight model never closes by itself.
+    turns = USER + [{"role": "assistant", "content": "<think>\nLet me"}]
+    status, close = post_json(thinker.base, "/tokenize", {"content": "</think>"})
+    assert status == 200, close
+    n_close = close["count"]
+
+    cont = {"continue_final_message": True, "add_generation_prompt": False}
+
+    def ask(max_tokens=24, **extra):
+        return chat(thinker, messages=turns, max_tokens=max_tokens, **cont, **extra)
+
+    free = ask()
+    assert free["choices"][0]["message"]["content"] in ("", None)  # all reasoning
+    doc = ask(reasoning_budget_tokens=5)
+    msg = doc["choices"][0]["message"]
+    assert msg["reasoning_content"] and msg["content"], msg
+    # Token by token (logprobs: one entry per generated token, the reasoning's first): 5 free
+    # ones, then the closing tag's.
+    entries = ask(reasoning_budget_tokens=5, logprobs=True)["choices"][0]["logprobs"]["content"]
+    assert "".join(e["token"] for e in entries[5:5 + n_close]) == "</think>", entries
+    # The first 5 tokens are the unconstrained reply's.
+    assert free["choices"][0]["message"]["reasoning_content"].startswith(msg["reasoning_content"])
+    plain = ask(reasoning_budget_tokens=5, speculative=False)["choices"][0]["message"]
+    assert plain == msg
+    # The message goes out as the reasoning's last words.
+    said = ask(max_tokens=48, reasoning_budget_tokens=5,
+               reasoning_budget_message=" Enough; answering.")
+    said_msg = said["choices"][0]["message"]
+    assert said_msg["reasoning_content"].endswith("Enough; answering."), said_msg
+    assert said_msg["reasoning_content"].startswith(msg["reasoning_content"])
+    # Budget 0: the block is closed at once.
+    zero = ask(reasoning_budget_tokens=0, logprobs=True)["choices"][0]
+    assert zero["message"].get("reasoning_content") in (None, "") and zero["message"]["content"]
+    assert "".join(e["token"] for e in zero["logprobs"]["content"][:n_close]) == "</think>"
+    # Streamed: the same reasoning and content.
+    raw = sse(thinker.port, "/v1/chat/completions",
+              {"messages": turns, "max_tokens": 24, "temperature": 0, "stream": True,
+               "reasoning_budget_tokens": 5, **cont})
+    deltas = [json.loads(line[6:])["choices"][0]["delta"] for line in raw.split("\n\n")
+              if line.startswith("data: {") and json.loads(line[6:])["choices"]]
+    assert "".join(d.get("reasoning_content") or "" for d in deltas) == msg["reasoning_content"]
+    assert "".join(d.get("content") or "" for d in deltas) == msg["content"]
+    # Anthropic's thinking.budget_tokens is the same budget.
+    status, anth = post_json(thinker.base, "/v1/messages", {
+        "model": "specdec", "max_tokens": 24, "temperature": 0, "messages": turns,
+        "thinking": {"type": "enabled", "budget_tokens": 5}})
+    assert status == 200, anth
+    assert anth["content"][0]["thinking"] == msg["reasoning_content"], anth
+    assert anth["content"][1]["text"] == msg["content"], anth
+    # Bad values are the client's error.
+    for bad in (-2, "5", 1.5, 2 ** 31):
+        doc = chat(thinker, status=400, messages=turns, **cont, reasoning_budget_tokens=bad)
+        assert doc["error"]["param"] == "reasoning_budget_tokens", doc
+    doc = chat(thinker, status=400, messages=turns, **cont, reasoning_budget_message=3)
+    assert doc["error"]["param"] == "reasoning_budget_message", doc
+    status, doc = post_json(thinker.base, "/v1/messages", {
+        "model": "specdec", "max_tokens": 24, "messages": turns,
+        "thinking": {"type": "enabled", "budget_tokens": -1}})
+    assert status == 400 and "budget_tokens" in json.dumps(doc), doc
