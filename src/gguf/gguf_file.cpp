@@ -151,7 +151,10 @@ size_t GgufFile::release_pages(const uint8_t* begin, size_t n) const {
   // MADV_DONTNEED on a private file mapping that was never written drops the process's page
   // table entries; nothing is lost, since there is no private copy to discard. On anonymous
   // memory it frees the pages.
-  if (::madvise(range, last - first, MADV_DONTNEED) != 0) return 0;
+  if (::madvise(range, last - first, MADV_DONTNEED) != 0) {
+    if (access_ == Access::Read) ::mprotect(range, last - first, PROT_READ);  // kept after all
+    return 0;
+  }
   return last - first;
 }
 
