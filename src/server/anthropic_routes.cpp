@@ -37,7 +37,6 @@ void HttpServer::Impl::messages(const HttpRequest& req, HttpResponder& res) {
   for (const ToolSpec& t : r.tools.tools) meta.tool_names.push_back(t.name);
   meta.tool_id_seed = std::hash<std::string>{}(meta.id);
   meta.reasoning = reasoning_mode(r, e);
-  meta.reasoning.whole_content = false;  // the reasoning has its own field here
   if (r.stream) return messages_stream(jobs[0], meta, n, res);
   if (!wait_all(jobs, res)) return;
   const Job& j = *jobs[0];

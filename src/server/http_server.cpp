@@ -194,11 +194,9 @@ std::string chat_prompt_text(const CompletionRequest& r, const Engine& e) {
 
 ReasoningMode reasoning_mode(const CompletionRequest& r, const Engine& e) {
   const size_t open = r.prefill.rfind(kThinkOpen);
-  const bool split = r.endpoint == Endpoint::ChatCompletions && e.chat_template().thinking() &&
-                     r.reasoning_format != ReasoningFormat::None;
-  return {split,
-          open != std::string::npos && r.prefill.find(kThinkClose, open) == std::string::npos,
-          split && r.reasoning_format == ReasoningFormat::DeepseekLegacy};
+  return {r.endpoint == Endpoint::ChatCompletions && e.chat_template().thinking() &&
+              r.reasoning_format != ReasoningFormat::None,
+          open != std::string::npos && r.prefill.find(kThinkClose, open) == std::string::npos};
 }
 
 HttpServer::Impl::Impl(ServerConfig c)

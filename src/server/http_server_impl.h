@@ -76,9 +76,9 @@ std::optional<ApiError> job_error(const Job& job);
 std::string chat_prompt_text(const CompletionRequest& r, const Engine& e);
 // How a request's replies split into reasoning and content: a chat request's do when the
 // model's template thinks (ChatTemplate::thinking()) and its reasoning_format is not none,
-// starting inside the block when the prefill leaves a <think> block open; with deepseek-legacy
-// the content keeps the whole reply (whole_content, which the APIs other than OpenAI's chat
-// completions clear: they have a field of their own for the reasoning).
+// starting inside the block when the prefill leaves a <think> block open. (whole_content, for
+// deepseek-legacy, is set by OpenAI's routes alone: the other APIs have a field of their own for
+// the reasoning.)
 ReasoningMode reasoning_mode(const CompletionRequest& r, const Engine& e);
 
 struct HttpServer::Impl {

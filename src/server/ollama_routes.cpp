@@ -58,7 +58,6 @@ void HttpServer::Impl::ollama_generation(bool chat, const HttpRequest& req, Http
                           "unsupported_value");
   }
   meta.reasoning = reasoning_mode(r, e);
-  meta.reasoning.whole_content = false;  // the reasoning has its own field here
   if (o.load_only) {
     // The model is always loaded: nothing to do but say so.
     const std::string doc = ollama_line(ollama_load_json(meta, o.unload));

@@ -79,6 +79,10 @@ void HttpServer::Impl::generation(Endpoint endpoint, const HttpRequest& req, Htt
   for (const ToolSpec& t : r.tools.tools) meta.tool_names.push_back(t.name);
   meta.legacy_functions = legacy_functions;
   meta.reasoning = reasoning_mode(r, e);
+  // deepseek-legacy: the reasoning apart and the whole reply as the content (only here: the
+  // other APIs have a field of their own for the reasoning).
+  meta.reasoning.whole_content =
+      meta.reasoning.split && r.reasoning_format == ReasoningFormat::DeepseekLegacy;
   if (r.logprobs >= 0) {
     meta.logprobs = LogprobFormat{&e.tokenizer(), r.ignore_eos, r.tokens_as_ids, r.logprobs};
   }

@@ -46,7 +46,6 @@ void HttpServer::Impl::responses(const HttpRequest& req, HttpResponder& res) {
   meta.tool_id_seed = std::hash<std::string>{}(meta.id);
   meta.echo = r.echo;
   meta.reasoning = reasoning_mode(r.chat, e);
-  meta.reasoning.whole_content = false;  // the reasoning has its own output item here
   if (r.chat.stream) return responses_stream(jobs[0], meta, res);
   if (!wait_all(jobs, res)) return;
   const Job& j = *jobs[0];
