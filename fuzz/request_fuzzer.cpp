@@ -339,7 +339,7 @@ void check_reasoning(std::string_view text, size_t chunk, bool opened) {
   const server::ReasoningSplit rest = stream.finish();
   FUZZ_CHECK(got.reasoning + rest.reasoning == whole.reasoning);
   FUZZ_CHECK(got.content + rest.content == whole.content);
-  if (!opened && !text.starts_with(server::kThinkOpen)) FUZZ_CHECK(whole.content == text);
+  if (!opened && !text.starts_with(kThinkOpen)) FUZZ_CHECK(whole.content == text);
 }
 
 // The same body on Ollama's /api/generate (/api/chat when bit 0 is set): a 400 whose Ollama

@@ -55,9 +55,9 @@ ReasoningBudgetSpec reasoning_budget_spec(const Tokenizer& tokenizer,
                                           std::span<const int32_t> prompt, int32_t budget,
                                           const std::string& message) {
   ReasoningBudgetSpec spec;
-  spec.start = tokenizer.encode(kReasoningStartTag, false, true);
-  spec.end = tokenizer.encode(kReasoningEndTag, false, true);
-  spec.forced = tokenizer.encode(message + std::string(kReasoningEndTag), false, true);
+  spec.start = tokenizer.encode(kThinkOpen, false, true);
+  spec.end = tokenizer.encode(kThinkClose, false, true);
+  spec.forced = tokenizer.encode(message + std::string(kThinkClose), false, true);
   spec.budget = budget;
   const size_t opened = last_end_of(prompt, spec.start);
   spec.opened = opened > 0 && opened > last_end_of(prompt, spec.end);

@@ -21,16 +21,13 @@
 #include <functional>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "sampling/token_constraint.h"
+#include "tokenizer/chat_template.h"  // kThinkOpen, kThinkClose
 #include "tokenizer/tokenizer.h"
 
 namespace specdec {
-
-inline constexpr std::string_view kReasoningStartTag = "<think>";
-inline constexpr std::string_view kReasoningEndTag = "</think>";
 
 struct ReasoningBudgetSpec {
   std::vector<int32_t> start;   // the block's opening tag, as tokens ("<think>")

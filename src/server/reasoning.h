@@ -11,12 +11,10 @@
 #include <string>
 #include <string_view>
 
+#include "tokenizer/chat_template.h"  // kThinkOpen, kThinkClose
 #include "tokenizer/tokenizer.h"
 
 namespace specdec::server {
-
-inline constexpr std::string_view kThinkOpen = "<think>";
-inline constexpr std::string_view kThinkClose = "</think>";
 
 struct ReasoningSplit {
   std::string reasoning;  // between the tags, without the newlines that pad it

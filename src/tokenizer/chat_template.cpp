@@ -215,9 +215,9 @@ std::string render_chatml(std::span<const ChatMessage> msgs, bool gen, const std
   for (size_t i = first; i < msgs.size(); ++i) {
     const ChatMessage* shown = &msgs[i];
     if (thinking && shown->role == "assistant" && i < last_user &&
-        shown->content.find("</think>") != std::string::npos) {
+        shown->content.find(kThinkClose) != std::string::npos) {
       answer = *shown;
-      answer.content.erase(0, answer.content.rfind("</think>") + 8);
+      answer.content.erase(0, answer.content.rfind(kThinkClose) + kThinkClose.size());
       answer.content.erase(0,
                            std::min(answer.content.find_first_not_of('\n'), answer.content.size()));
       shown = &answer;
@@ -341,7 +341,7 @@ ChatTemplate ChatTemplate::detect(std::string_view tpl) {
   if (f == ChatFormat::ChatML) {
     t.default_system_ = extract_default_system(tpl);
     t.tools_ = contains(tpl, "<tool_call>");
-    t.thinking_ = contains(tpl, "<think>");
+    t.thinking_ = contains(tpl, kThinkOpen);
   }
   return t;
 }

@@ -22,6 +22,12 @@ namespace gguf {
 class GgufFile;
 }
 
+// The tags a thinking model writes around its reasoning (ChatTemplate::thinking()): DeepSeek-R1's
+// and Qwen3's, the only convention here. The server splits replies at them
+// (server/reasoning.h), the reasoning budget counts between them (engine/reasoning_budget.h).
+inline constexpr std::string_view kThinkOpen = "<think>";
+inline constexpr std::string_view kThinkClose = "</think>";
+
 // One function call an assistant message made (OpenAI's tool_calls[i].function).
 struct ChatToolCall {
   std::string name;
