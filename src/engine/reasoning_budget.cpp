@@ -95,27 +95,30 @@ void ReasoningBudgetConstraint::reset() {
 }
 
 bool ReasoningBudgetConstraint::advance(const State& from, int32_t token, State& to) const {
+  // Only a block's text is checked for half-written characters (token_bytes_ copies a token's
+  // bytes, and most tokens are the answer's): the block opens after its tag's last byte, a
+  // whole character, and the forcing, which ends it, is the only thing that waits for one.
   State s = from;
   if (s.mode == Mode::Forcing) {
     if (token != spec_.forced[static_cast<size_t>(s.forced)]) return false;
-    s.utf8_need = utf8_need_after(s.utf8_need, token_bytes_(token));
     if (++s.forced == static_cast<int32_t>(spec_.forced.size())) s = State{};
     to = s;
     return true;
   }
-  s.utf8_need = utf8_need_after(s.utf8_need, token_bytes_(token));
   if (s.mode == Mode::Idle) {
     s.matched = match_next(spec_.start, s.matched, token);
     if (!spec_.start.empty() && s.matched == static_cast<int32_t>(spec_.start.size())) {
       s.mode = Mode::Counting;
       s.left = spec_.budget;
       s.matched = 0;
+      s.utf8_need = 0;
       s = settle(s);
     }
   } else {  // Counting
+    s.utf8_need = utf8_need_after(s.utf8_need, token_bytes_(token));
     s.matched = match_next(spec_.end, s.matched, token);
     if (s.matched == static_cast<int32_t>(spec_.end.size())) {
-      s = State{.utf8_need = s.utf8_need};  // closed by the model: the next block counts anew
+      s = State{};  // closed by the model: the next block counts anew
     } else {
       s.left = s.left > 0 ? s.left - 1 : 0;
       s = settle(s);

@@ -68,7 +68,7 @@ class ReasoningBudgetConstraint : public TokenConstraint {
     int32_t left = 0;       // Counting: tokens the block may still hold
     int32_t matched = 0;    // Idle: start-tag tokens matched; Counting: end-tag tokens matched
     int32_t forced = 0;     // Forcing: forced tokens written
-    int32_t utf8_need = 0;  // continuation bytes the text still owes
+    int32_t utf8_need = 0;  // Counting: continuation bytes the block's text still owes
   };
 
   // The state after one more token; false (to unchanged) when the token is not the forced one.
