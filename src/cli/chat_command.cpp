@@ -16,6 +16,7 @@
 #include "cli/arg_parser.h"
 #include "cli/commands.h"
 #include "cli/engine_setup.h"
+#include "cli/reasoning_options.h"
 #include "common/error.h"
 #include "engine/engine.h"
 
@@ -88,6 +89,8 @@ int chat_command(const std::vector<std::string>& args) {
               0.0, 1.0);
   add_filter_options(p, filters);
   add_penalty_options(p, penalties);
+  ReasoningOptions reasoning;
+  add_reasoning_options(p, reasoning);
   p.add_value({"-s", "--seed"}, "SEED", "random seed (default: -1, random)",
               [&seed](const std::string& v) {
                 seed = parse_int(v, "-s");
@@ -119,6 +122,7 @@ int chat_command(const std::vector<std::string>& args) {
   eo.draft_vocab = drafting.vocab;
   Engine engine(target, draft.get(), eo);
   apply_device_options(device, std::cerr);
+  note_reasoning_options(reasoning, engine.chat_template(), std::cerr);
 
   const bool interactive = isatty(STDIN_FILENO) != 0;
   if (interactive) {
@@ -151,8 +155,8 @@ int chat_command(const std::vector<std::string>& args) {
       continue;
     }
     history.push_back({"user", line});
-    const std::vector<int32_t> prompt =
-        engine.tokenize_prompt(engine.chat_template().apply(history, true));
+    const std::vector<int32_t> prompt = engine.tokenize_prompt(
+        engine.chat_template().apply(history, true, /*tools=*/{}, thinking_enabled(reasoning)));
     if (static_cast<int32_t>(prompt.size()) >= n_ctx - 1) {
       history.pop_back();
       std::cout << "[the conversation (" << prompt.size() << " tokens) no longer fits the context ("
@@ -173,6 +177,7 @@ int chat_command(const std::vector<std::string>& args) {
     go.draft_length = drafting.length;
     go.draft_context = drafting.context;
     go.hybrid = hybrid;
+    apply_reasoning_options(reasoning, go);
 
     g_interrupted = false;
     auto previous = std::signal(SIGINT, on_sigint);

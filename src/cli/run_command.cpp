@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/engine_setup.h"
 #include "cli/memory_report.h"
+#include "cli/reasoning_options.h"
 #include "cli/stats_report.h"
 #include "common/error.h"
 #include "engine/engine.h"
@@ -37,6 +38,7 @@ struct RunOptions {
   LoraOptions lora;       // --lora, --lora-scaled
   PenaltyParams penalties;
   GrammarOptions grammar;
+  ReasoningOptions reasoning;  // --reasoning-budget, --reasoning-budget-message
   NgramParams ngram;
   bool ngram_given = false;  // any --ngram-* option
   int64_t seed = -1;
@@ -92,6 +94,7 @@ int run_command(const std::vector<std::string>& args) {
   add_filter_options(p, o.filters);
   add_penalty_options(p, o.penalties);
   add_grammar_options(p, o.grammar);
+  add_reasoning_options(p, o.reasoning);
   p.add_value({"-s", "--seed"}, "SEED",
               "random seed (default: -1, a random seed, printed in the summary)",
               [&o](const std::string& v) {
@@ -172,13 +175,15 @@ int run_command(const std::vector<std::string>& args) {
   eo.draft_vocab = o.drafting.vocab;
   Engine engine(target, draft.get(), eo);
   apply_device_options(o.device, std::cerr);
+  note_reasoning_options(o.reasoning, engine.chat_template(), std::cerr);
 
   if (o.chat && !o.suffix.empty()) fail("--suffix and --chat are mutually exclusive");
   if (o.chat) {
     std::vector<ChatMessage> msgs;
     if (!o.system_prompt.empty()) msgs.push_back({"system", o.system_prompt});
     msgs.push_back({"user", prompt});
-    prompt = engine.chat_template().apply(msgs, /*add_generation_prompt=*/true);
+    prompt = engine.chat_template().apply(msgs, /*add_generation_prompt=*/true, /*tools=*/{},
+                                          thinking_enabled(o.reasoning));
   } else if (!o.system_prompt.empty()) {
     fail("-sys needs --chat");
   }
@@ -196,6 +201,7 @@ int run_command(const std::vector<std::string>& args) {
   take_filters(o.filters, go.sampling, go.penalties);
   go.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
   go.grammar = grammar;
+  apply_reasoning_options(o.reasoning, go);
   go.stop = o.stop;
   go.ignore_eos = o.ignore_eos;
   go.draft_max = draft_max_for(o.draft_max, go.sampling.greedy(), !o.draft_ngram);

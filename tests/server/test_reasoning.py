@@ -8,6 +8,7 @@ prompt as Qwen3's template does."""
 
 import http.client
 import json
+import subprocess
 
 import anthropic
 import openai
@@ -375,3 +376,68 @@ def test_reasoning_budget_closes_the_block_and_the_answer_follows(thinker):
         "model": "specdec", "max_tokens": 24, "messages": turns,
         "thinking": {"type": "enabled", "budget_tokens": -1}})
     assert status == 400 and "budget_tokens" in json.dumps(doc), doc
+
+
+# ---------------------------------------------------------------------------------------------
+# The same flags on the command line: specdec run and specdec chat (cli/reasoning_options.h)
+
+OPEN_PROMPT = "<|im_start|>user\nWhat is 2+3?<|im_end|>\n<|im_start|>assistant\n<think>\nLet me"
+
+
+def run_cli(cli, args, stdin=None):
+    r = subprocess.run([cli, *args], input=stdin, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    return r
+
+
+def test_run_reasoning_budget_closes_the_block_and_the_answer_follows(cli, models):
+    """`run --reasoning-budget N`: N tokens inside the block the raw prompt opens, then the message
+    and </think> are forced and the answer follows; the same bytes with and without speculation,
+    and what the server answers to the same budget."""
+    base = ["run", "-m", models["thinking"], "-p", OPEN_PROMPT, "-n", "24", "--temp", "0",
+            "-t", "2", "-c", "2048", "-q"]
+    free = run_cli(cli, base).stdout
+    assert b"</think>" not in free  # the random-weight model never closes the block itself
+    budget = base + ["--reasoning-budget", "5", "--reasoning-budget-message", " Enough."]
+    said = run_cli(cli, budget).stdout
+    cut = said.find(b" Enough.</think>")
+    assert cut > 0, said
+    assert free.startswith(said[:cut]), (free, said)  # the reasoning's first 5 tokens are free
+    assert len(said) > cut + len(b" Enough.</think>") + 1  # an answer follows (and a newline)
+    speculative = run_cli(cli, budget + ["-md", models["thinking"], "--draft-max", "3",
+                                         "--draft-policy", "fixed", "--no-draft-hybrid"])
+    assert speculative.stdout == said
+    # Budget 0: the block is closed at once.
+    zero = run_cli(cli, base + ["--reasoning-budget", "0"]).stdout
+    assert zero.startswith(b"</think>"), zero
+
+
+def test_reasoning_budget_zero_writes_the_empty_block_in_chat_prompts(cli, models):
+    """`--reasoning-budget 0` with a chat prompt (`run --chat`, `chat`): the prompt gets the empty
+    block that Qwen3's template writes for enable_thinking false, so the reply is what the raw
+    prompt with that block gives."""
+    common = ["-m", models["thinking"], "-n", "12", "--temp", "0", "-t", "2", "-c", "2048"]
+    raw = run_cli(cli, ["run", *common, "-q", "-p",
+                        "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+                        "<think>\n\n</think>\n\n"]).stdout
+    thinking = run_cli(cli, ["run", *common, "-q", "--chat", "-p", "hi"]).stdout
+    assert thinking != raw  # the block changes the reply, so the comparisons below mean something
+    off = run_cli(cli, ["run", *common, "-q", "--chat", "-p", "hi", "--reasoning-budget", "0"])
+    assert off.stdout == raw
+    chat = run_cli(cli, ["chat", *common, "--reasoning-budget", "0"], stdin=b"hi\n")
+    assert chat.stdout == raw
+
+
+def test_reasoning_flags_on_a_model_that_does_not_think(cli, models):
+    """A template without <think> tags ignores the flags, as llama.cpp does, with a note; a bad
+    budget is a one-line error before any model loads."""
+    base = ["run", "-m", models["target"], "-p", "hello", "-n", "8", "--temp", "0", "-t", "2"]
+    plain = run_cli(cli, base).stdout
+    r = run_cli(cli, base + ["--reasoning-budget", "0"])
+    assert r.stdout == plain
+    assert b"does not think in <think> tags; --reasoning-budget changes nothing" in r.stderr
+    for command in ("run", "chat"):
+        bad = subprocess.run([cli, command, "-m", models["target"], "--reasoning-budget", "-2"],
+                             capture_output=True, timeout=60)
+        assert bad.returncode == 1
+        assert bad.stderr.decode().startswith("error: --reasoning-budget must be -1"), bad.stderr
