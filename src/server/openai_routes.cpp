@@ -212,20 +212,22 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
           c.held.clear();
         }
       }
+      // One chunk of reasoning; false when the client is gone (the jobs are then cancelled).
+      auto send_reasoning = [&](const std::string& reasoning, const nlohmann::json& lp) {
+        any_text = true;
+        if (!write(sse_event(reasoning_chunk_json(meta, reasoning, c.first, lp, index)))) {
+          cancel_jobs(jobs);
+          return false;
+        }
+        c.first = false;
+        return true;
+      };
       if (c.thinking && meta.reasoning.whole_content) {
         // deepseek-legacy: the reasoning goes out as it comes, and the text, all of it, goes on
         // as the reply's (with the entries of its tokens, as without reasoning).
         ReasoningSplit piece = c.thinking->push(text);
         if (done) piece.reasoning += c.thinking->finish().reasoning;
-        if (!piece.reasoning.empty()) {
-          any_text = true;
-          if (!write(sse_event(
-                  reasoning_chunk_json(meta, piece.reasoning, c.first, nlohmann::json(), index)))) {
-            cancel_jobs(jobs);
-            return;
-          }
-          c.first = false;
-        }
+        if (!piece.reasoning.empty() && !send_reasoning(piece.reasoning, nlohmann::json())) return;
       } else if (c.thinking) {
         // Reasoning goes out as it comes (with the entries of its tokens); what follows the
         // block goes on as the reply's text.
@@ -238,14 +240,11 @@ void HttpServer::Impl::stream(const std::vector<std::shared_ptr<Job>>& jobs,
         logprobs.insert(logprobs.begin(), c.thinking_held.begin(), c.thinking_held.end());
         c.thinking_held.clear();
         if (!piece.reasoning.empty()) {
-          any_text = true;
-          const nlohmann::json lp =
-              meta.logprobs ? logprobs_json(meta, logprobs, c.text_bytes) : nlohmann::json();
-          if (!write(sse_event(reasoning_chunk_json(meta, piece.reasoning, c.first, lp, index)))) {
-            cancel_jobs(jobs);
+          if (!send_reasoning(piece.reasoning, meta.logprobs
+                                                   ? logprobs_json(meta, logprobs, c.text_bytes)
+                                                   : nlohmann::json())) {
             return;
           }
-          c.first = false;
           logprobs.clear();
         }
         text = std::move(piece.content);
