@@ -24,11 +24,27 @@ RequestDefaults RequestDefaults::without(std::initializer_list<const char*> name
   return out;
 }
 
+namespace {
+
+// llama-server's reading of a request's reasoning budget: reasoning_budget_tokens, else its
+// alias thinking_budget_tokens, and -1 (or neither) is the server's --reasoning-budget.
+bool budget_is_the_servers(const json& body) {
+  for (const char* key : {"reasoning_budget_tokens", "thinking_budget_tokens"}) {
+    const auto it = body.find(key);
+    if (it != body.end() && !it->is_null()) return *it == -1;
+  }
+  return true;
+}
+
+}  // namespace
+
 void fill_defaults(json& body, const RequestDefaults& defaults) {
   if (!body.is_object()) return;  // the parser refuses it next
   for (const auto& [name, value] : defaults.fields.items()) {
     const auto it = body.find(name);
-    if (it == body.end() || it->is_null()) {
+    const bool unset = name == "reasoning_budget_tokens" ? budget_is_the_servers(body)
+                                                         : it == body.end() || it->is_null();
+    if (unset) {
       body[name] = value;
     } else if (name == "chat_template_kwargs" && it->is_object() && value.is_object()) {
       // The template's variables one by one (--reasoning-budget 0's enable_thinking stays

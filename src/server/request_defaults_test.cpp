@@ -31,6 +31,35 @@ TEST(RequestDefaults, FillOnlyWhatTheBodyLeavesOutOrSendsAsNull) {
   EXPECT_TRUE(array.empty());
 }
 
+// As llama-server reads it: a request's reasoning budget of -1 (or its alias
+// thinking_budget_tokens at -1) is the server's --reasoning-budget; any other value is the
+// request's own.
+TEST(RequestDefaults, AReasoningBudgetOfMinusOneIsTheServers) {
+  const RequestDefaults d = defaults({{"reasoning_budget_tokens", 64}});
+  auto budget = [&d](const char* extra) {
+    std::string body = kChat;
+    body.insert(body.size() - 1, extra);
+    return parse_request(Endpoint::ChatCompletions, body, d).reasoning_budget;
+  };
+  EXPECT_EQ(budget(""), 64);
+  EXPECT_EQ(budget(R"(,"reasoning_budget_tokens":-1)"), 64);
+  EXPECT_EQ(budget(R"(,"thinking_budget_tokens":-1)"), 64);
+  EXPECT_EQ(budget(R"(,"reasoning_budget_tokens":null)"), 64);
+  EXPECT_EQ(budget(R"(,"reasoning_budget_tokens":0)"), 0);
+  EXPECT_EQ(budget(R"(,"reasoning_budget_tokens":8)"), 8);
+  EXPECT_EQ(budget(R"(,"thinking_budget_tokens":8)"), 8);
+  // Both given: reasoning_budget_tokens is the one read.
+  EXPECT_EQ(budget(R"(,"reasoning_budget_tokens":8,"thinking_budget_tokens":3)"), 8);
+  EXPECT_EQ(budget(R"(,"reasoning_budget_tokens":-1,"thinking_budget_tokens":3)"), 64);
+  // Without a server default -1 stays "no budget".
+  EXPECT_EQ(parse_request(Endpoint::ChatCompletions,
+                          R"({"messages": [{"role": "user", "content": "hi"}],)"
+                          R"("reasoning_budget_tokens": -1})",
+                          defaults(json::object()))
+                .reasoning_budget,
+            -1);
+}
+
 TEST(RequestDefaults, TheOpenAiEndpointsTakeThemWhereTheRequestSaysNothing) {
   const RequestDefaults d = defaults({{"temperature", 0.3},
                                       {"top_k", 20},

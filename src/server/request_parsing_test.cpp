@@ -230,6 +230,11 @@ TEST(RequestParsing, ReasoningFormatAsLlamaServerNamesIt) {
   EXPECT_EQ(b.reasoning_budget_message, "Done.");
   expect_400(kChat, "{" + user + R"(,"reasoning_budget_tokens":-2})", "reasoning_budget_tokens",
              "invalid_value");
+  // llama-server's alias, read where reasoning_budget_tokens is absent.
+  EXPECT_EQ(parse_request(kChat, "{" + user + R"(,"thinking_budget_tokens":12})").reasoning_budget,
+            12);
+  expect_400(kChat, "{" + user + R"(,"thinking_budget_tokens":"12"})", "thinking_budget_tokens",
+             "invalid_type");
   expect_400(kChat, "{" + user + R"(,"reasoning_budget_message":[]})", "reasoning_budget_message",
              "invalid_type");
 }
