@@ -15,20 +15,21 @@ void add_reasoning_options(ArgParser& p, ReasoningOptions& options) {
               "block, and an open block is closed at once); N > 0: at most N tokens inside a "
               "<think> block, after which --reasoning-budget-message and the closing tag are "
               "forced and the answer follows, as llama-server's",
-              [&options](const std::string& v) {
-                const int64_t n = parse_int(v, "--reasoning-budget");
-                if (n < -1 || n > std::numeric_limits<int32_t>::max()) {
-                  fail(
-                      "--reasoning-budget must be -1 (unrestricted), 0 (no thinking) or a "
-                      "number of tokens, got ",
-                      v);
-                }
-                options.budget = static_cast<int32_t>(n);
-              });
+              [&options](const std::string& v) { options.budget = parse_reasoning_budget(v); });
   p.add_string({"--reasoning-budget-message"}, "TEXT",
                "what the reasoning says before its block is closed for it when the budget is "
                "spent (default: nothing)",
                options.message);
+}
+
+int32_t parse_reasoning_budget(const std::string& value) {
+  const int64_t n = parse_int(value, "--reasoning-budget");
+  if (n < -1 || n > std::numeric_limits<int32_t>::max()) {
+    fail(
+        "--reasoning-budget must be -1 (unrestricted), 0 (no thinking) or a number of tokens, got ",
+        value);
+  }
+  return static_cast<int32_t>(n);
 }
 
 void apply_reasoning_options(const ReasoningOptions& options, GenerationOptions& go) {

@@ -27,6 +27,9 @@ struct ReasoningOptions {
 };
 
 void add_reasoning_options(ArgParser& p, ReasoningOptions& options);
+// A --reasoning-budget value (-1, 0 or a number of tokens); a one-line error otherwise. serve's
+// flag reads it the same way.
+int32_t parse_reasoning_budget(const std::string& value);
 
 // Whether a chat prompt leaves the thinking to the model (false: the template writes the empty
 // block, ChatTemplate::apply's enable_thinking).

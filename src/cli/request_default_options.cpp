@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/engine_setup.h"
+#include "cli/reasoning_options.h"
 #include "common/error.h"
 #include "server/api_error.h"
 
@@ -157,18 +158,13 @@ void add_request_default_options(ArgParser& p, server::RequestDefaults& defaults
               "(requests' reasoning_budget_tokens, Anthropic's thinking.budget_tokens), as "
               "llama-server's",
               [&d](const std::string& v) {
-                const int64_t n = parse_int(v, "--reasoning-budget");
+                const int32_t n = parse_reasoning_budget(v);
                 d.erase("chat_template_kwargs");
                 d.erase("reasoning_budget_tokens");
                 if (n == 0) {
                   d["chat_template_kwargs"] = {{"enable_thinking", false}};
                 } else if (n > 0) {
                   d["reasoning_budget_tokens"] = n;
-                } else if (n != -1) {
-                  fail(
-                      "--reasoning-budget must be -1 (unrestricted), 0 (no thinking) or a "
-                      "number of tokens, got ",
-                      n);
                 }
               });
   p.add_value({"--reasoning-budget-message"}, "TEXT",
