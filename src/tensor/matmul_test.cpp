@@ -188,7 +188,9 @@ TEST(Matmul, BatchInvariant) {
     IsaScope scope(isa);
     for (GgmlType t : kWeightTypes) {
       for (bool pack : layouts(t)) {
-        const int64_t rows = 37, cols = 512, kmax = 9;
+        // k up to 17: the 16-row K-quant kernels take up to 16 activation rows in one group,
+        // 17 in two (packed_dot_k16_avx512.cpp).
+        const int64_t rows = 37, cols = 512, kmax = 17;
         const Matrix m = make_weights(t, rows, cols, 17, pack);
         const std::vector<float> x = random_floats(static_cast<size_t>(kmax * cols), 18);
         std::vector<float> single(static_cast<size_t>(kmax * rows));
@@ -260,7 +262,7 @@ TEST(Matmul, PackedPathsBitwise) {
     const bool k_quant = traits(t).block_size == kQK_K;
     for (int64_t cols :
          k_quant ? std::vector<int64_t>{256, 768, 1536} : std::vector<int64_t>{32, 96, 576}) {
-      for (int64_t k : {1, 2, 3, 4, 5, 7, 8, 9, 13}) {
+      for (int64_t k : {1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17}) {
         // 16 rows: one pair of groups (the AVX-512 kernels' 16-row form in one call);
         // 24: a pair and a single group, or single groups where the threads split them.
         const int64_t rows = k % 2 == 0 ? 16 : 24;
@@ -359,10 +361,11 @@ void set_extreme_codes(GgmlType t, std::vector<uint8_t>& bytes) {
 // -1: quantized to +-127, so every chunk's products reach the int16 bounds of the packed
 // kinds, and the 16-row Q4_K kernel's half sub-block sums their int16 bound): the sign and
 // offset handling and those bounds must still hold. 8 rows run the 8-row kernels; 16 rows over
-// 10 activation rows the AVX-512 16-row ones (every type's threshold is at most 10).
+// 10 and 16 activation rows the AVX-512 16-row ones (every type's threshold is at most 10; 16
+// is the K-quant kernels' largest group).
 TEST(Matmul, PackedExtremeValues) {
   ThreadPool pool(1);
-  for (const auto& [rows, k] : {std::pair<int64_t, int64_t>{8, 3}, {16, 10}}) {
+  for (const auto& [rows, k] : {std::pair<int64_t, int64_t>{8, 3}, {16, 10}, {16, 16}}) {
     for (GgmlType t : kWeightTypes) {
       if (!packable(t)) continue;
       const int64_t cols = traits(t).block_size == kQK_K ? 512 : 64;

@@ -196,7 +196,13 @@ void multi_packed_k16(int64_t n, const uint8_t* w, const uint8_t* x, size_t xs, 
 }  // namespace
 
 const PackedKKernelTable& packed_k16_kernels_avx512vnni() {
-  constexpr int kMaxGroup = 9;
+  // Up to 16 activation rows per group (the 8-row kernels and the 32-column formats stop at 9):
+  // a pass over 10-16 rows then unpacks each weight block once instead of twice, though the
+  // row sums no longer all fit the 32 vector registers. On the 2-core Intel Xeon VM (no AMX),
+  // verify-cost on the Qwen2.5-Coder 1.5B, 4 alternations: passes over 10-16 tokens 7-16 %
+  // cheaper (10 tokens 76 -> 66 ms), 1-9 and 17-18 unchanged; groups of up to 24 lost at
+  // 17-19 rows. (The 32-column formats gained nothing from 16; docs/benchmarks.md.)
+  constexpr int kMaxGroup = 16;
   static constexpr PackedKKernelTable kTable = {
       multi_packed_k16<KindQ45<PackedQ4_Kx8, false>, kMaxGroup>,
       multi_packed_k16<KindQ45<PackedQ5_Kx8, true>, kMaxGroup>,
