@@ -3,7 +3,7 @@
 // (packed_dot_k_avx512.cpp: the same integer sums, then the same float multiply and fused adds
 // in the same order), so a row's output is the same bits whichever kernel computed it.
 //
-// Why: a verify pass or a prefill runs these with 2-9 activation rows, and there they are
+// Why: a verify pass or a prefill runs these with 2-16 activation rows, and there they are
 // bound by the vpdpbusd issue rate, not by memory. On Zen 4 a 512-bit vpdpbusd is one macro-op
 // that does twice the work of a 256-bit one; a microbenchmark with 9 independent accumulator
 // chains (the shape of a 9-row pass) issued 3.5 G/s 512-bit against 4.8 G/s 256-bit ones on
