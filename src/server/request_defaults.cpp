@@ -1,6 +1,7 @@
 #include "server/request_defaults.h"
 
 #include "common/error.h"
+#include "server/json_fields.h"
 #include "server/request_parsing.h"
 
 namespace specdec::server {
@@ -26,14 +27,11 @@ RequestDefaults RequestDefaults::without(std::initializer_list<const char*> name
 
 namespace {
 
-// llama-server's reading of a request's reasoning budget: reasoning_budget_tokens, else its
-// alias thinking_budget_tokens, and -1 (or neither) is the server's --reasoning-budget.
+// llama-server's reading of a request's reasoning budget: none given, or -1, is the server's
+// --reasoning-budget.
 bool budget_is_the_servers(const json& body) {
-  for (const char* key : {"reasoning_budget_tokens", "thinking_budget_tokens"}) {
-    const auto it = body.find(key);
-    if (it != body.end() && !it->is_null()) return *it == -1;
-  }
-  return true;
+  const json* v = field(body, reasoning_budget_field(body));
+  return v == nullptr || *v == -1;
 }
 
 }  // namespace

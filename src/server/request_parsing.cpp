@@ -524,6 +524,13 @@ size_t json_nesting_depth(std::string_view text) {
   return deepest;
 }
 
+const char* reasoning_budget_field(const json& body) {
+  return field(body, "reasoning_budget_tokens") == nullptr &&
+                 field(body, "thinking_budget_tokens") != nullptr
+             ? "thinking_budget_tokens"
+             : "reasoning_budget_tokens";
+}
+
 CompletionRequest parse_request(Endpoint endpoint, std::string_view body,
                                 const RequestDefaults& defaults) {
   // No request needs more than a few levels; a body of a million '[' is an attack on the
@@ -546,14 +553,9 @@ CompletionRequest parse_request(Endpoint endpoint, std::string_view body,
     get_continuation(j, r);
     get_template_kwargs(j, r);
     get_reasoning_format(j, r);
-    // llama-server's alias thinking_budget_tokens counts where reasoning_budget_tokens is
-    // absent (request_defaults.cpp: -1 is then the server's --reasoning-budget).
-    const char* budget_key =
-        field(j, "reasoning_budget_tokens") == nullptr && field(j, "thinking_budget_tokens")
-            ? "thinking_budget_tokens"
-            : "reasoning_budget_tokens";
     r.reasoning_budget = static_cast<int32_t>(
-        get_int(j, budget_key, -1, std::numeric_limits<int32_t>::max()).value_or(-1));
+        get_int(j, reasoning_budget_field(j), -1, std::numeric_limits<int32_t>::max())
+            .value_or(-1));
     if (const json* m = field(j, "reasoning_budget_message")) {
       if (!m->is_string()) wrong_type("reasoning_budget_message", "a string", *m);
       r.reasoning_budget_message = m->get<std::string>();

@@ -156,6 +156,10 @@ nlohmann::json parse_json_value(std::string_view body);
 nlohmann::json parse_body(std::string_view body);
 // The body's "model" ("" when absent or null); a 400 when it is no string.
 std::string get_model(const nlohmann::json& body);
+// Which field holds a chat request's reasoning budget, as llama-server reads it:
+// reasoning_budget_tokens, or its alias thinking_budget_tokens where only that one is set (not
+// null). A value of -1 there is the server's --reasoning-budget (fill_defaults).
+const char* reasoning_budget_field(const nlohmann::json& body);
 // A token id array (non-empty, every element an integer in [0, INT32_MAX]), or nullopt when v is
 // not an array of numbers; a 400 naming param for an array of numbers that are no token ids.
 std::optional<std::vector<int32_t>> get_token_ids(const nlohmann::json& v,
