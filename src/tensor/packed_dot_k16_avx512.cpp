@@ -109,6 +109,20 @@ struct KindQ45 {
   }
 };
 
+// The 8-row file's low_byte_split and q6_scale_words on 512 bits: d * sc as one vpshufb and one
+// multiply-add instead of vpmulld.
+inline __m512i low_byte_split(__m512i d) {
+  const __m256i p =
+      _mm256_setr_epi8(0, -128, 1, 2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14, 0, -128, 1,
+                       2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14);
+  return _mm512_shuffle_epi8(d, pattern512(p));
+}
+inline __m512i q6_scale_words(__m512i pair, int u) {
+  const __m512i sc =
+      u == 0 ? _mm512_and_si512(pair, _mm512_set1_epi32(0xffff)) : _mm512_srli_epi32(pair, 16);
+  return _mm512_or_si512(sc, _mm512_slli_epi32(sc, 24));
+}
+
 struct KindQ6 {
   using P = PackedQ6_Kx8;
   static constexpr bool kMin = false;
@@ -125,16 +139,15 @@ struct KindQ6 {
       __m512i q[8];
       unpack_q6_group(a, b, g, q);
       const __m512i pair = q6_scale_pairs(a, b, g);
-      // The two int16 scales of each lane, sign-extended: sub-block 2g, then 2g + 1.
-      const __m512i sc0 = _mm512_srai_epi32(_mm512_slli_epi32(pair, 16), 16);
-      const __m512i sc1 = _mm512_srai_epi32(pair, 16);
+      const __m512i sw0 = q6_scale_words(pair, 0), sw1 = q6_scale_words(pair, 1);
 #pragma GCC unroll 16
       for (int t = 0; t < NR; ++t) {
         const int8_t* y = xb[t][i].qs + 32 * g;
         const __m512i d0 = dot_chunks<4, kParts>(q, y, 0);
         const __m512i d1 = dot_chunks<4, kParts>(q, y, 4);
-        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(d0, sc0));
-        sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(d1, sc1));
+        const __m512i both = _mm512_dpwssd_epi32(_mm512_madd_epi16(low_byte_split(d0), sw0),
+                                                 low_byte_split(d1), sw1);
+        sumi[t] = _mm512_add_epi32(sumi[t], both);
         pin_v(sumi[t]);
         off[t] = dpwssd_bcast(off[t], pair, xb[t][i].bsums + 2 * g);
       }

@@ -116,6 +116,27 @@ struct KindQ45 {
   }
 };
 
+// A Q6_K sub-block's sum d (16 codes of 0..63 against int8 activations: |d| <= 16 x 63 x 128 <
+// 2^17) as the int16 pair (d & 255, d >> 8) in each lane, one vpshufb: byte 0 zero-extended,
+// then bytes 1 and 2, which hold d >> 8 exactly as it fits an int16. Against the scale words
+// (sc, 256 sc) of q6_scale_words, one vpmaddwd / vpdpwssd gives d * sc exactly: the same
+// integer as vpmulld, which is two uops on Intel against this pair's one shuffle (port 5) and
+// one multiply-add.
+inline __m256i low_byte_split(__m256i d) {
+  const __m256i pattern =
+      _mm256_setr_epi8(0, -128, 1, 2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14, 0, -128, 1,
+                       2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14);
+  return _mm256_shuffle_epi8(d, pattern);
+}
+
+// Each lane's int16 pair (sc, 256 sc) for sub-block 2g + u, from q6_scale_pairs' pair of
+// sign-extended int8 scales (256 sc fits an int16: |sc| <= 128).
+inline __m256i q6_scale_words(__m256i pair, int u) {
+  const __m256i sc =
+      u == 0 ? _mm256_and_si256(pair, _mm256_set1_epi32(0xffff)) : _mm256_srli_epi32(pair, 16);
+  return _mm256_or_si256(sc, _mm256_slli_epi32(sc, 24));
+}
+
 struct KindQ6 {
   using P = PackedQ6_Kx8;
   static constexpr bool kMin = false;
@@ -132,16 +153,15 @@ struct KindQ6 {
       __m256i q[8];
       unpack_q6_group(b, g, q);
       const __m256i pair = q6_scale_pairs(b, g);
-      // The two int16 scales of each lane, sign-extended: sub-block 2g, then 2g + 1.
-      const __m256i sc0 = _mm256_srai_epi32(_mm256_slli_epi32(pair, 16), 16);
-      const __m256i sc1 = _mm256_srai_epi32(pair, 16);
+      const __m256i sw0 = q6_scale_words(pair, 0), sw1 = q6_scale_words(pair, 1);
 #pragma GCC unroll 16
       for (int t = 0; t < NR; ++t) {
         const int8_t* y = xb[t][i].qs + 32 * g;
         const __m256i d0 = dot_chunks<4, kParts>(q, y, 0);
         const __m256i d1 = dot_chunks<4, kParts>(q, y, 4);
-        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(d0, sc0));
-        sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(d1, sc1));
+        const __m256i both = _mm256_dpwssd_epi32(_mm256_madd_epi16(low_byte_split(d0), sw0),
+                                                 low_byte_split(d1), sw1);
+        sumi[t] = _mm256_add_epi32(sumi[t], both);
         pin_v(sumi[t]);
         off[t] = dpwssd_bcast(off[t], pair, xb[t][i].bsums + 2 * g);
       }
