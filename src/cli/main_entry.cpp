@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "tensor/cpu_features.h"
 
 namespace specdec::cli {
 namespace {
@@ -38,6 +39,11 @@ int main_entry(int argc, char** argv) {
   }
   const std::string command = args[0];
   args.erase(args.begin());
+  // Settle whether AMX tiles run here now, while the process is small: the check runs a tile
+  // multiply in a forked child (cpu_features.cpp), and a fork after the models are mapped and
+  // packed copies the page tables of gigabytes and, under strict overcommit
+  // (vm.overcommit_memory = 2), may fail, which would turn the tile kernels off for the run.
+  (void)cpu_has_amx_int8();
   try {
     if (command == "run") return run_command(args);
     if (command == "info") return info_command(args);
