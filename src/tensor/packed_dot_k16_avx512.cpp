@@ -57,6 +57,22 @@ inline __m512i words_pair(__m512i lo, __m512i hi) {
   return _mm512_mask_shuffle_epi8(lo, 0xccccccccccccccccULL, hi, low_word_up);
 }
 
+// The 8-row file's low_byte_split, scale_words_256 and q6_scale_words on 512 bits: a
+// sub-block's sum times its scale as one vpshufb and one multiply-add instead of vpmulld.
+inline __m512i low_byte_split(__m512i d) {
+  const __m256i p =
+      _mm256_setr_epi8(0, -128, 1, 2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14, 0, -128, 1,
+                       2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14);
+  return _mm512_shuffle_epi8(d, pattern512(p));
+}
+inline __m512i scale_words_512(__m512i sc) {
+  return _mm512_or_si512(sc, _mm512_slli_epi32(sc, 24));
+}
+inline __m512i q6_scale_words(__m512i pair, int u) {
+  return scale_words_512(u == 0 ? _mm512_and_si512(pair, _mm512_set1_epi32(0xffff))
+                                : _mm512_srli_epi32(pair, 16));
+}
+
 template <typename PackedBlock, bool kFive>
 struct KindQ45 {
   using P = PackedBlock;
@@ -73,11 +89,12 @@ struct KindQ45 {
       unpack_sub_block<P, kFive>(a, b, j, q);
       if constexpr (kFive) {
         constexpr int kParts = chains_per_row<NR, 8, kInFlight>();
-        const __m512i sc = byte_to_dword(j < 4 ? s.sc_lo : s.sc_hi, j % 4);
+        // As the 8-row kernel: the scale applied by one vpshufb and one vpdpwssd.
+        const __m512i sw = scale_words_512(byte_to_dword(j < 4 ? s.sc_lo : s.sc_hi, j % 4));
 #pragma GCC unroll 16
         for (int t = 0; t < NR; ++t) {
           const __m512i d = dot_chunks<8, kParts>(q, xb[t][i].qs + 32 * j, 0);
-          sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(d, sc));
+          sumi[t] = _mm512_dpwssd_epi32(sumi[t], low_byte_split(d), sw);
           pin_v(sumi[t]);
         }
       } else {
@@ -108,20 +125,6 @@ struct KindQ45 {
     }
   }
 };
-
-// The 8-row file's low_byte_split and q6_scale_words on 512 bits: d * sc as one vpshufb and one
-// multiply-add instead of vpmulld.
-inline __m512i low_byte_split(__m512i d) {
-  const __m256i p =
-      _mm256_setr_epi8(0, -128, 1, 2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14, 0, -128, 1,
-                       2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14);
-  return _mm512_shuffle_epi8(d, pattern512(p));
-}
-inline __m512i q6_scale_words(__m512i pair, int u) {
-  const __m512i sc =
-      u == 0 ? _mm512_and_si512(pair, _mm512_set1_epi32(0xffff)) : _mm512_srli_epi32(pair, 16);
-  return _mm512_or_si512(sc, _mm512_slli_epi32(sc, 24));
-}
 
 struct KindQ6 {
   using P = PackedQ6_Kx8;

@@ -1,9 +1,10 @@
 // AVX-512 VNNI integer sums for the packed K-quants (packed_blocks.h; driver and unpacking in
 // packed_dot_k_x86.h). vpdpbusd adds a chunk's 4 products per row straight into int32 lanes,
-// so a sub-block needs no int16 chains; its sum meets the row's sub-block scale in one 32-bit
-// multiply, and the min and Q6_K offset terms take one vpdpwssd per pair of sub-blocks. The
-// integer sums are the AVX2 path's exactly, so the outputs are the same bits. Compiled with
-// AVX2/FMA/F16C plus AVX-512 F/BW/VL/VNNI; only reached after cpu_has_avx512_vnni().
+// so a sub-block needs no int16 chains; its sum meets the row's sub-block scale in one int16
+// multiply-add (vpdpwssd), and the min and Q6_K offset terms take one vpdpwssd per pair of
+// sub-blocks. The integer sums are the AVX2 path's exactly, so the outputs are the same bits.
+// Compiled with AVX2/FMA/F16C plus AVX-512 F/BW/VL/VNNI; only reached after
+// cpu_has_avx512_vnni().
 #include <immintrin.h>
 
 #include "tensor/kernel_types.h"
@@ -66,6 +67,31 @@ inline __m256i words_pair(__m256i lo, __m256i hi) {
   return _mm256_mask_shuffle_epi8(lo, 0xccccccccU, hi, low_word_up);
 }
 
+// A sub-block's int32 sum d with |d| < 2^17 (Q6_K: 16 codes of 0..63 against int8
+// activations, at most 16 x 63 x 128; Q5_K: 32 codes of 0..31, at most 32 x 31 x 128) as the
+// int16 pair (d & 255, d >> 8) in each lane, one vpshufb: byte 0 zero-extended, then bytes 1
+// and 2, which hold d >> 8 exactly as it fits an int16. Against the scale words (sc, 256 sc),
+// one vpmaddwd / vpdpwssd gives d * sc exactly: the same integer as vpmulld, which is two uops
+// on Intel against this pair's one shuffle (port 5) and one multiply-add.
+inline __m256i low_byte_split(__m256i d) {
+  const __m256i pattern =
+      _mm256_setr_epi8(0, -128, 1, 2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14, 0, -128, 1,
+                       2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14);
+  return _mm256_shuffle_epi8(d, pattern);
+}
+
+// Each lane's int16 pair (sc, 256 sc) from a scale sc in [-128, 127] in the lane's low word (the
+// high word zero): 256 sc fits an int16.
+inline __m256i scale_words_256(__m256i sc) {
+  return _mm256_or_si256(sc, _mm256_slli_epi32(sc, 24));
+}
+
+// The pair for Q6_K sub-block 2g + u, from q6_scale_pairs' pair of sign-extended int8 scales.
+inline __m256i q6_scale_words(__m256i pair, int u) {
+  return scale_words_256(u == 0 ? _mm256_and_si256(pair, _mm256_set1_epi32(0xffff))
+                                : _mm256_srli_epi32(pair, 16));
+}
+
 template <typename PackedBlock, bool kFive>
 struct KindQ45 {
   using P = PackedBlock;
@@ -82,11 +108,13 @@ struct KindQ45 {
       unpack_sub_block<P, kFive>(b, j, q);
       if constexpr (kFive) {
         constexpr int kParts = chains_per_row<NR, 8, kInFlight>();
-        const __m256i sc = byte_to_dword(j < 4 ? s.sc_lo : s.sc_hi, j % 4);
+        // A Q5_K sub-block's sum (|d| <= 32 x 31 x 128 < 2^17) times its 6-bit scale as the
+        // Q6_K kernel below applies its scales: one vpshufb and one vpdpwssd, not vpmulld.
+        const __m256i sw = scale_words_256(byte_to_dword(j < 4 ? s.sc_lo : s.sc_hi, j % 4));
 #pragma GCC unroll 16
         for (int t = 0; t < NR; ++t) {
           const __m256i d = dot_chunks<8, kParts>(q, xb[t][i].qs + 32 * j, 0);
-          sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(d, sc));
+          sumi[t] = _mm256_dpwssd_epi32(sumi[t], low_byte_split(d), sw);
           pin_v(sumi[t]);
         }
       } else {
@@ -115,27 +143,6 @@ struct KindQ45 {
     }
   }
 };
-
-// A Q6_K sub-block's sum d (16 codes of 0..63 against int8 activations: |d| <= 16 x 63 x 128 <
-// 2^17) as the int16 pair (d & 255, d >> 8) in each lane, one vpshufb: byte 0 zero-extended,
-// then bytes 1 and 2, which hold d >> 8 exactly as it fits an int16. Against the scale words
-// (sc, 256 sc) of q6_scale_words, one vpmaddwd / vpdpwssd gives d * sc exactly: the same
-// integer as vpmulld, which is two uops on Intel against this pair's one shuffle (port 5) and
-// one multiply-add.
-inline __m256i low_byte_split(__m256i d) {
-  const __m256i pattern =
-      _mm256_setr_epi8(0, -128, 1, 2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14, 0, -128, 1,
-                       2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14);
-  return _mm256_shuffle_epi8(d, pattern);
-}
-
-// Each lane's int16 pair (sc, 256 sc) for sub-block 2g + u, from q6_scale_pairs' pair of
-// sign-extended int8 scales (256 sc fits an int16: |sc| <= 128).
-inline __m256i q6_scale_words(__m256i pair, int u) {
-  const __m256i sc =
-      u == 0 ? _mm256_and_si256(pair, _mm256_set1_epi32(0xffff)) : _mm256_srli_epi32(pair, 16);
-  return _mm256_or_si256(sc, _mm256_slli_epi32(sc, 24));
-}
 
 struct KindQ6 {
   using P = PackedQ6_Kx8;
