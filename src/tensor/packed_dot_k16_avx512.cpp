@@ -4,11 +4,12 @@
 // in the same order), so a row's output is the same bits whichever kernel computed it.
 //
 // Why: a verify pass or a prefill runs these with 2-16 activation rows, and there they are
-// bound by the vpdpbusd issue rate, not by memory. On Zen 4 a 512-bit vpdpbusd is one macro-op
-// that does twice the work of a 256-bit one; a microbenchmark with 9 independent accumulator
-// chains (the shape of a 9-row pass) issued 3.5 G/s 512-bit against 4.8 G/s 256-bit ones on
-// one core, 1.45x the multiply-adds per second. The unpacking of the weights is shared by 16
-// rows instead of 8 as well.
+// bound by their integer work, not by memory (on the Emerald Rapids VM at about half of what
+// vpdpbusd alone issues: bench_tensor Vpdpbusd, docs/benchmarks.md). On Zen 4 a 512-bit
+// vpdpbusd is one macro-op that does twice the work of a 256-bit one; a microbenchmark with 9
+// independent accumulator chains (the shape of a 9-row pass) issued 3.5 G/s 512-bit against
+// 4.8 G/s 256-bit ones on one core, 1.45x the multiply-adds per second. The unpacking of the
+// weights is shared by 16 rows instead of 8 as well.
 //
 // Compiled with AVX2/FMA/F16C plus AVX-512 F/BW/VL/VNNI; only reached after
 // cpu_has_avx512_vnni().
@@ -60,10 +61,7 @@ inline __m512i words_pair(__m512i lo, __m512i hi) {
 // The 8-row file's low_byte_split, scale_words_256 and q6_scale_words on 512 bits: a
 // sub-block's sum times its scale as one vpshufb and one multiply-add instead of vpmulld.
 inline __m512i low_byte_split(__m512i d) {
-  const __m256i p =
-      _mm256_setr_epi8(0, -128, 1, 2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14, 0, -128, 1,
-                       2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14);
-  return _mm512_shuffle_epi8(d, pattern512(p));
+  return _mm512_shuffle_epi8(d, pattern512(low_byte_split_pattern()));
 }
 inline __m512i scale_words_512(__m512i sc) {
   return _mm512_or_si512(sc, _mm512_slli_epi32(sc, 24));

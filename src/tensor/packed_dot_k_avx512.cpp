@@ -69,15 +69,11 @@ inline __m256i words_pair(__m256i lo, __m256i hi) {
 
 // A sub-block's int32 sum d with |d| < 2^17 (Q6_K: 16 codes of 0..63 against int8
 // activations, at most 16 x 63 x 128; Q5_K: 32 codes of 0..31, at most 32 x 31 x 128) as the
-// int16 pair (d & 255, d >> 8) in each lane, one vpshufb: byte 0 zero-extended, then bytes 1
-// and 2, which hold d >> 8 exactly as it fits an int16. Against the scale words (sc, 256 sc),
+// int16 pair (d & 255, d >> 8) in each lane, one vpshufb. Against the scale words (sc, 256 sc),
 // one vpmaddwd / vpdpwssd gives d * sc exactly: the same integer as vpmulld, which is two uops
 // on Intel against this pair's one shuffle (port 5) and one multiply-add.
 inline __m256i low_byte_split(__m256i d) {
-  const __m256i pattern =
-      _mm256_setr_epi8(0, -128, 1, 2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14, 0, -128, 1,
-                       2, 4, -128, 5, 6, 8, -128, 9, 10, 12, -128, 13, 14);
-  return _mm256_shuffle_epi8(d, pattern);
+  return _mm256_shuffle_epi8(d, low_byte_split_pattern());
 }
 
 // Each lane's int16 pair (sc, 256 sc) from a scale sc in [-128, 127] in the lane's low word (the

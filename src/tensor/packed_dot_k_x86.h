@@ -238,6 +238,15 @@ inline __m256i byte_to_dword_pattern(int a) {
                           static_cast<char>(a0 + 8), z, z, z, static_cast<char>(a0 + 12), z, z, z);
 }
 
+// pshufb pattern (the same in both 128-bit halves) that turns each 32-bit lane d, |d| < 2^17,
+// into the int16 pair (d & 255, d >> 8): byte 0 zero-extended, then bytes 1 and 2, which hold
+// d >> 8 exactly as it fits an int16 (the VNNI kernels' low_byte_split).
+inline __m256i low_byte_split_pattern() {
+  const char z = static_cast<char>(0x80);
+  return _mm256_setr_epi8(0, z, 1, 2, 4, z, 5, 6, 8, z, 9, 10, 12, z, 13, 14, 0, z, 1, 2, 4, z, 5,
+                          6, 8, z, 9, 10, 12, z, 13, 14);
+}
+
 // Q6_K scales of sub-blocks 2g and 2g + 1 of each row as the int16 pair of its 32-bit lane.
 inline __m256i q6_scale_pairs(const PackedQ6_Kx8& b, int g) {
   return _mm256_cvtepi8_epi16(
